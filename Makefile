@@ -1,0 +1,36 @@
+# The two set-up commands of the README are `make up` and `make test`; everything else is a helper.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PARTS := -e ./accelerator -e ./agents -e ./sdk -e ./platform
+
+.PHONY: install up test lint clean
+
+$(STAMP): pyproject.toml accelerator/pyproject.toml agents/pyproject.toml platform/pyproject.toml sdk/pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Switchyard needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(PARTS) -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Start the platform on the embedded defaults (SQLite database and broker in ./.switchyard).
+up: $(STAMP)
+	$(BIN)/switchyard up
+
+## Run the whole test suite (PostgreSQL/Redis suites too when SWITCHYARD_TEST_*_URL are set).
+test: $(STAMP)
+	@$(BIN)/python -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
+
+## Lint, format check, import contracts and strict typing of the SDK and the accelerator.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy -p switchyard.sdk -p switchyard.accelerator
+
+clean:
+	rm -rf $(VENV) .switchyard

@@ -1,0 +1,5 @@
+"""Switchyard agents."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

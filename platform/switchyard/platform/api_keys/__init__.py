@@ -1,0 +1,1 @@
+"""A tenant's API keys."""

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.models import ApiKey
+
+__all__ = ["ApiKeyCreate", "ApiKeyCreated", "ApiKeyPublic"]
+
+
+class ApiKeyCreate(BaseModel):
+    """A new key for the caller's tenant; its role cannot exceed the caller's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=200, description="A label to recognise the key by.")
+    role: Role = Field(default=Role.DEVELOPER, description="What the key may do.")
+    expires_at: datetime | None = Field(default=None, description="When the key stops working (UTC).")
+
+
+class ApiKeyPublic(BaseModel):
+    """A key as listed: never its secret."""
+
+    object: Literal["api_key"] = "api_key"
+    id: str
+    name: str
+    role: Role
+    redacted_value: str = Field(description="The key's public part, e.g. `sy_1a2b3c4d5e6f_…`.")
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, row: ApiKey) -> ApiKeyPublic:
+        return cls(
+            id=row.id,
+            name=row.name,
+            role=Role(row.role),
+            redacted_value=f"sy_{row.short_id}_…",
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            revoked_at=row.revoked_at,
+        )
+
+
+class ApiKeyCreated(ApiKeyPublic):
+    """A key just created: ``value`` is shown this once and cannot be retrieved again."""
+
+    value: str

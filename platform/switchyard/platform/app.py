@@ -1,0 +1,77 @@
+"""``create_app(settings)``: the Litestar application, composed from the domain routers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from switchyard.platform.api_keys.controllers import ApiKeyController
+from switchyard.platform.audit.controllers import AuditLogController
+from switchyard.platform.auth.middleware import ApiKeyAuthentication
+from switchyard.platform.db import Database
+from switchyard.platform.deps import dependencies
+from switchyard.platform.health.controllers import healthz, readyz
+from switchyard.platform.http.errors import exception_handlers
+from switchyard.platform.http.idempotency import IdempotencyMiddleware
+from switchyard.platform.http.request_id import add_request_id_header
+from switchyard.platform.members.controllers import MemberController
+from switchyard.platform.settings import Settings, load_settings
+from switchyard.platform.tenants.controllers import TenantAdminController
+
+__all__ = ["create_app"]
+
+VERSION = "0.1.0"
+
+
+def create_app(settings: Settings | None = None) -> Litestar:
+    settings = settings or load_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if settings.uses_sqlite:
+            settings.ensure_data_dir()
+        app.state.database = Database(settings.database_url)
+        try:
+            yield
+        finally:
+            await app.state.database.dispose()
+
+    return Litestar(
+        route_handlers=[
+            healthz,
+            readyz,
+            TenantAdminController,
+            ApiKeyController,
+            MemberController,
+            AuditLogController,
+        ],
+        dependencies=dependencies(),
+        middleware=[
+            DefineMiddleware(ApiKeyAuthentication, exclude=["^/schema"]),
+            IdempotencyMiddleware(),
+        ],
+        exception_handlers=exception_handlers,
+        before_send=[add_request_id_header],
+        request_max_body_size=settings.max_request_body_bytes,
+        lifespan=[lifespan],
+        state=State({"settings": settings}),
+        openapi_config=OpenAPIConfig(
+            title="Switchyard",
+            version=VERSION,
+            description="Multi-tenant agent hosting on a simulated AWS Trainium fleet, billed by compute used.",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
+            components=Components(
+                security_schemes={"ApiKey": SecurityScheme(type="http", scheme="bearer", description="`sy_...` key")}
+            ),
+            security=[{"ApiKey": []}],
+        ),
+        debug=False,
+    )

@@ -1,0 +1,1 @@
+"""The tenant audit log."""

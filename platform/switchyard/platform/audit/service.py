@@ -1,0 +1,49 @@
+"""The audit log: one row per mutation, in the same transaction as the mutation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.models import AuditEvent
+
+__all__ = ["list_events", "record"]
+
+
+def record(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    actor: Actor,
+    action: str,
+    target_type: str,
+    target_id: str,
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Add an audit row to the session; it commits (or rolls back) with the change it describes."""
+    event = AuditEvent(
+        id=new_id("aud"),
+        tenant_id=tenant_id,
+        actor=actor.key_id,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        details=details or {},
+        request_id=actor.request_id,
+    )
+    session.add(event)
+    return event
+
+
+async def list_events(
+    session: AsyncSession, scope: TenantScope, params: CursorParams, action: str | None, to_public: Any
+) -> Page[Any]:
+    statement = select(AuditEvent).where(AuditEvent.tenant_id == scope.tenant_id)
+    if action:
+        statement = statement.where(AuditEvent.action == action)
+    return await paginate(session, statement, AuditEvent.id, params, to_public)

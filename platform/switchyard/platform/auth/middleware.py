@@ -1,0 +1,43 @@
+"""Bearer-key authentication at the edge: every route needs a valid key unless it opts out."""
+
+from __future__ import annotations
+
+from litestar.connection import ASGIConnection
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from sqlalchemy import select
+
+from switchyard.platform.auth.keys import parse_key, secret_matches
+from switchyard.platform.auth.principal import Principal
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.db import UNSCOPED, TenantScope, scope_session
+from switchyard.platform.http.errors import AuthenticationFailed
+from switchyard.platform.models import ApiKey, OperatorKey, utc_now
+
+__all__ = ["ApiKeyAuthentication"]
+
+
+class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
+    async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
+        header = connection.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationFailed("missing API key: send `Authorization: Bearer <key>`")
+        parsed = parse_key(token.strip())
+        if parsed is None:
+            raise AuthenticationFailed("malformed API key")
+        database = connection.app.state.database
+        async with database.session() as session:
+            scope_session(session, UNSCOPED)  # the key decides the tenant, so the lookup cannot be scoped
+            table = OperatorKey if parsed.short_id.startswith("op") else ApiKey
+            row = (await session.execute(select(table).where(table.short_id == parsed.short_id))).scalar_one_or_none()
+        if row is None or not secret_matches(parsed.secret, row.secret_sha256):
+            raise AuthenticationFailed("invalid API key")
+        if row.revoked_at is not None:
+            raise AuthenticationFailed("API key has been revoked")
+        if row.expires_at is not None and row.expires_at <= utc_now():
+            raise AuthenticationFailed("API key has expired")
+        if isinstance(row, ApiKey):
+            principal = Principal(key_id=row.id, scope=TenantScope(row.tenant_id), role=Role(row.role))
+        else:
+            principal = Principal(key_id=row.id, scope=None, role=None)
+        return AuthenticationResult(user=principal, auth=principal)

@@ -1,0 +1,33 @@
+"""First start of an installation: an operator key and a demo tenant, created once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.models import OperatorKey
+from switchyard.platform.tenants.service import create_operator_key, create_tenant
+
+__all__ = ["FirstStart", "bootstrap"]
+
+CLI_ACTOR = Actor(key_id="cli", request_id=None)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstStart:
+    operator_key: str
+    tenant_id: str
+    tenant_key: str
+
+
+async def bootstrap(database: Database) -> FirstStart | None:
+    """Create the operator key and demo tenant unless an operator key already exists; ``None`` if it did."""
+    async with database.unit_of_work(UNSCOPED) as session:
+        if (await session.execute(select(func.count()).select_from(OperatorKey))).scalar_one():
+            return None
+        operator_key = await create_operator_key(session, name="first start")
+        tenant = await create_tenant(session, actor=CLI_ACTOR, name="Demo", owner_email="owner@demo.example")
+    return FirstStart(operator_key, tenant.id, tenant.owner_key.value)

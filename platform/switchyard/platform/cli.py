@@ -1,0 +1,273 @@
+"""The ``switchyard`` command: run the platform's processes and administer an installation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from switchyard.platform.settings import Settings, load_settings
+
+__all__ = ["main"]
+
+T = TypeVar("T")
+
+
+def _run(make: Callable[[Any], Awaitable[T]], settings: Settings) -> T:
+    from switchyard.platform.db import Database
+
+    async def go() -> T:
+        database = Database(settings.database_url)
+        try:
+            return await make(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(go())
+
+
+def _settings(**overrides: Any) -> Settings:
+    settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    if settings.uses_sqlite:
+        settings.ensure_data_dir()
+    return settings
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Switchyard: multi-tenant agent hosting on a simulated AWS Trainium fleet, billed by compute used.
+
+    Settings come from SWITCHYARD_* environment variables (see `switchyard config`).
+    """
+
+
+@main.command()
+@click.option("--host", default=None, help="Interface to bind (default SWITCHYARD_HOST or 127.0.0.1).")
+@click.option("--port", default=None, type=int, help="Port to bind (default SWITCHYARD_PORT or 8000).")
+@click.option("--no-worker", is_flag=True, help="Do not start the embedded Celery worker.")
+def up(host: str | None, port: int | None, no_worker: bool) -> None:
+    """Start everything in one go: migrate, bootstrap on first start, API and an embedded worker."""
+    from switchyard.platform.bootstrap import bootstrap
+    from switchyard.platform.db.migrate import upgrade
+
+    settings = _settings(host=host, port=port)
+    upgrade(settings.database_url)
+    first = _run(bootstrap, settings)
+    url = settings.public_url
+    click.echo(f"Switchyard {'first start' if first else 'start'}: data in {settings.data_dir}")
+    if first is not None:
+        click.echo("\nThese keys are shown once; keep them.")
+        click.echo(f"  operator key:           {first.operator_key}")
+        click.echo(f"  demo tenant {first.tenant_id} owner key: {first.tenant_key}")
+        click.echo("\nTry it:")
+        click.echo(f"  curl -s -H 'Authorization: Bearer {first.tenant_key}' {url}/v1/members")
+    else:
+        click.echo("Keys were printed at first start; make more with `switchyard key create`.")
+    click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\n")
+    worker = None
+    if settings.embedded_worker and not no_worker:
+        env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
+        cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1"]
+        worker = subprocess.Popen(cmd, env=env)
+    try:
+        _serve(settings)
+    finally:
+        if worker is not None:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+
+
+def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from switchyard.platform.app import create_app
+
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+    )
+
+
+@main.command()
+@click.option("--host", default=None, help="Interface to bind.")
+@click.option("--port", default=None, type=int, help="Port to bind.")
+def api(host: str | None, port: int | None) -> None:
+    """Run the API server only (production: several of these behind a load balancer)."""
+    _serve(_settings(host=host, port=port))
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--concurrency", "-c", default=None, type=int, help="Worker processes/threads.")
+@click.option("--pool", default="threads", show_default=True, help="Celery pool: prefork, threads or solo.")
+@click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
+def worker(concurrency: int | None, pool: str, celery_args: tuple[str, ...]) -> None:
+    """Run a Celery worker; extra arguments go to `celery worker`."""
+    from switchyard.platform.worker import create_celery
+
+    settings = _settings()
+    argv = ["worker", "--loglevel", settings.log_level.upper(), "--pool", pool]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
+    create_celery(settings).worker_main([*argv, *celery_args])
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
+def beat(celery_args: tuple[str, ...]) -> None:
+    """Run Celery beat (periodic jobs); exactly one per installation."""
+    from switchyard.platform.worker import create_celery
+
+    settings = _settings()
+    schedule = str(settings.data_dir / "beat-schedule")
+    settings.ensure_data_dir()
+    create_celery(settings).start(["beat", "--loglevel", settings.log_level.upper(), "-s", schedule, *celery_args])
+
+
+@main.group()
+def db() -> None:
+    """Database migrations (Alembic)."""
+
+
+@db.command("upgrade")
+@click.argument("revision", default="head")
+def db_upgrade(revision: str) -> None:
+    """Migrate the database up to REVISION (default: head)."""
+    from switchyard.platform.db.migrate import upgrade
+
+    upgrade(_settings().database_url, revision)
+    click.echo(f"upgraded to {revision}")
+
+
+@db.command("downgrade")
+@click.argument("revision", default="-1")
+def db_downgrade(revision: str) -> None:
+    """Migrate the database down to REVISION (default: one step; `base` empties it)."""
+    from switchyard.platform.db.migrate import downgrade
+
+    downgrade(_settings().database_url, revision)
+    click.echo(f"downgraded to {revision}")
+
+
+@db.command("current")
+def db_current() -> None:
+    """Print the database's current revision."""
+    from switchyard.platform.db.migrate import current_revision
+
+    click.echo(current_revision(_settings().database_url) or "(empty database: run `switchyard db upgrade`)")
+
+
+@main.group()
+def tenant() -> None:
+    """Tenants."""
+
+
+@tenant.command("create")
+@click.argument("name")
+@click.option("--owner-email", default=None, help="E-mail of the first owner.")
+def tenant_create(name: str, owner_email: str | None) -> None:
+    """Create tenant NAME and print its owner API key (shown once)."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.tenants.service import create_tenant
+
+    async def make(database: Any) -> Any:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await create_tenant(session, actor=CLI_ACTOR, name=name, owner_email=owner_email)
+
+    created = _run(make, _settings())
+    click.echo(f"tenant:    {created.id}\nowner key: {created.owner_key.value}")
+
+
+@main.group()
+def key() -> None:
+    """API keys."""
+
+
+@key.command("create")
+@click.option("--tenant", "tenant_id", default=None, help="Tenant id (ten_...) for a tenant key.")
+@click.option("--role", type=click.Choice(["owner", "admin", "developer", "viewer"]), default="developer")
+@click.option("--operator", is_flag=True, help="Create an operator key instead of a tenant key.")
+@click.option("--name", default="", help="A label for the key.")
+def key_create(tenant_id: str | None, role: str, operator: bool, name: str) -> None:
+    """Create an API key and print it (shown once)."""
+    from switchyard.platform.api_keys.service import create_key
+    from switchyard.platform.auth import Role
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.db import UNSCOPED, TenantScope
+    from switchyard.platform.models import Tenant
+    from switchyard.platform.tenants.service import create_operator_key
+
+    if operator == (tenant_id is not None):
+        raise click.UsageError("give exactly one of --tenant ID or --operator")
+
+    async def make(database: Any) -> str:
+        async with database.unit_of_work(UNSCOPED) as session:
+            if operator:
+                return await create_operator_key(session, name=name or "cli")
+            if await session.get(Tenant, tenant_id) is None:
+                raise click.ClickException(f"no tenant {tenant_id!r}")
+            created = await create_key(
+                session,
+                scope=TenantScope(str(tenant_id)),
+                actor=CLI_ACTOR,
+                actor_role=Role.OWNER,
+                role=Role(role),
+                name=name,
+            )
+            return created.value
+
+    click.echo(_run(make, _settings()))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--markdown", is_flag=True, help="Print the documented settings table (for the README).")
+def config(as_json: bool, markdown: bool) -> None:
+    """Print the effective settings, with secrets masked."""
+    settings = load_settings()
+    if markdown:
+        click.echo(settings_table())
+        return
+    values = settings.masked()
+    if as_json:
+        click.echo(json.dumps(values, indent=2, default=str))
+        return
+    for name, value in values.items():
+        click.echo(f"SWITCHYARD_{name.upper()}={'' if value is None else value}")
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from the declarations in ``Settings``."""
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        shown = "" if default in (None, "") else str(default)
+        lines.append(f"| `SWITCHYARD_{name.upper()}` | {f'`{shown}`' if shown else '—'} | {field.description} |")
+    return "\n".join(lines)
+
+
+def _mount_simulator() -> None:
+    try:
+        from switchyard.accelerator.cli import simulate
+    except ImportError:  # the simulator's CLI is optional while it is being built
+        return
+    main.add_command(simulate, name="simulate")
+
+
+_mount_simulator()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Engines and session factories for SQLite (aiosqlite, WAL) and PostgreSQL (psycopg 3)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_session
+
+__all__ = ["Database", "async_url", "sync_url"]
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def async_url(url: str) -> str:
+    """The URL with the async driver this project uses for its dialect."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
+    if backend == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
+
+
+def sync_url(url: str) -> str:
+    """The URL with a synchronous driver (migrations, CLI)."""
+    parsed = make_url(async_url(url))
+    driver = "sqlite" if parsed.get_backend_name() == "sqlite" else "postgresql+psycopg"
+    return parsed.set(drivername=driver).render_as_string(hide_password=False)
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def create_engine_for(url: str) -> AsyncEngine:
+    url = async_url(url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine.sync_engine, "connect", _configure_sqlite)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+class Database:
+    """One engine and its session factory; every session is tenant-scoped or explicitly unscoped."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine_for(url)
+        self._sessions = async_sessionmaker(
+            self.engine, class_=AsyncSession, sync_session_class=ScopedSession, expire_on_commit=False
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def session(self) -> AsyncSession:
+        """A new session with no scope yet (the edge sets it)."""
+        return self._sessions()
+
+    @asynccontextmanager
+    async def unit_of_work(self, scope: TenantScope | Any) -> AsyncIterator[AsyncSession]:
+        """A scoped session that commits once on success and rolls back on any error."""
+        async with self._sessions() as session:
+            scope_session(session, scope)
+            try:
+                yield session
+            except BaseException:
+                await session.rollback()
+                raise
+            await session.commit()
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

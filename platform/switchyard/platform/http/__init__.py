@@ -1,0 +1,28 @@
+"""HTTP edge concerns shared by every domain: errors, request ids, pagination, idempotency."""
+
+from __future__ import annotations
+
+from switchyard.platform.http.errors import (
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    ErrorEnvelope,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+)
+from switchyard.platform.http.pagination import CursorParams, Page, cursor_params, paginate
+
+__all__ = [
+    "ApiError",
+    "AuthenticationFailed",
+    "Conflict",
+    "CursorParams",
+    "ErrorEnvelope",
+    "InvalidRequest",
+    "NotFound",
+    "Page",
+    "PermissionDenied",
+    "cursor_params",
+    "paginate",
+]

@@ -1,0 +1,1 @@
+"""A tenant's members and roles."""

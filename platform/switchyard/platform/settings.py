@@ -1,0 +1,115 @@
+"""Typed settings, read from environment variables with the ``SWITCHYARD_`` prefix.
+
+Every field is documented where it is declared; ``switchyard config --markdown`` renders the README's table
+from these declarations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "load_settings"]
+
+
+class Settings(BaseSettings):
+    """Effective configuration of one Switchyard process."""
+
+    model_config = SettingsConfigDict(env_prefix="SWITCHYARD_", extra="ignore", validate_default=True)
+
+    data_dir: Path = Field(
+        default=Path(".switchyard"),
+        description="Directory for the embedded defaults: SQLite database, Celery broker and results.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL of the database; empty means `<data_dir>/switchyard.db` (SQLite). "
+        "`postgresql://...` URLs use psycopg 3.",
+    )
+    broker_url: str = Field(
+        default="",
+        description="Celery broker URL; empty means a SQLite-backed broker in `<data_dir>/broker.db`. "
+        "`redis://...` or `amqp://...` in production.",
+    )
+    result_backend: str = Field(
+        default="",
+        description="Celery result backend; empty means `<data_dir>/results.db` (SQLite), "
+        "or the broker itself when it is Redis.",
+    )
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="Redis URL for rate limits and event fan-out across processes; unset keeps them in-process.",
+    )
+    host: str = Field(default="127.0.0.1", description="Interface the API binds to.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port of the API.")
+    public_url: str = Field(
+        default="",
+        description="URL clients use to reach the API (printed by `switchyard up`); empty means http://host:port.",
+    )
+    max_request_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="Largest accepted request body; larger bodies get 413."
+    )
+    idempotency_ttl_seconds: int = Field(
+        default=86_400, ge=60, description="How long an `Idempotency-Key` and its stored response are kept."
+    )
+    embedded_worker: bool = Field(
+        default=True, description="Whether `switchyard up` starts a Celery worker process beside the API."
+    )
+    log_level: str = Field(default="info", description="Log level of the API and worker processes.")
+
+    @model_validator(mode="after")
+    def _fill_embedded_defaults(self) -> Settings:
+        data_dir = self.data_dir.expanduser().absolute()
+        self.data_dir = data_dir
+        if not self.database_url:
+            self.database_url = f"sqlite+aiosqlite:///{data_dir / 'switchyard.db'}"
+        if not self.broker_url:
+            self.broker_url = f"sqla+sqlite:///{data_dir / 'broker.db'}"
+        if not self.result_backend:
+            if self.broker_url.startswith(("redis://", "rediss://")):
+                self.result_backend = self.broker_url
+            else:
+                self.result_backend = f"db+sqlite:///{data_dir / 'results.db'}"
+        if not self.public_url:
+            self.public_url = f"http://{self.host}:{self.port}"
+        return self
+
+    @property
+    def uses_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def ensure_data_dir(self) -> None:
+        """Create the data directory when any embedded default points into it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings with secrets (passwords in URLs, secret fields) masked."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = _mask_url(value.get_secret_value())
+            elif isinstance(value, str) and "://" in value:
+                value = _mask_url(value)
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+def _mask_url(url: str) -> str:
+    """Replace the password part of a URL's userinfo with ``***``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    userinfo, _, hostpart = rest.rpartition("@")
+    user, has_password, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if has_password else ''}@{hostpart}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment, with explicit overrides taking precedence."""
+    return Settings(**overrides)

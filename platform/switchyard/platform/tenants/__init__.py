@@ -1,0 +1,1 @@
+"""Tenants, managed by platform operators."""

@@ -1,0 +1,59 @@
+"""Tenants (operator-managed) and operator keys."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.api_keys.service import create_key
+from switchyard.platform.audit.service import record
+from switchyard.platform.auth.keys import issue_key
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.errors import NotFound
+from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.models import Member, OperatorKey, Tenant
+from switchyard.platform.tenants.schemas import TenantCreated, TenantPublic
+
+__all__ = ["create_operator_key", "create_tenant", "get_tenant", "list_tenants"]
+
+
+async def create_tenant(session: AsyncSession, *, actor: Actor, name: str, owner_email: str | None) -> TenantCreated:
+    """A tenant, its first owner member and an owner API key (an operator action: unscoped session)."""
+    tenant = Tenant(id=new_id("ten"), name=name)
+    session.add(tenant)
+    await session.flush()
+    scope = TenantScope(tenant.id)
+    email = (owner_email or f"owner@{tenant.id}.invalid").lower()
+    session.add(Member(id=new_id("mem"), tenant_id=tenant.id, email=email, role=Role.OWNER.value))
+    record(
+        session,
+        tenant_id=tenant.id,
+        actor=actor,
+        action="tenant.create",
+        target_type="tenant",
+        target_id=tenant.id,
+        details={"name": name, "owner_email": email},
+    )
+    key = await create_key(session, scope=scope, actor=actor, actor_role=Role.OWNER, role=Role.OWNER, name="owner")
+    return TenantCreated(**TenantPublic.of(tenant).model_dump(), owner_key=key)
+
+
+async def list_tenants(session: AsyncSession, *, params: CursorParams) -> Page[TenantPublic]:
+    return await paginate(session, select(Tenant), Tenant.id, params, TenantPublic.of)
+
+
+async def get_tenant(session: AsyncSession, *, tenant_id: str) -> TenantPublic:
+    row = await session.get(Tenant, tenant_id)
+    if row is None:
+        raise NotFound(f"no tenant {tenant_id!r}", param="tenant_id")
+    return TenantPublic.of(row)
+
+
+async def create_operator_key(session: AsyncSession, *, name: str) -> str:
+    """A new operator key; returns its plaintext, which is not stored."""
+    issued = issue_key(kind="op")
+    session.add(OperatorKey(id=new_id("opk"), name=name, short_id=issued.short_id, secret_sha256=issued.secret_sha256))
+    await session.flush()
+    return issued.plaintext

@@ -1,0 +1,17 @@
+"""Platform-level Celery tasks."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from celery import shared_task
+
+__all__ = ["ping"]
+
+
+@shared_task(name="system.ping")
+def ping(payload: Any = None) -> dict[str, Any]:
+    """Echo ``payload`` with the worker's identity; harmless on redelivery (no side effects)."""
+    return {"payload": payload, "hostname": socket.gethostname(), "pid": os.getpid()}

@@ -1,0 +1,135 @@
+"""Shared fixtures: real databases (SQLite always, PostgreSQL when configured), the app and its clients.
+
+PostgreSQL and Redis suites run when ``SWITCHYARD_TEST_POSTGRES_URL`` / ``SWITCHYARD_TEST_REDIS_URL`` are set;
+otherwise they are skipped and the run says so at the end. When a URL is set but the service does not answer,
+the tests fail rather than skip. Every database is built by ``alembic upgrade head``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+POSTGRES_ENV = "SWITCHYARD_TEST_POSTGRES_URL"
+REDIS_ENV = "SWITCHYARD_TEST_REDIS_URL"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+_skipped_suites: dict[str, str] = {}
+
+
+def _skip_suite(suite: str, reason: str) -> None:
+    _skipped_suites[suite] = reason
+    pytest.skip(f"{suite} suite skipped: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _skipped_suites:
+        terminalreporter.section("skipped suites")
+        for suite, reason in sorted(_skipped_suites.items()):
+            terminalreporter.write_line(f"{suite}: {reason}")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        _skip_suite("postgres", f"{POSTGRES_ENV} is not set")
+    return str(url)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get(REDIS_ENV)
+    if not url:
+        _skip_suite("redis", f"{REDIS_ENV} is not set")
+    import redis
+
+    redis.Redis.from_url(str(url), socket_connect_timeout=3).ping()  # fail loudly if configured but down
+    return str(url)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated to head once; each test gets a copy."""
+    from switchyard.platform.db.migrate import upgrade
+
+    path = tmp_path_factory.mktemp("template") / "switchyard.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+def _admin_url(url: str, database: str) -> str:
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, migrated to head, dropped at the end."""
+    from switchyard.platform.db import sync_url
+    from switchyard.platform.db.migrate import upgrade
+
+    name = f"switchyard_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(sync_url(_admin_url(postgres_url, "postgres")), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = _admin_url(postgres_url, name)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _truncate_all(url: str) -> None:
+    from sqlmodel import SQLModel
+
+    from switchyard.platform.db import sync_url
+
+    names = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
+    engine = create_engine(sync_url(url))
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {names} CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty database of each kind, private to the test."""
+    if request.param == "sqlite":
+        path = tmp_path / "switchyard.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    url = request.getfixturevalue("postgres_database")
+    try:
+        yield url
+    finally:
+        _truncate_all(url)
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Any:
+    from switchyard.platform.settings import Settings
+
+    return Settings(data_dir=tmp_path / "data", database_url=database_url)
+
+
+@pytest.fixture
+async def client(settings: Any) -> AsyncIterator[Any]:
+    """An HTTP client of the app, with its lifespan (database) running."""
+    from litestar.testing import AsyncTestClient
+
+    from switchyard.platform.app import create_app
+
+    async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as test_client:
+        yield test_client
