@@ -1,0 +1,165 @@
+"""A replica deployment (model x instance x TP x precision) and the constants the cost model needs."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
+from switchyard.accelerator.hardware import Instance, Topology, get_instance
+from switchyard.accelerator.models import ModelConfig, get_model
+
+__all__ = ["HBM_USABLE_FRACTION", "Deployment", "Precision", "make_deployment"]
+
+# Share of device memory the runtime lets weights + KV use (the rest: runtime, activations, scratch).
+HBM_USABLE_FRACTION = 0.9
+GIB = 1024**3
+
+
+class Precision(enum.StrEnum):
+    """Stored weight type. int8 is weight-only (matmuls run in BF16); fp8 runs at the FP8 rate."""
+
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+
+    @property
+    def bytes(self) -> int:
+        return 2 if self is Precision.BF16 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One replica: a model sharded over `tp` ranks of an instance. Build it with make_deployment()."""
+
+    model: ModelConfig
+    instance: Instance
+    tp: int
+    weights: Precision
+    chips: int
+    peak_flops: float  # dense matmul rate of the replica at the weight precision's compute type
+    hbm_bandwidth_bytes_per_s: float
+    heads: int  # query heads after padding to a multiple of tp (Neuron pads, GPUs must divide)
+    kv_heads: int  # KV heads after replication so every rank holds at least one
+    always_weight_bytes: float  # read on every forward pass
+    routed_weight_bytes: float  # MoE experts: read only for the experts a forward touches
+    weight_bytes: float
+    kv_bytes_per_token: float
+    linear_flops_per_token: float
+    attention_flops_per_qk: float  # FLOPs per (query token, key token) pair over all layers
+    collective_s_per_layer_token: float  # bandwidth part of the per-layer all-reduces, per token
+    collective_latency_s_per_layer: float  # latency part of the two all-reduces of one layer
+    hbm_bytes: float
+    kv_capacity_tokens: int
+
+    @property
+    def chip_name(self) -> str:
+        return self.instance.chip.name
+
+
+def _allreduce_steps(inst: Instance, chips: int, tp: int) -> int:
+    """Latency-bound steps of one all-reduce over `chips` chips of this topology."""
+    if chips <= 1:
+        return 1 if tp > 1 else 0
+    if inst.topology is Topology.SWITCHED:
+        return 2  # reduce-scatter + all-gather, one switch traversal each
+    if inst.topology is Topology.RING:
+        return 2 * (chips - 1)
+    # Torus: fill the grid dimension by dimension; a ring per dimension.
+    steps, left = 0, chips
+    for d in inst.dims:
+        used = min(d, left)
+        steps += 2 * (used - 1)
+        left = math.ceil(left / used)
+    return steps
+
+
+def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]:
+    heads, kv = model.num_heads, model.num_kv_heads
+    valid = [t for t in range(1, inst.max_tp + 1) if heads % t == 0 and (kv % t == 0 or t % kv == 0)]
+    if inst.chip.static_shapes:
+        if tp > heads:
+            raise ConfigurationError(f"tp={tp} exceeds the {heads} attention heads of {model.name}")
+        return math.ceil(heads / tp) * tp, max(tp, math.ceil(kv / tp) * tp)
+    if heads % tp or (kv % tp and tp % kv):
+        raise ConfigurationError(
+            f"tp={tp} does not divide the {heads} attention heads / {kv} KV heads of {model.name}; "
+            f"valid TP degrees on {inst.name}: {valid}"
+        )
+    return heads, max(kv, tp)
+
+
+def _weight_bytes(m: ModelConfig, heads: int, kv_heads: int, prec: Precision) -> tuple[float, float, float]:
+    """(always-read bytes, routed-expert bytes, total resident bytes) of the sharded weights."""
+    always, routed = m.layer_params(heads, kv_heads)
+    embed = m.vocab_size * m.hidden_size
+    always_bytes = float((always + embed) * prec.bytes)  # LM head read every step; embeddings gathered
+    total = always_bytes + routed * prec.bytes + (0 if m.tie_word_embeddings else embed * prec.bytes)
+    return always_bytes, float(routed * prec.bytes), total
+
+
+def _fits(m: ModelConfig, inst: Instance, tp: int, prec: Precision) -> bool:
+    try:
+        heads, kv_heads = _shard_heads(m, inst, tp)
+    except ConfigurationError:
+        return False
+    hbm = inst.chip.hbm_bytes * tp / inst.chip.ranks_per_chip
+    return _weight_bytes(m, heads, kv_heads, prec)[2] < hbm * HBM_USABLE_FRACTION
+
+
+def make_deployment(
+    model: ModelConfig | str, instance: Instance | str, tp: int, weights: Precision | str = Precision.BF16
+) -> Deployment:
+    """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError."""
+    m = get_model(model) if isinstance(model, str) else model
+    inst = get_instance(instance) if isinstance(instance, str) else instance
+    prec = Precision(weights)
+    if tp < 1 or tp > inst.max_tp:
+        raise ConfigurationError(f"tp={tp} outside 1..{inst.max_tp} (ranks of {inst.name})")
+    chip = inst.chip
+    chips = inst.chips_for_tp(tp)
+    rank_share = tp / chip.ranks_per_chip  # chips' worth of compute and bandwidth the replica uses
+    compute = chip.fp8_flops if prec is Precision.FP8 else chip.bf16_flops
+    heads, kv_heads = _shard_heads(m, inst, tp)
+    always_bytes, routed_bytes, weight_bytes = _weight_bytes(m, heads, kv_heads, prec)
+    always, _ = m.layer_params(heads, kv_heads)
+    embed = m.vocab_size * m.hidden_size
+    kv_per_token = m.kv_elements_per_token(kv_heads) * 2.0  # KV cache kept in BF16
+    hbm = chip.hbm_bytes * rank_share
+    free = hbm * HBM_USABLE_FRACTION - weight_bytes
+    if free <= 0:
+        fitting = [t for t in range(tp + 1, inst.max_tp + 1) if _fits(m, inst, t, prec)]
+        hint = (
+            f"it needs tp >= {fitting[0]} on {inst.name}"
+            if fitting
+            else f"it does not fit on one {inst.name} at {prec.value}; use smaller weights or a larger instance"
+        )
+        raise DoesNotFitError(
+            f"{m.name} weights ({weight_bytes / GIB:.1f} GiB at {prec.value}) do not fit in the "
+            f"{hbm * HBM_USABLE_FRACTION / GIB:.1f} GiB usable HBM of tp={tp} on {inst.name}: {hint}"
+        )
+    n_links = chips
+    bw_factor = 2.0 * (n_links - 1) / n_links if n_links > 1 else 0.0
+    msg_per_token = m.hidden_size * 2.0  # BF16 activations
+    return Deployment(
+        model=m,
+        instance=inst,
+        tp=tp,
+        weights=prec,
+        chips=chips,
+        peak_flops=compute * rank_share,
+        hbm_bandwidth_bytes_per_s=chip.hbm_bandwidth_bytes_per_s * rank_share,
+        heads=heads,
+        kv_heads=kv_heads,
+        always_weight_bytes=always_bytes,
+        routed_weight_bytes=routed_bytes,
+        weight_bytes=weight_bytes,
+        kv_bytes_per_token=kv_per_token,
+        linear_flops_per_token=2.0 * (always + embed + m.moe_layers * m.experts_per_token * m.expert_params()),
+        attention_flops_per_qk=4.0 * heads * m.head_dim * m.num_layers,
+        collective_s_per_layer_token=2 * bw_factor * msg_per_token / chip.link_bandwidth_bytes_per_s,
+        collective_latency_s_per_layer=2 * _allreduce_steps(inst, chips, tp) * inst.hop_latency_us * 1e-6,
+        hbm_bytes=hbm,
+        kv_capacity_tokens=int(free // kv_per_token),
+    )

@@ -1,0 +1,121 @@
+"""Point mode: static batch, fixed input/output lengths, the published benchmarks' methodology."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from switchyard.accelerator.calibration_data import coefficients_for
+from switchyard.accelerator.costmodel import Coefficients, FloatArray, bucket, forward_features
+from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
+from switchyard.accelerator.hardware import Instance
+from switchyard.accelerator.models import ModelConfig
+
+__all__ = ["PointResult", "point_features", "simulate_point"]
+
+
+@dataclass(frozen=True, slots=True)
+class PointResult:
+    """Latency and throughput of one static batch, plus the chip time it occupied."""
+
+    model: str
+    instance: str
+    tp: int
+    chips: int
+    batch: int
+    input_len: int
+    output_len: int
+    weights: str
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    output_tokens_per_s: float
+    chip_seconds: float
+    coefficients_group: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _decode_positions(input_len: int, output_len: int) -> FloatArray:
+    """Context length at each decode step after the first token."""
+    return np.arange(input_len + 1, input_len + max(output_len, 1), dtype=np.float64)
+
+
+def point_features(
+    dep: Deployment, batch: int, input_len: int, output_len: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Cost-model features of (TTFT, median decode step, every decode step) for a static batch.
+
+    On Neuron the prompts of a batch are encoded one after another at a power-of-two bucket
+    ("virtual dynamic batching" in transformers-neuronx) and decode runs a graph padded to the batch
+    and context buckets; elsewhere the batch is encoded in one pass and nothing is padded.
+    """
+    if dep.instance.chip.static_shapes:
+        lb = float(bucket(input_len)[()])
+        ttft = batch * forward_features(dep, lb, lb * lb, 0.0)
+        ttft[-1] = 1.0  # host/step overhead is paid once for the batch, not per prompt
+        bb = float(bucket(batch, minimum=1)[()])
+        pos = _decode_positions(input_len, output_len)
+        ctx = bucket(pos)
+        steps = forward_features(dep, bb, bb * ctx, bb * ctx)
+        mid: FloatArray | float = bucket(input_len + output_len / 2.0)
+        median = forward_features(dep, bb, bb * mid, bb * mid)
+    else:
+        ttft = forward_features(dep, batch * input_len, batch * input_len**2 / 2.0, 0.0)
+        pos = _decode_positions(input_len, output_len)
+        steps = forward_features(dep, float(batch), batch * pos, batch * pos)
+        mid = float(input_len + output_len / 2.0)
+        median = forward_features(dep, float(batch), batch * mid, batch * mid)
+    return ttft, median, steps
+
+
+def simulate_point(
+    model: ModelConfig | str,
+    instance: Instance | str,
+    tp: int,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    weights: Precision | str = Precision.BF16,
+    coefficients: Coefficients | None = None,
+) -> PointResult:
+    """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch."""
+    if batch < 1 or input_len < 1 or output_len < 1:
+        raise ConfigurationError("batch, input_len and output_len must be positive")
+    dep = make_deployment(model, instance, tp, weights)
+    need = batch * (input_len + output_len)
+    if dep.instance.chip.static_shapes:
+        need = int(bucket(batch, minimum=1)[()] * bucket(input_len + output_len)[()])
+    if need > dep.kv_capacity_tokens:
+        fits = max(0, dep.kv_capacity_tokens // (input_len + output_len))
+        raise DoesNotFitError(
+            f"batch {batch} x {input_len + output_len} tokens needs a KV cache of {need} tokens but "
+            f"tp={tp} on {dep.instance.name} holds {dep.kv_capacity_tokens}: at most batch {fits} fits"
+        )
+    group, coeffs = coefficients_for(dep.instance) if coefficients is None else ("custom", coefficients)
+    ttft_f, median_f, steps_f = point_features(dep, batch, input_len, output_len)
+    ttft_s = float(coeffs.prefill.as_array() @ ttft_f)
+    c = coeffs.decode.as_array()
+    tpot_s = float(c @ median_f)
+    decode_s = float(np.sum(np.tensordot(c, steps_f, axes=1))) if output_len > 1 else 0.0
+    e2e_s = ttft_s + decode_s
+    return PointResult(
+        model=dep.model.name,
+        instance=dep.instance.name,
+        tp=tp,
+        chips=dep.chips,
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        weights=dep.weights.value,
+        ttft_ms=ttft_s * 1e3,
+        tpot_ms=tpot_s * 1e3,
+        e2e_ms=e2e_s * 1e3,
+        output_tokens_per_s=batch * output_len / e2e_s,
+        chip_seconds=dep.chips * e2e_s,
+        coefficients_group=group,
+    )

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from switchyard.accelerator.calibration import calibrate, fit_coefficients, read_benchmarks
+from switchyard.accelerator.calibration_data import load_coefficients
+from switchyard.accelerator.costmodel import COEFFICIENT_NAMES
+from switchyard.accelerator.fitting import bounded_lstsq, nnls
+
+
+@pytest.fixture(scope="module")
+def result(benchmarks_csv: Path):  # type: ignore[no-untyped-def]
+    return calibrate(read_benchmarks(benchmarks_csv))
+
+
+def test_tpot_meets_the_fidelity_target(result) -> None:  # type: ignore[no-untyped-def]
+    s = result.summary()["in_sample"]
+    assert s["rows"] == 54
+    assert s["tpot_median_abs_pct"] <= 10
+    assert s["tpot_p90_abs_pct"] <= 25
+
+
+def test_ttft_error_stays_where_it_was_measured(result) -> None:  # type: ignore[no-untyped-def]
+    # The 10 % / 25 % target is met for the median only; rows with batch > 1 at long prompts grow
+    # faster than any batch-linear cost (see docs/simulator.md). This guards against regressions.
+    s = result.summary()["in_sample"]
+    assert s["ttft_median_abs_pct"] <= 11
+    assert s["ttft_p90_abs_pct"] <= 45
+
+
+def test_cross_validation_covers_every_row_and_generalises(result) -> None:  # type: ignore[no-untyped-def]
+    s = result.summary()["leave_one_model_out"]
+    assert s["rows"] == 54
+    assert s["tpot_median_abs_pct"] <= 10
+    assert s["ttft_median_abs_pct"] <= 25
+
+
+def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-def]
+    for coeffs in result.coefficients.values():
+        for phase in (coeffs.prefill, coeffs.decode):
+            q = phase.describe()
+            assert 0 < q["mfu"] <= 1
+            assert 0 < q["mfu_attention"] <= 1
+            assert 0 < q["mbu"] <= 1
+            assert phase.layer_overhead_s >= 0
+            assert phase.step_overhead_s >= 0
+            assert phase.step_overhead_s < 0.05
+
+
+def test_committed_coefficients_are_the_output_of_the_fit(result) -> None:  # type: ignore[no-untyped-def]
+    committed = load_coefficients()
+    assert set(committed) == set(result.coefficients)
+    for group, coeffs in result.coefficients.items():
+        for phase in ("prefill", "decode"):
+            got = getattr(committed[group], phase).as_array()
+            np.testing.assert_allclose(got, getattr(coeffs, phase).as_array(), rtol=1e-9)
+    raw = json.loads(resources.files("switchyard.accelerator").joinpath("data/coefficients.json").read_text())
+    assert set(raw["groups"]["trn1"]["decode"]) >= set(COEFFICIENT_NAMES)
+
+
+def test_fit_is_per_group_not_per_row(benchmarks_csv: Path) -> None:
+    rows = read_benchmarks(benchmarks_csv)
+    a = fit_coefficients([r for r in rows if r.group == "trn1"])
+    b = fit_coefficients([r for r in rows if r.group == "inf2"])
+    assert a != b
+
+
+def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.random((30, 4))
+    x_true = np.array([0.5, 2.0, 1.0, 3.0])
+    b = a @ x_true
+    np.testing.assert_allclose(nnls(a, b), x_true, atol=1e-8)
+    x = bounded_lstsq(a, b - 10 * a[:, 0], lower=np.array([0.0, 0.0, 0.0, 0.0]))
+    assert (x >= 0).all()
+    assert x[0] == 0.0  # the true value (-9.5) is infeasible: clamped at the bound

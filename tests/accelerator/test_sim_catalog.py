@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
+from switchyard.accelerator.hardware import Topology, get_chip, get_instance, list_chips, list_instances
+from switchyard.accelerator.models import get_model, list_models, load_model_config
+
+REQUIRED_INSTANCES = [
+    "trn1.32xlarge",
+    "trn1n.32xlarge",
+    "inf2.xlarge",
+    "inf2.8xlarge",
+    "inf2.24xlarge",
+    "inf2.48xlarge",
+    "trn2.3xlarge",
+    "trn2.48xlarge",
+    "trn2u.48xlarge",
+    "trn3-gen1-ultraserver",
+    "trn3-gen2-ultraserver",
+    "p5.48xlarge",
+    "p5en.48xlarge",
+    "cs-3",
+]
+EXTRA_MODELS = [
+    "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B",
+    "meta-llama/Llama-3.1-405B",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "meta-llama/Llama-4-Scout-17B-16E",
+    "meta-llama/Llama-4-Maverick-17B-128E",
+    "Qwen/Qwen3-32B",
+    "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-235B-A22B",
+    "openai/gpt-oss-20b",
+    "openai/gpt-oss-120b",
+    "deepseek-ai/DeepSeek-V3",
+    "mistralai/Mixtral-8x7B-v0.1",
+]
+
+
+def test_every_benchmark_model_and_required_model_is_in_the_catalog(benchmarks_csv: Path) -> None:
+    with benchmarks_csv.open() as fh:
+        csv_models = {r["model"] for r in csv.DictReader(fh)}
+    names = {m.name for m in list_models()}
+    assert csv_models | set(EXTRA_MODELS) <= names
+
+
+def test_required_instances_exist_with_sources() -> None:
+    names = {i.name for i in list_instances()}
+    assert set(REQUIRED_INSTANCES) <= names
+    for inst in list_instances():
+        assert inst.source
+        assert inst.price_usd_per_hour is None or isinstance(inst.price_usd_per_hour, Decimal)
+    for chip in list_chips():
+        assert chip.source
+        assert chip.bf16_flops > 0
+        assert chip.hbm_bandwidth_bytes_per_s > 0
+        assert chip.hbm_bytes > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "total_b", "active_b"),
+    [  # published parameter counts (billions), from the model cards
+        ("meta-llama/Llama-2-70b-hf", 69.0, None),
+        ("meta-llama/Llama-3.1-405B", 405.0, None),
+        ("mistralai/Mixtral-8x7B-v0.1", 46.7, 12.9),
+        ("Qwen/Qwen3-235B-A22B", 235.0, 22.0),
+        ("deepseek-ai/DeepSeek-V3", 671.0, 37.0),
+        ("openai/gpt-oss-120b", 117.0, 5.1),
+        ("meta-llama/Llama-4-Maverick-17B-128E", 400.0, 17.0),
+    ],
+)
+def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
+    m = get_model(name)
+    assert m.total_params() / 1e9 == pytest.approx(total_b, rel=0.05)
+    if active_b is not None:
+        assert m.active_params() / 1e9 == pytest.approx(active_b, rel=0.1)
+
+
+def test_unknown_names_list_close_matches() -> None:
+    with pytest.raises(UnknownNameError) as exc:
+        get_model("meta-llama/Llama-2-70b")
+    assert "meta-llama/Llama-2-70b-hf" in str(exc.value)
+    with pytest.raises(UnknownNameError, match=r"trn2\.48xlarge"):
+        get_instance("trn2.48xl")
+    with pytest.raises(UnknownNameError, match="Trainium2"):
+        get_chip("trainium-2")
+
+
+def test_topologies_and_lnc() -> None:
+    assert get_instance("trn2u.48xlarge").topology is Topology.TORUS3D
+    assert get_instance("trn3-gen2-ultraserver").topology is Topology.SWITCHED
+    assert get_instance("trn1.32xlarge").max_tp == 32  # TP counts physical NeuronCores
+    assert get_instance("trn2.48xlarge").max_tp == 64  # LNC=2: 4 logical cores per chip
+    assert get_instance("trn2.48xlarge").chips_for_tp(64) == 16
+
+
+def test_load_model_config_registers_a_hugging_face_config(tmp_path: Path) -> None:
+    cfg = {
+        "hidden_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "intermediate_size": 4096,
+        "vocab_size": 1000,
+    }
+    folder = tmp_path / "tiny-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    model = load_model_config(folder / "config.json", name="acme/tiny")
+    assert get_model("acme/tiny") is model
+    assert model.head_dim == 64
+    assert model.kv_elements_per_token() == 2 * 4 * 4 * 64
+    (folder / "bad.json").write_text(json.dumps({"hidden_size": 8}))
+    with pytest.raises(ConfigurationError, match="num_hidden_layers"):
+        load_model_config(folder / "bad.json")
