@@ -16,7 +16,9 @@ EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 class MemberCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    email: str = Field(pattern=EMAIL_PATTERN, max_length=320, description="The member's e-mail address.")
+    email: str = Field(
+        pattern=EMAIL_PATTERN, max_length=320, description="The member's e-mail address.", examples=["ada@example.com"]
+    )
     role: Role = Field(default=Role.DEVELOPER, description="The member's role in the tenant.")
 
 
@@ -25,7 +27,7 @@ class MemberUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Role = Field(description="The new role.")
+    role: Role = Field(description="The new role.", examples=["viewer"])
 
 
 class MemberPublic(BaseModel):

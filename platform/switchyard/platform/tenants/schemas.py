@@ -15,7 +15,7 @@ __all__ = ["TenantCreate", "TenantCreated", "TenantPublic"]
 class TenantCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200, description="The tenant's display name.")
+    name: str = Field(min_length=1, max_length=200, description="The tenant's display name.", examples=["Acme"])
     owner_email: str | None = Field(
         default=None,
         pattern=EMAIL_PATTERN,
