@@ -23,7 +23,8 @@ async def test_pages_walk_forward_and_back_without_gaps_or_repeats(client: Any, 
         page = (await client.get(f"/v1/members?{query}", headers=tenant.headers())).json()
         assert page["object"] == "list"
         ids = [m["id"] for m in page["data"]]
-        assert page["first_id"] == ids[0] and page["last_id"] == ids[-1]
+        assert page["first_id"] == ids[0]
+        assert page["last_id"] == ids[-1]
         seen += ids
         if not page["has_more"]:
             break
