@@ -1,0 +1,82 @@
+"""A cluster of identical replicas behind a router: the engine API a live pool or a trace run drives."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from switchyard.accelerator.calibration_data import coefficients_for
+from switchyard.accelerator.costmodel import Coefficients
+from switchyard.accelerator.deployment import Deployment
+from switchyard.accelerator.engine import EngineConfig, ReplicaEngine
+from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.router import RoutingPolicy, make_router
+from switchyard.accelerator.stepcost import StepCost
+
+__all__ = ["Cluster"]
+
+
+class Cluster:
+    """`replicas` copies of one deployment. Pure and synchronous: time only moves in step_until()."""
+
+    def __init__(
+        self,
+        deployment: Deployment,
+        replicas: int,
+        policy: RoutingPolicy | str = RoutingPolicy.LEAST_LOAD,
+        *,
+        config: EngineConfig | None = None,
+        coefficients: Coefficients | None = None,
+        seed: int = 0,
+    ) -> None:
+        if replicas < 1:
+            raise ValueError("a cluster needs at least one replica")
+        self.deployment = deployment
+        self.coefficients_group, coeffs = (
+            coefficients_for(deployment.instance) if coefficients is None else ("custom", coefficients)
+        )
+        cost = StepCost(deployment, coeffs)
+        cfg = config or EngineConfig()
+        self.replicas = [ReplicaEngine(cost, deployment.kv_capacity_tokens, cfg, i) for i in range(replicas)]
+        self.policy = RoutingPolicy(policy)
+        self._router = make_router(self.policy, seed)
+        self.now = 0.0
+
+    def submit(self, request: Request) -> int:
+        """Advance every replica to the arrival time, route the request, and return the replica index."""
+        if request.arrival_s < self.now:
+            raise ValueError(f"request {request.request_id} arrives at {request.arrival_s} before now={self.now}")
+        self.step_until(request.arrival_s)
+        index = self._router.choose(request, self.replicas)
+        self.replicas[index].submit(request)
+        return index
+
+    def step_until(self, t: float) -> None:
+        """Run every replica's iterations that start before `t` (math.inf: until all work is done)."""
+        for r in self.replicas:
+            r.step_until(t)
+        if math.isfinite(t):
+            self.now = max(self.now, t)
+
+    def collect(self) -> list[FinishedRequest]:
+        """Requests finished since the last call, ordered by finish time then id."""
+        done = [f for r in self.replicas for f in r.collect()]
+        done.sort(key=lambda f: (f.finish_s, f.request_id))
+        return done
+
+    @property
+    def idle(self) -> bool:
+        return all(r.idle for r in self.replicas)
+
+    @property
+    def makespan_s(self) -> float:
+        return max(r.now for r in self.replicas)
+
+    def run(self, requests: Iterable[Request]) -> list[FinishedRequest]:
+        """Offline: submit every request in arrival order, then drain. Returns all finished requests."""
+        finished: list[FinishedRequest] = []
+        for req in requests:
+            self.submit(req)
+        self.step_until(math.inf)
+        finished += self.collect()
+        return finished

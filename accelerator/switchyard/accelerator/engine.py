@@ -1,0 +1,271 @@
+"""One replica's serving engine: a pure, synchronous discrete-event core (vLLM-style scheduler).
+
+Continuous batching at iteration level, a paged KV cache with admission control and recompute
+preemption, chunked prefill under a token budget, and multi-step decode jumps between events.
+Time only moves when the caller asks (`step_until`), so the same core runs on a virtual clock offline
+and can be driven by a wall clock later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from switchyard.accelerator.attribution import attribute_chip_us
+from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.stepcost import StepCost
+
+__all__ = ["EngineConfig", "ReplicaEngine"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Scheduler limits of one replica."""
+
+    block_tokens: int = 32  # KV-cache page size
+    max_batch: int = 64  # sequences running at once (max_num_seqs)
+    max_batched_tokens: int = 2048  # token budget of one iteration (chunked prefill)
+    max_jump_steps: int = 1024  # decode iterations simulated in one vectorised jump
+
+
+class _Seq:
+    __slots__ = (
+        "blocks",
+        "chip_us",
+        "first_token_s",
+        "generated",
+        "kv",
+        "preemptions",
+        "recomputed",
+        "req",
+        "scheduled_s",
+        "target",
+    )
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.kv = 0  # tokens whose KV is in cache
+        self.target = req.prompt_tokens  # tokens to prefill before the next token comes out
+        self.generated = 0
+        self.blocks = 0
+        self.chip_us = 0
+        self.first_token_s = -1.0
+        self.scheduled_s = -1.0
+        self.preemptions = 0
+        self.recomputed = 0
+
+
+class ReplicaEngine:
+    """Serve requests on one replica. Feed with submit(), advance with step_until(), drain with collect()."""
+
+    def __init__(self, cost: StepCost, kv_capacity_tokens: int, config: EngineConfig, index: int = 0) -> None:
+        self.cost = cost
+        self.config = config
+        self.index = index
+        self.total_blocks = kv_capacity_tokens // config.block_tokens
+        self.free_blocks = self.total_blocks
+        self.now = 0.0
+        self.busy_s = 0.0
+        self.chip_us_total = 0
+        self.iterations = 0
+        self._waiting: deque[_Seq] = deque()
+        self._running: list[_Seq] = []
+        self._done: list[FinishedRequest] = []
+        self.outstanding_tokens = 0  # prompt + output tokens not yet finished: the router's load signal
+
+    @property
+    def idle(self) -> bool:
+        return not self._running and not self._waiting
+
+    @property
+    def used_blocks(self) -> int:
+        return self.total_blocks - self.free_blocks
+
+    def submit(self, req: Request) -> None:
+        """Queue a request; it is considered from the next iteration that starts at or after now."""
+        self._waiting.append(_Seq(req))
+        self.outstanding_tokens += req.prompt_tokens + req.output_tokens
+
+    def collect(self) -> list[FinishedRequest]:
+        """Requests finished since the last call, in finishing order."""
+        done, self._done = self._done, []
+        return done
+
+    def step_until(self, t: float) -> None:
+        """Run every iteration that starts before `t`; an idle replica's clock jumps to `t`."""
+        while True:
+            if self.idle:
+                if math.isfinite(t):
+                    self.now = max(self.now, t)
+                return
+            if self.now >= t:
+                return
+            self._admit()
+            if not self._running:
+                continue  # the head of the queue was rejected; look again
+            if any(s.kv < s.target for s in self._running):
+                self._prefill_iteration()
+            else:
+                self._decode_jump(t)
+
+    # -- scheduling -------------------------------------------------------------------------------
+
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.config.block_tokens)
+
+    def _admit(self) -> None:
+        cfg = self.config
+        while self._waiting and len(self._running) < cfg.max_batch:
+            seq = self._waiting[0]
+            total = seq.req.prompt_tokens + seq.req.output_tokens
+            if self._blocks_for(total) > self.total_blocks:
+                self._waiting.popleft()
+                self._finish(
+                    seq, rejected=f"needs {total} KV tokens; replica holds {self.total_blocks * cfg.block_tokens}"
+                )
+                continue
+            need = self._blocks_for(seq.target + 1)
+            if need > self.free_blocks:
+                return
+            self._waiting.popleft()
+            self.free_blocks -= need
+            seq.blocks = need
+            if seq.scheduled_s < 0:
+                seq.scheduled_s = self.now
+            self._running.append(seq)
+
+    def _preempt_newest(self) -> None:
+        """Recompute preemption: the latest admitted sequence gives back its KV and waits at the front."""
+        seq = self._running.pop()
+        self.free_blocks += seq.blocks
+        seq.recomputed += seq.kv
+        seq.blocks, seq.kv = 0, 0
+        seq.target = seq.req.prompt_tokens + seq.generated
+        seq.preemptions += 1
+        self._waiting.appendleft(seq)
+
+    def _account(self, duration_s: float, seqs: list[_Seq], work: list[int]) -> None:
+        chips = self.cost.chips
+        self.busy_s += duration_s
+        self.now += duration_s
+        total = round(self.busy_s * 1e6 * chips)
+        parts = attribute_chip_us(total - self.chip_us_total, work)
+        self.chip_us_total = total
+        for seq, part in zip(seqs, parts, strict=True):
+            seq.chip_us += part
+
+    def _prefill_iteration(self) -> None:
+        budget = self.config.max_batched_tokens
+        decoders = [s for s in self._running if s.kv >= s.target]
+        self._grow_for_decode(decoders, 1)
+        decoders = [s for s in self._running if s.kv >= s.target]
+        budget -= len(decoders)
+        static = self.cost.static
+        chunks: list[tuple[_Seq, int]] = []
+        qk = kv_read = 0.0
+        tokens = 0
+        for s in self._running:
+            if s.kv < s.target and budget > 0:
+                n = min(s.target - s.kv, budget)
+                budget -= n
+                tokens += n
+                qk += n * (s.kv + n) if static else n * (s.kv + n / 2)
+                kv_read += s.kv
+                chunks.append((s, n))
+        duration = self.cost.iteration_s(tokens, qk, kv_read, [s.kv + 1 for s in decoders])
+        seqs = [s for s, _ in chunks] + decoders
+        self._account(duration, seqs, [n for _, n in chunks] + [1] * len(decoders))
+        self.iterations += 1
+        for s, n in chunks:
+            s.kv += n
+            if s.kv >= s.target:
+                self._emit(s, 1)
+        for s in decoders:
+            s.kv += 1
+            self._emit(s, 1)
+        self._retire()
+
+    def _grow_for_decode(self, seqs: list[_Seq], steps: int) -> None:
+        """Give every decoding sequence blocks for `steps` more tokens, preempting if memory runs out."""
+        needs = [self._blocks_for(s.kv + steps) - s.blocks for s in seqs]
+        if sum(n for n in needs if n > 0) <= self.free_blocks:
+            for s, n in zip(seqs, needs, strict=True):
+                if n > 0:
+                    s.blocks += n
+                    self.free_blocks -= n
+            return
+        for s in seqs:
+            if s not in self._running:
+                continue
+            need = self._blocks_for(s.kv + steps) - s.blocks
+            while need > self.free_blocks and self._running[-1] is not s:
+                self._preempt_newest()
+            if need > self.free_blocks:
+                self._preempt_newest()  # s itself is the newest: it waits for memory
+                continue
+            if need > 0:
+                self.free_blocks -= need
+                s.blocks += need
+
+    def _decode_jump(self, horizon: float) -> None:
+        seqs = self._running
+        k = min(self.config.max_jump_steps, min(s.req.output_tokens - s.generated for s in seqs))
+        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks) for s in seqs) > self.free_blocks:
+            k //= 2
+        self._grow_for_decode(list(seqs), k)
+        seqs = self._running
+        if not seqs:
+            return
+        k = min(k, min(s.req.output_tokens - s.generated for s in seqs))
+        cum = self.cost.decode_jump_s([s.kv + 1 for s in seqs], k)
+        if math.isfinite(horizon):
+            n = int(np.searchsorted(cum[:-1], horizon - self.now, side="left")) + 1
+            k = min(k, n)
+        self._account(float(cum[k - 1]), list(seqs), [k] * len(seqs))
+        self.iterations += k
+        for s in seqs:
+            s.kv += k
+        for s in seqs:
+            self._emit(s, k)
+        self._retire()
+
+    def _emit(self, seq: _Seq, tokens: int) -> None:
+        if seq.first_token_s < 0:
+            seq.first_token_s = self.now
+        seq.generated += tokens
+        seq.target = max(seq.target, seq.kv)
+
+    def _retire(self) -> None:
+        keep = []
+        for s in self._running:
+            if s.generated >= s.req.output_tokens:
+                self.free_blocks += s.blocks
+                s.blocks = 0
+                self._finish(s)
+            else:
+                keep.append(s)
+        self._running = keep
+
+    def _finish(self, seq: _Seq, rejected: str | None = None) -> None:
+        r = seq.req
+        self.outstanding_tokens -= r.prompt_tokens + r.output_tokens
+        at = self.now
+        self._done.append(
+            FinishedRequest(
+                request_id=r.request_id,
+                replica=self.index,
+                arrival_s=r.arrival_s,
+                scheduled_s=seq.scheduled_s if seq.scheduled_s >= 0 else at,
+                first_token_s=seq.first_token_s if seq.first_token_s >= 0 else at,
+                finish_s=at,
+                prompt_tokens=r.prompt_tokens,
+                output_tokens=seq.generated,
+                chip_us=seq.chip_us,
+                preemptions=seq.preemptions,
+                recomputed_tokens=seq.recomputed,
+                rejected=rejected,
+            )
+        )

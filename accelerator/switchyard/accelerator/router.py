@@ -1,0 +1,79 @@
+"""Cluster routing policies, picked from an enum-keyed factory."""
+
+from __future__ import annotations
+
+import enum
+import random
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from switchyard.accelerator.engine import ReplicaEngine
+from switchyard.accelerator.requests import Request
+
+__all__ = ["Router", "RoutingPolicy", "make_router"]
+
+
+class RoutingPolicy(enum.StrEnum):
+    """How a cluster picks the replica for a new request."""
+
+    ROUND_ROBIN = "round_robin"
+    LEAST_LOAD = "least_load"  # fewest outstanding (prompt + output) tokens
+    SESSION_AFFINITY = "session_affinity"  # same session -> same replica (KV/prefix reuse), else least load
+    RANDOM = "random"  # seeded uniform choice
+
+
+class Router(Protocol):
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int: ...
+
+
+class _RoundRobin:
+    def __init__(self) -> None:
+        self._next = 0
+
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        i = self._next % len(replicas)
+        self._next = i + 1
+        return i
+
+
+def _least_loaded(replicas: Sequence[ReplicaEngine]) -> int:
+    best, best_load = 0, replicas[0].outstanding_tokens
+    for i in range(1, len(replicas)):
+        load = replicas[i].outstanding_tokens
+        if load < best_load:
+            best, best_load = i, load
+    return best
+
+
+class _LeastLoad:
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        return _least_loaded(replicas)
+
+
+class _SessionAffinity:
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        if request.session is None:
+            return _least_loaded(replicas)
+        return zlib.crc32(request.session.encode()) % len(replicas)  # stable across processes
+
+
+class _Random:
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        return self._rng.randrange(len(replicas))
+
+
+_FACTORY: dict[RoutingPolicy, Callable[[random.Random], Router]] = {
+    RoutingPolicy.ROUND_ROBIN: lambda rng: _RoundRobin(),
+    RoutingPolicy.LEAST_LOAD: lambda rng: _LeastLoad(),
+    RoutingPolicy.SESSION_AFFINITY: lambda rng: _SessionAffinity(),
+    RoutingPolicy.RANDOM: _Random,
+}
+
+
+def make_router(policy: RoutingPolicy | str, seed: int = 0) -> Router:
+    """A fresh router for `policy`; randomised policies draw from a generator seeded with `seed`."""
+    return _FACTORY[RoutingPolicy(policy)](random.Random(seed))
