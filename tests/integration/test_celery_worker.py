@@ -1,0 +1,36 @@
+"""A real Celery worker process round-trips a task on the embedded SQLite broker and on Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from switchyard.platform.settings import Settings
+from switchyard.platform.worker import create_celery
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def worker_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data")}
+    if request.param == "redis":
+        env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_url")
+    return env
+
+
+def test_real_worker_round_trips_a_task(worker_env: dict[str, str], start_process: Any) -> None:
+    worker = start_process("worker", "--pool", "solo", env=worker_env)
+    settings = Settings(
+        data_dir=Path(worker_env["SWITCHYARD_DATA_DIR"]), broker_url=worker_env.get("SWITCHYARD_BROKER_URL", "")
+    )
+    app = create_celery(settings)
+    assert app.conf.task_acks_late is True
+    assert app.conf.task_reject_on_worker_lost is True
+    assert app.conf.worker_prefetch_multiplier == 1
+    result = app.send_task("system.ping", args=[{"hello": "worker"}])
+    reply = result.get(timeout=90)
+    assert reply["payload"] == {"hello": "worker"}
+    assert reply["pid"] == worker.pid  # it ran in the worker process, not here

@@ -1,0 +1,67 @@
+"""The `switchyard` command: administration commands share one database through the settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from switchyard.platform.cli import main
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> CliRunner:
+    return CliRunner(env={"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": ""})
+
+
+def test_db_tenant_and_key_commands_share_one_database(runner: CliRunner) -> None:
+    empty = runner.invoke(main, ["db", "current"])
+    assert empty.exit_code == 0, empty.output
+    assert "empty database" in empty.output
+    assert runner.invoke(main, ["db", "upgrade"]).exit_code == 0
+    assert "(head)" in runner.invoke(main, ["db", "current"]).output
+
+    created = runner.invoke(main, ["tenant", "create", "Acme", "--owner-email", "boss@acme.io"])
+    assert created.exit_code == 0, created.output
+    tenant_id = re.search(r"tenant:\s+(ten_\w+)", created.output)
+    assert tenant_id
+    assert re.search(r"owner key:\s+sy_[0-9a-f]{12}_\S{43}", created.output)
+
+    key = runner.invoke(main, ["key", "create", "--tenant", tenant_id.group(1), "--role", "viewer"])
+    assert key.exit_code == 0, key.output
+    assert key.output.startswith("sy_")
+    operator = runner.invoke(main, ["key", "create", "--operator"])
+    assert operator.exit_code == 0
+    assert operator.output.startswith("sy_op")
+
+    unknown = runner.invoke(main, ["key", "create", "--tenant", "ten_nope"])
+    assert unknown.exit_code != 0
+    assert "no tenant" in unknown.output
+    both = runner.invoke(main, ["key", "create", "--tenant", tenant_id.group(1), "--operator"])
+    assert both.exit_code == 2
+
+    assert runner.invoke(main, ["db", "downgrade", "base"]).exit_code == 0
+    assert "empty database" in runner.invoke(main, ["db", "current"]).output
+
+
+def test_config_masks_secrets(runner: CliRunner) -> None:
+    env = {
+        "SWITCHYARD_DATABASE_URL": "postgresql://app:hunter2@db.internal/switchyard",
+        "SWITCHYARD_REDIS_URL": "redis://:sesame@cache:6379/0",
+        "SWITCHYARD_PORT": "9001",
+    }
+    result = runner.invoke(main, ["config"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "hunter2" not in result.output
+    assert "sesame" not in result.output
+    assert "SWITCHYARD_DATABASE_URL=postgresql://app:***@db.internal/switchyard" in result.output
+    assert "SWITCHYARD_PORT=9001" in result.output
+
+
+def test_every_command_has_help(runner: CliRunner) -> None:
+    for args in (["up"], ["api"], ["worker"], ["beat"], ["db", "upgrade"], ["tenant", "create"], ["key", "create"]):
+        result = runner.invoke(main, [*args, "--help"])
+        assert result.exit_code == 0, args
+        assert "Usage:" in result.output
