@@ -1,0 +1,143 @@
+"""`switchyard simulate`: point predictions, calibration and trace runs from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from switchyard.accelerator.calibration import calibrate, read_benchmarks, write_result
+from switchyard.accelerator.cluster import Cluster
+from switchyard.accelerator.deployment import Precision, make_deployment
+from switchyard.accelerator.engine import EngineConfig
+from switchyard.accelerator.errors import SimulatorError
+from switchyard.accelerator.metrics import summarize
+from switchyard.accelerator.point import simulate_point
+from switchyard.accelerator.report import format_table, html_report
+from switchyard.accelerator.router import RoutingPolicy
+from switchyard.accelerator.workloads import parse_workload, scale_rate
+
+__all__ = ["simulate"]
+
+_WEIGHTS = click.Choice([p.value for p in Precision])
+
+
+@click.group(name="simulate")
+def simulate() -> None:
+    """Simulate Trainium (and comparison) fleets serving LLMs."""
+
+
+@simulate.command()
+@click.option("--model", required=True, help="Hugging Face id, e.g. meta-llama/Llama-2-70b-hf")
+@click.option("--instance", required=True, help="AWS instance type, e.g. trn1.32xlarge")
+@click.option("--tp", type=int, required=True, help="tensor-parallel degree (NeuronCores on trn1/inf2)")
+@click.option("--batch", type=int, default=1, show_default=True)
+@click.option("--input-len", type=int, required=True)
+@click.option("--output-len", type=int, required=True)
+@click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def point(
+    model: str, instance: str, tp: int, batch: int, input_len: int, output_len: int, weights: str, as_json: bool
+) -> None:
+    """Latency and throughput of one static batch (the published benchmarks' methodology)."""
+    try:
+        r = simulate_point(model, instance, tp, batch, input_len, output_len, weights)
+    except SimulatorError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(r.to_dict()))
+        return
+    click.echo(
+        f"{r.model} on {r.instance} tp={r.tp} ({r.chips} chips), batch {r.batch}, {r.input_len}->{r.output_len}:\n"
+        f"  TTFT {r.ttft_ms:.1f} ms  TPOT {r.tpot_ms:.2f} ms  {r.output_tokens_per_s:.1f} output tok/s  "
+        f"{r.chip_seconds:.1f} chip-s  (coefficients: {r.coefficients_group})"
+    )
+
+
+@simulate.command(name="calibrate")
+@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def calibrate_cmd(data: Path, out: Path) -> None:
+    """Fit efficiency coefficients per hardware generation; print per-row errors and leave-one-model-out CV."""
+    result = calibrate(read_benchmarks(data))
+    write_result(result, out, data_source=data.name)
+    click.echo(
+        f"{'model':38} {'instance':14} {'B':>2} {'in':>5} {'out':>5} {'w':4} "
+        f"{'TTFT':>8} {'pred':>8} {'err%':>6} {'TPOT':>6} {'pred':>6} {'err%':>6} {'CV TTFT%':>8} {'CV TPOT%':>8}"
+    )
+    cv = {(e.row, i): e for i, e in enumerate(result.cross_validation)}
+    cv_by_row = {k[0]: v for k, v in cv.items()}
+    for e in result.in_sample:
+        r, c = e.row, cv_by_row[e.row]
+        click.echo(
+            f"{r.model[:38]:38} {r.instance:14} {r.batch:>2} {r.input_len:>5} {r.output_len:>5} {r.weights:4} "
+            f"{r.ttft_ms:8.1f} {e.ttft_pred_ms:8.1f} {e.ttft_err * 100:6.1f} {r.tpot_ms:6.2f} {e.tpot_pred_ms:6.2f} "
+            f"{e.tpot_err * 100:6.1f} {c.ttft_err * 100:8.1f} {c.tpot_err * 100:8.1f}"
+        )
+    for name, s in result.summary().items():
+        click.echo(
+            f"{name:20} TTFT |err| median {s['ttft_median_abs_pct']:.1f} % p90 {s['ttft_p90_abs_pct']:.1f} %   "
+            f"TPOT |err| median {s['tpot_median_abs_pct']:.1f} % p90 {s['tpot_p90_abs_pct']:.1f} %"
+        )
+    for group, coeffs in result.coefficients.items():
+        for phase in ("prefill", "decode"):
+            q = getattr(coeffs, phase).describe()
+            click.echo(f"{group:7} {phase:8} " + "  ".join(f"{k}={v:.4g}" for k, v in q.items()))
+    click.echo(f"wrote {out}")
+
+
+@simulate.command()
+@click.option("--model", required=True)
+@click.option("--instance", required=True)
+@click.option("--replicas", type=int, default=1, show_default=True)
+@click.option("--tp", type=int, required=True)
+@click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
+@click.option("--workload", required=True, help="trace CSV, or poisson:n=..,rate=.. / bursty:n=..,rate=..")
+@click.option("--rate-scale", type=float, default=1.0, show_default=True, help="multiply the arrival rate")
+@click.option("--policy", type=click.Choice([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
+@click.option("--max-batch", type=int, default=64, show_default=True, help="sequences per replica")
+@click.option("--slo-ttft-ms", type=float, default=None)
+@click.option("--slo-tpot-ms", type=float, default=None)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--report", "report_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+def run(
+    model: str,
+    instance: str,
+    replicas: int,
+    tp: int,
+    weights: str,
+    workload: str,
+    rate_scale: float,
+    policy: str,
+    max_batch: int,
+    slo_ttft_ms: float | None,
+    slo_tpot_ms: float | None,
+    seed: int,
+    json_out: Path | None,
+    report_out: Path | None,
+) -> None:
+    """Serve a workload on a fleet and report throughput, latency percentiles, goodput and cost."""
+    try:
+        dep = make_deployment(model, instance, tp, weights)
+        requests = parse_workload(workload)
+    except (SimulatorError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if rate_scale != 1.0:
+        requests = scale_rate(requests, rate_scale)
+    cluster = Cluster(dep, replicas, policy, config=EngineConfig(max_batch=max_batch), seed=seed)
+    with click.progressbar(requests, label="simulating", file=sys.stderr) as bar:
+        for req in bar:
+            cluster.submit(req)
+    cluster.step_until(float("inf"))
+    finished = cluster.collect()
+    summary = summarize(finished, cluster, slo_ttft_ms, slo_tpot_ms)
+    click.echo(format_table(summary))
+    if json_out is not None:
+        payload: dict[str, Any] = summary.to_dict()
+        json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if report_out is not None:
+        report_out.write_text(html_report(summary, finished, [r.busy_s for r in cluster.replicas]), encoding="utf-8")

@@ -1,0 +1,145 @@
+"""Workloads: the Azure LLM inference traces, synthetic Poisson and bursty arrivals, rate scaling."""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from switchyard.accelerator.requests import Request
+
+__all__ = [
+    "bursty_workload",
+    "load_azure_trace",
+    "parse_workload",
+    "poisson_workload",
+    "repeat_workload",
+    "scale_rate",
+]
+
+
+def _timestamp_s(text: str) -> float:
+    # Azure traces carry 7 fractional digits, more than datetime parses: split them off.
+    whole, _, frac = text.strip().partition(".")
+    base = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S").timestamp()
+    return base + (float(f"0.{frac}") if frac else 0.0)
+
+
+def load_azure_trace(path: str | Path, limit: int | None = None) -> list[Request]:
+    """Requests of an Azure LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens).
+
+    Arrival times are seconds since the first request; zero-token outputs are served as one token.
+    """
+    out: list[Request] = []
+    t0: float | None = None
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            if limit is not None and i >= limit:
+                break
+            t = _timestamp_s(row["TIMESTAMP"])
+            t0 = t if t0 is None else t0
+            out.append(
+                Request(
+                    request_id=i,
+                    arrival_s=t - t0,
+                    prompt_tokens=max(1, int(row["ContextTokens"])),
+                    output_tokens=max(1, int(row["GeneratedTokens"])),
+                )
+            )
+    out.sort(key=lambda r: (r.arrival_s, r.request_id))
+    return out
+
+
+def _length(rng: random.Random, mean: float, sigma: float = 0.8, cap: int = 32768) -> int:
+    """Log-normal token count with the given mean (heavy-tailed, like production prompts)."""
+    mu = math.log(mean) - sigma * sigma / 2
+    return max(1, min(cap, round(rng.lognormvariate(mu, sigma))))
+
+
+def poisson_workload(
+    n: int, rate_per_s: float, prompt_mean: float = 1024, output_mean: float = 256, seed: int = 0
+) -> list[Request]:
+    """`n` requests with exponential inter-arrival times and log-normal lengths."""
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for i in range(n):
+        t += rng.expovariate(rate_per_s)
+        out.append(Request(i, t, _length(rng, prompt_mean), _length(rng, output_mean)))
+    return out
+
+
+def bursty_workload(
+    n: int,
+    rate_per_s: float,
+    burst_factor: float = 8.0,
+    burst_fraction: float = 0.1,
+    mean_state_s: float = 30.0,
+    prompt_mean: float = 1024,
+    output_mean: float = 256,
+    seed: int = 0,
+) -> list[Request]:
+    """Two-state Markov-modulated Poisson arrivals with mean rate `rate_per_s`.
+
+    A share `burst_fraction` of the time runs at `burst_factor` times the quiet rate.
+    """
+    rng = random.Random(seed)
+    quiet = rate_per_s / (1 - burst_fraction + burst_fraction * burst_factor)
+    t = 0.0
+    out: list[Request] = []
+    bursting = False
+    state_end = rng.expovariate(1 / (mean_state_s * (1 - burst_fraction)))
+    while len(out) < n:
+        rate = quiet * burst_factor if bursting else quiet
+        nxt = t + rng.expovariate(rate)
+        if nxt > state_end:
+            t = state_end
+            bursting = not bursting
+            share = burst_fraction if bursting else 1 - burst_fraction
+            state_end = t + rng.expovariate(1 / (mean_state_s * share))
+            continue
+        t = nxt
+        out.append(Request(len(out), t, _length(rng, prompt_mean), _length(rng, output_mean)))
+    return out
+
+
+def scale_rate(requests: Sequence[Request], factor: float) -> list[Request]:
+    """The same requests arriving `factor` times faster (factor 2: twice the load)."""
+    if factor <= 0:
+        raise ValueError("rate factor must be positive")
+    return [
+        Request(r.request_id, r.arrival_s / factor, r.prompt_tokens, r.output_tokens, r.session, r.tenant)
+        for r in requests
+    ]
+
+
+def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
+    """The trace played `times` times back to back (same load, `times` as many requests)."""
+    if not requests:
+        return []
+    span = max(r.arrival_s for r in requests) + 1.0
+    n = len(requests)
+    return [
+        Request(k * n + r.request_id, k * span + r.arrival_s, r.prompt_tokens, r.output_tokens, r.session, r.tenant)
+        for k in range(times)
+        for r in requests
+    ]
+
+
+def parse_workload(spec: str) -> list[Request]:
+    """A workload from a CLI spec: a trace CSV path, or `poisson:n=..,rate=..[,prompt=..,output=..,seed=..]`,
+    or `bursty:` with the same keys plus `burst=..` (factor)."""
+    kind, _, params = spec.partition(":")
+    if kind not in ("poisson", "bursty") or not params:
+        return load_azure_trace(spec)
+    kv = dict(p.split("=", 1) for p in params.split(",") if p)
+    try:
+        n, rate = int(kv["n"]), float(kv["rate"])
+    except KeyError as exc:
+        raise ValueError(f"workload spec {spec!r} needs n= and rate=") from exc
+    prompt, output, seed = float(kv.get("prompt", 1024)), float(kv.get("output", 256)), int(kv.get("seed", 0))
+    if kind == "poisson":
+        return poisson_workload(n, rate, prompt, output, seed)
+    return bursty_workload(n, rate, float(kv.get("burst", 8.0)), prompt_mean=prompt, output_mean=output, seed=seed)

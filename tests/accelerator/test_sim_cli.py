@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from switchyard.accelerator.calibration_data import load_coefficients
+from switchyard.accelerator.cli import simulate
+from switchyard.accelerator.point import simulate_point
+
+
+def test_simulate_is_a_click_group_with_the_subcommands() -> None:
+    assert isinstance(simulate, click.Group)
+    assert simulate.name == "simulate"
+    assert {"point", "calibrate", "run"} <= set(simulate.commands)
+
+
+def test_point_prints_json_matching_the_library() -> None:
+    args = [
+        "point",
+        "--model",
+        "meta-llama/Llama-2-70b-hf",
+        "--instance",
+        "trn1.32xlarge",
+        "--tp",
+        "32",
+        "--batch",
+        "4",
+        "--input-len",
+        "1024",
+        "--output-len",
+        "1024",
+        "--json",
+    ]
+    result = CliRunner().invoke(simulate, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    expected = simulate_point("meta-llama/Llama-2-70b-hf", "trn1.32xlarge", 32, 4, 1024, 1024)
+    for key in ("ttft_ms", "tpot_ms", "output_tokens_per_s", "chip_seconds"):
+        assert out[key] == expected.to_dict()[key]
+
+
+def test_point_reports_unknown_names_and_impossible_configs() -> None:
+    result = CliRunner().invoke(
+        simulate,
+        [
+            "point",
+            "--model",
+            "meta-llama/Llama-2-70b",
+            "--instance",
+            "trn1.32xlarge",
+            "--tp",
+            "32",
+            "--input-len",
+            "8",
+            "--output-len",
+            "8",
+        ],
+    )
+    assert result.exit_code == 1
+    assert "Did you mean: meta-llama/Llama-2-70b-hf" in result.output
+    result = CliRunner().invoke(
+        simulate,
+        [
+            "point",
+            "--model",
+            "meta-llama/Llama-3.1-405B",
+            "--instance",
+            "inf2.xlarge",
+            "--tp",
+            "2",
+            "--input-len",
+            "8",
+            "--output-len",
+            "8",
+        ],
+    )
+    assert result.exit_code == 1
+    assert "do not fit" in result.output
+
+
+def test_calibrate_writes_the_committed_coefficients(benchmarks_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "coeffs.json"
+    result = CliRunner().invoke(simulate, ["calibrate", "--data", str(benchmarks_csv), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "leave_one_model_out" in result.output
+    assert result.output.count("inf2.48xlarge") == 27
+    assert load_coefficients(out) == load_coefficients()
+
+
+def test_run_prints_table_and_writes_json_and_html(tmp_path: Path) -> None:
+    args = [
+        "run",
+        "--model",
+        "meta-llama/Meta-Llama-3-8B",
+        "--instance",
+        "trn1.32xlarge",
+        "--replicas",
+        "2",
+        "--tp",
+        "8",
+        "--workload",
+        "poisson:n=300,rate=4,prompt=800,output=120,seed=2",
+        "--slo-ttft-ms",
+        "2000",
+        "--slo-tpot-ms",
+        "60",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--report",
+        str(tmp_path / "r.html"),
+    ]
+    result = CliRunner().invoke(simulate, args)
+    assert result.exit_code == 0, result.output
+    for needle in ("TTFT", "TPOT", "E2E", "goodput", "utilisation", "chip-hours", "per M output tokens"):
+        assert needle in result.output
+    summary = json.loads((tmp_path / "r.json").read_text())
+    assert summary["requests"] == 300
+    assert summary["ttft_ms"]["p50"] <= summary["ttft_ms"]["p99"]
+    assert 0 < summary["utilisation"] <= 1
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<svg") == 4
+    assert "<polyline" in page
+
+
+def test_python_dash_m_runs_the_group() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "switchyard.accelerator", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "point" in out.stdout
+    assert "calibrate" in out.stdout
