@@ -71,6 +71,7 @@ class ReplicaEngine:
         self.busy_s = 0.0
         self.chip_us_total = 0
         self.iterations = 0
+        self.batch_seconds = 0.0  # integral of running sequences over busy time (mean batch = this / busy_s)
         self._waiting: deque[_Seq] = deque()
         self._running: list[_Seq] = []
         self._done: list[FinishedRequest] = []
@@ -150,6 +151,7 @@ class ReplicaEngine:
     def _account(self, duration_s: float, seqs: list[_Seq], work: list[int]) -> None:
         chips = self.cost.chips
         self.busy_s += duration_s
+        self.batch_seconds += duration_s * len(seqs)
         self.now += duration_s
         total = round(self.busy_s * 1e6 * chips)
         parts = attribute_chip_us(total - self.chip_us_total, work)

@@ -42,7 +42,8 @@ class RunSummary:
     slo_tpot_ms: float | None
     slo_attainment: float
     goodput_requests_per_s: float
-    utilisation: float
+    utilisation: float  # share of provisioned replica time spent running iterations
+    mean_batch: float  # sequences in an iteration, averaged over busy time
     preemptions: int
     chip_us: int  # busy chip-microseconds attributed to requests
     chip_hours: float  # provisioned: replicas x chips x duration
@@ -113,6 +114,7 @@ def summarize(
         slo_attainment=good / len(served) if served else 0.0,
         goodput_requests_per_s=good / duration,
         utilisation=sum(r.busy_s for r in cluster.replicas) / (replicas * duration),
+        mean_batch=sum(r.batch_seconds for r in cluster.replicas) / max(1e-12, sum(r.busy_s for r in cluster.replicas)),
         preemptions=sum(f.preemptions for f in finished),
         chip_us=chip_us,
         chip_hours=chip_hours,

@@ -13,7 +13,7 @@ from switchyard.accelerator.requests import FinishedRequest
 
 __all__ = ["format_table", "html_report"]
 
-_W, _H, _PAD = 520, 260, 48
+_W, _H, _PAD, _RIGHT = 540, 270, 64, 24
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
@@ -41,15 +41,26 @@ def format_table(s: RunSummary) -> str:
         f"  E2E          {pct(s.e2e_ms)}",
         f"  queue        {pct(s.queue_ms)}",
         f"SLO              {slo}: attainment {s.slo_attainment:.1%}, goodput {s.goodput_requests_per_s:.2f} req/s",
-        f"utilisation      {s.utilisation:.1%} busy",
+        f"utilisation      {s.utilisation:.1%} busy, mean batch {s.mean_batch:.1f} sequences",
         f"chip-hours       {s.chip_hours:.2f} provisioned, {s.busy_chip_hours:.2f} busy ({s.chip_us} chip-us)",
         f"cost             {cost}",
     ]
     return "\n".join(rows)
 
 
+def _fmt(v: float) -> str:
+    """Axis numbers people read at a glance: 0.25, 12.5, 1,480, 30,800."""
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
 def _svg(
-    title: str, xlabel: str, series: Sequence[tuple[str, Sequence[float], Sequence[float]]], logx: bool = False
+    title: str,
+    xlabel: str,
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    logx: bool = False,
+    bars: bool = False,
 ) -> str:
     xs_all = np.concatenate([np.asarray(x, dtype=float) for _, x, _ in series if len(x)] or [np.zeros(1)])
     ys_all = np.concatenate([np.asarray(y, dtype=float) for _, _, y in series if len(y)] or [np.zeros(1)])
@@ -60,28 +71,39 @@ def _svg(
     x0, x1 = float(tx(xs_all).min()), float(tx(xs_all).max()) or 1.0
     y0, y1 = 0.0, float(ys_all.max()) or 1.0
     x1 = x1 if x1 > x0 else x0 + 1
+    if bars:  # leave half a slot either side so the first and last bars are whole
+        x0, x1 = x0 - 0.5, x1 + 0.5
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" font-size="11">',
         f'<text x="{_W / 2}" y="14" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>',
-        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 10}" y2="{_H - _PAD}" stroke="black"/>',
+        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _RIGHT}" y2="{_H - _PAD}" stroke="black"/>',
         f'<line x1="{_PAD}" y1="20" x2="{_PAD}" y2="{_H - _PAD}" stroke="black"/>',
         f'<text x="{_W / 2}" y="{_H - 12}" text-anchor="middle">{html.escape(xlabel)}</text>',
     ]
     for frac in (0.0, 0.5, 1.0):
         xv = x0 + frac * (x1 - x0)
-        label = f"{10**xv:.3g}" if logx else f"{xv:.3g}"
-        tick_x = _PAD + frac * (_W - 10 - _PAD)
+        label = _fmt(10**xv if logx else xv)
+        tick_x = _PAD + frac * (_W - _RIGHT - _PAD)
         parts.append(f'<text x="{tick_x:.1f}" y="{_H - _PAD + 14}" text-anchor="middle">{label}</text>')
         tick_y = _H - _PAD - frac * (_H - _PAD - 20)
-        parts.append(f'<text x="{_PAD - 4}" y="{tick_y:.1f}" text-anchor="end">{y0 + frac * (y1 - y0):.3g}</text>')
+        parts.append(f'<text x="{_PAD - 4}" y="{tick_y:.1f}" text-anchor="end">{_fmt(y0 + frac * (y1 - y0))}</text>')
     for k, (name, x, y) in enumerate(series):
         if not len(x):
             continue
-        px: FloatArray = _PAD + (tx(np.asarray(x, dtype=float)) - x0) / (x1 - x0) * (_W - 10 - _PAD)
+        px: FloatArray = _PAD + (tx(np.asarray(x, dtype=float)) - x0) / (x1 - x0) * (_W - _RIGHT - _PAD)
         py: FloatArray = _H - _PAD - (np.asarray(y, dtype=float) - y0) / (y1 - y0) * (_H - _PAD - 20)
         step = max(1, len(px) // 400)  # thin long series: the plot does not need every point
         pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px[::step], py[::step], strict=True))
         colour = _COLOURS[k % len(_COLOURS)]
+        if bars:
+            width = (_W - _RIGHT - _PAD) / (len(px) + 1) * 0.6
+            for a, b in zip(px, py, strict=True):
+                height = _H - _PAD - b
+                parts.append(
+                    f'<rect x="{a - width / 2:.1f}" y="{b:.1f}" width="{width:.1f}" height="{height:.1f}" '
+                    f'fill="{colour}"/>'
+                )
+            continue
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{pts}"/>')
         parts.append(
             f'<text x="{_W - 14}" y="{30 + 13 * k}" text-anchor="end" fill="{colour}">{html.escape(name)}</text>'
@@ -108,7 +130,10 @@ def html_report(summary: RunSummary, finished: Sequence[FinishedRequest], busy_s
     arrivals = np.sort([f.arrival_s - t0 for f in finished])
     starts = np.sort([f.scheduled_s - t0 for f in finished])
     mids = (bins[:-1] + bins[1:]) / 2
-    queued = np.searchsorted(arrivals, mids) - np.searchsorted(starts, mids)
+    # Time-averaged queue length per bin: sample the step function finely, then average per bin.
+    fine = np.linspace(0, span, 60 * 25 + 1)[:-1] + span / (60 * 25 * 2)
+    waiting = np.searchsorted(arrivals, fine) - np.searchsorted(starts, fine)
+    queued = waiting.reshape(60, 25).mean(axis=1)
     util_x = list(range(len(busy_s)))
     plots = [
         _svg(
@@ -123,7 +148,7 @@ def html_report(summary: RunSummary, finished: Sequence[FinishedRequest], busy_s
         ),
         _svg("Output throughput", "simulated seconds", [("tokens/s", mids.tolist(), (tput / width).tolist())]),
         _svg("Requests waiting for admission", "simulated seconds", [("queued", mids.tolist(), queued.tolist())]),
-        _svg("Per-replica utilisation", "replica", [("busy share", util_x, [b / span for b in busy_s])]),
+        _svg("Per-replica utilisation", "replica", [("busy share", util_x, [b / span for b in busy_s])], bars=True),
     ]
     title = f"Switchyard simulation: {summary.replicas} x {summary.instance}, {summary.model}"
     return (
