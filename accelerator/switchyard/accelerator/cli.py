@@ -63,7 +63,7 @@ def point(
 def calibrate_cmd(data: Path, out: Path) -> None:
     """Fit efficiency coefficients per hardware generation; print per-row errors and leave-one-model-out CV."""
     result = calibrate(read_benchmarks(data))
-    write_result(result, out, data_source=data.name)
+    write_result(result, out, data_source=str(data))
     click.echo(
         f"{'model':38} {'instance':14} {'B':>2} {'in':>5} {'out':>5} {'w':4} "
         f"{'TTFT':>8} {'pred':>8} {'err%':>6} {'TPOT':>6} {'pred':>6} {'err%':>6} {'CV TTFT%':>8} {'CV TPOT%':>8}"
