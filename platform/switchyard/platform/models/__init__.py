@@ -5,18 +5,34 @@ from __future__ import annotations
 from switchyard.platform.models.api_key import ApiKey
 from switchyard.platform.models.audit_event import AuditEvent
 from switchyard.platform.models.base import TenantOwned, utc_now
+from switchyard.platform.models.budget import Budget
+from switchyard.platform.models.budget_alert import BudgetAlert
+from switchyard.platform.models.budget_reservation import BudgetReservation
+from switchyard.platform.models.fleet_busy import FleetBusy
 from switchyard.platform.models.idempotency_record import IdempotencyRecord
+from switchyard.platform.models.invoice import Invoice
+from switchyard.platform.models.invoice_line import InvoiceLine
 from switchyard.platform.models.member import Member
 from switchyard.platform.models.operator_key import OperatorKey
+from switchyard.platform.models.rate_card import RateCard
 from switchyard.platform.models.tenant import Tenant
+from switchyard.platform.models.usage_event import UsageEvent
 
 __all__ = [
     "ApiKey",
     "AuditEvent",
+    "Budget",
+    "BudgetAlert",
+    "BudgetReservation",
+    "FleetBusy",
     "IdempotencyRecord",
+    "Invoice",
+    "InvoiceLine",
     "Member",
     "OperatorKey",
+    "RateCard",
     "Tenant",
     "TenantOwned",
+    "UsageEvent",
     "utc_now",
 ]

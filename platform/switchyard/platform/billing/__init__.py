@@ -1,0 +1,1 @@
+"""Billing by compute used: money, rate cards, the usage ledger, budgets, invoices and reconciliation."""

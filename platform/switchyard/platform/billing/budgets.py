@@ -1,0 +1,350 @@
+"""Budgets enforced at admission: reserve the estimated maximum, settle to the actual cost, or release.
+
+Atomicity: each budget is charged by one conditional ``UPDATE`` (``... WHERE spent + reserved + amount <=
+limit``), so two processes can never both pass the last check; budgets are updated in id order so
+PostgreSQL row locks cannot deadlock. Passed a ``Database``, these functions run in their **own short
+transaction** and commit before returning: a reservation must be visible to every other process before the
+request's work is scheduled, and must not hold budget row locks (PostgreSQL) or the write lock (SQLite)
+for the whole request. On SQLite that transaction starts with ``BEGIN IMMEDIATE``, taking the write lock
+before the first read so the read-then-update cannot fail with a stale snapshot. Passed an ``AsyncSession``,
+they run inside the caller's transaction (still atomic per statement; a refused reservation undoes the
+charges it made on other budgets before raising).
+
+A reservation not settled or released within ``RESERVATION_TTL`` is expired by the sweeper, which gives the
+held amount back; settling an expired reservation still records the actual spend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import case, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.billing.errors import BudgetExceeded, ReservationNotFound
+from switchyard.platform.billing.money import MICROS_PER_UNIT, cost_micros_ceil, currency_exponent
+from switchyard.platform.billing.periods import month_start
+from switchyard.platform.billing.rates import find_rate_card, tenant_tier_of
+from switchyard.platform.billing.sql import insert_ignore
+from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id, scope_session
+from switchyard.platform.http.errors import Conflict
+from switchyard.platform.models import Budget, BudgetAlert, BudgetReservation, utc_now
+
+__all__ = [
+    "ALERT_THRESHOLDS",
+    "RESERVATION_TTL",
+    "Reservation",
+    "expire_reservations",
+    "limit_micros",
+    "release",
+    "reserve",
+    "settle",
+]
+
+RESERVATION_TTL = timedelta(minutes=15)
+ALERT_THRESHOLDS = (50, 80, 100)
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Money held for one request; pass ``id`` to ``settle`` or ``release``."""
+
+    id: str
+    tenant_id: str
+    status: str
+    budget_ids: tuple[str, ...]
+    currency: str
+    price_per_chip_hour: Decimal
+    amount_micros: int
+    actual_micros: int | None
+    expires_at: datetime
+
+    @classmethod
+    def of(cls, row: BudgetReservation) -> Reservation:
+        return cls(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            status=row.status,
+            budget_ids=tuple(row.budget_ids),
+            currency=row.currency,
+            price_per_chip_hour=row.price_per_chip_hour,
+            amount_micros=row.amount_micros,
+            actual_micros=row.actual_micros,
+            expires_at=row.expires_at,
+        )
+
+
+def limit_micros(budget: Budget) -> int:
+    """A budget's limit in micro-units of its currency."""
+    return budget.limit_minor * 10 ** (6 - currency_exponent(budget.currency))
+
+
+@asynccontextmanager
+async def _transaction(target: Database | AsyncSession, scope: Any) -> AsyncIterator[AsyncSession]:
+    if isinstance(target, AsyncSession):
+        yield target
+        return
+    async with target.session() as session:
+        scope_session(session, scope)
+        if target.is_sqlite:
+            await session.execute(text("BEGIN IMMEDIATE"))
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        await session.commit()
+
+
+def _rolled(period: datetime, column: Any) -> Any:
+    """``column`` as of ``period``: zero when the budget's stored month is older (a new month began)."""
+    return case((Budget.period_start < period, 0), else_=column)
+
+
+def _period_value(period: datetime) -> Any:
+    return case((Budget.period_start < period, period), else_=Budget.period_start)
+
+
+async def _applicable_budgets(
+    session: AsyncSession, scope: TenantScope, api_key_id: str | None, agent_id: str | None
+) -> list[Budget]:
+    conditions = [Budget.scope_kind == "tenant"]
+    if api_key_id:
+        conditions.append((Budget.scope_kind == "api_key") & (Budget.scope_ref == api_key_id))
+    if agent_id:
+        conditions.append((Budget.scope_kind == "agent") & (Budget.scope_ref == agent_id))
+    statement = select(Budget).where(Budget.tenant_id == scope.tenant_id, or_(*conditions)).order_by(Budget.id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def _charge(session: AsyncSession, budget: Budget, period: datetime, amount: int, now: datetime) -> bool:
+    over = _rolled(period, Budget.spent_micros) + Budget.reserved_micros + amount
+    statement = (
+        update(Budget)
+        .where(Budget.id == budget.id, Budget.tenant_id == budget.tenant_id)
+        .values(
+            spent_micros=_rolled(period, Budget.spent_micros),
+            period_start=_period_value(period),
+            reserved_micros=Budget.reserved_micros + amount,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if budget.hard:
+        statement = statement.where(over <= Budget.limit_minor * (10 ** (6 - currency_exponent(budget.currency))))
+    return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined,no-any-return]
+
+
+async def _refusal(session: AsyncSession, budget: Budget, period: datetime, amount: int) -> BudgetExceeded:
+    fresh = (
+        await session.execute(select(Budget).where(Budget.id == budget.id).execution_options(populate_existing=True))
+    ).scalar_one()
+    spent = 0 if fresh.period_start < period else fresh.spent_micros
+    remaining = max(0, limit_micros(fresh) - spent - fresh.reserved_micros)
+    name = "tenant budget" if fresh.scope_kind == "tenant" else f"{fresh.scope_kind} budget for {fresh.scope_ref}"
+    unit = Decimal(MICROS_PER_UNIT)
+    return BudgetExceeded(
+        f"{name} {fresh.id} would be exceeded: {Decimal(remaining) / unit} {fresh.currency} of "
+        f"{Decimal(limit_micros(fresh)) / unit} remain this month, the request may cost up to "
+        f"{Decimal(amount) / unit} {fresh.currency}",
+        budget_id=fresh.id,
+        remaining_micros=remaining,
+    )
+
+
+async def reserve(
+    target: Database | AsyncSession,
+    *,
+    scope: TenantScope,
+    api_key_id: str | None,
+    agent_id: str | None,
+    model: str,
+    instance_type: str,
+    estimated_chip_us: int,
+    now: datetime | None = None,
+    ttl: timedelta = RESERVATION_TTL,
+) -> Reservation:
+    """Hold the estimated maximum cost against every budget that applies (tenant, key, agent).
+
+    Raises ``BudgetExceeded`` (402, ``insufficient_quota``/``budget_exceeded``) naming the first hard budget
+    that cannot cover it and what remains; nothing is held then. Raises ``NoApplicablePrice`` when the terms
+    have no rate card. See the module docstring for the transaction this runs in.
+    """
+    if estimated_chip_us < 0:
+        raise ValueError("estimated_chip_us must be >= 0")
+    now = now or utc_now()
+    period = month_start(now)
+    async with _transaction(target, scope) as session:
+        tier = await tenant_tier_of(session, tenant_id=scope.tenant_id)
+        card = await find_rate_card(session, instance_type=instance_type, model=model, tenant_tier=tier, at=now)
+        amount = cost_micros_ceil(estimated_chip_us, card.price_per_chip_hour)
+        budgets = await _applicable_budgets(session, scope, api_key_id, agent_id)
+        charged: list[Budget] = []
+        for budget in budgets:
+            if budget.currency != card.currency:
+                raise Conflict(
+                    f"budget {budget.id} is in {budget.currency} but {instance_type} is priced in {card.currency}",
+                    code="budget_currency_mismatch",
+                )
+            if not await _charge(session, budget, period, amount, now):
+                refusal = await _refusal(session, budget, period, amount)
+                for done in charged:  # undo within the caller's transaction; our own one just rolls back
+                    await _uncharge(session, done.id, done.tenant_id, amount)
+                raise refusal
+            charged.append(budget)
+        row = BudgetReservation(
+            id=new_id("res"),
+            tenant_id=scope.tenant_id,
+            budget_ids=[b.id for b in budgets],
+            api_key_id=api_key_id,
+            agent_id=agent_id,
+            model=model,
+            instance_type=instance_type,
+            currency=card.currency,
+            price_per_chip_hour=card.price_per_chip_hour,
+            estimated_chip_us=estimated_chip_us,
+            amount_micros=amount,
+            status="held",
+            created_at=now,
+            expires_at=now + ttl,
+        )
+        session.add(row)
+        await session.flush()
+        return Reservation.of(row)
+
+
+async def _uncharge(session: AsyncSession, budget_id: str, tenant_id: str, amount: int) -> None:
+    await session.execute(
+        update(Budget)
+        .where(Budget.id == budget_id, Budget.tenant_id == tenant_id)
+        .values(reserved_micros=Budget.reserved_micros - amount)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def _close(session: AsyncSession, row_id: str, tenant_id: str, from_status: str, values: dict[str, Any]) -> bool:
+    statement = (
+        update(BudgetReservation)
+        .where(
+            BudgetReservation.id == row_id,
+            BudgetReservation.tenant_id == tenant_id,
+            BudgetReservation.status == from_status,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined,no-any-return]
+
+
+async def _load(session: AsyncSession, scope: TenantScope, reservation_id: str) -> BudgetReservation:
+    row = (
+        await session.execute(
+            select(BudgetReservation)
+            .where(BudgetReservation.id == reservation_id, BudgetReservation.tenant_id == scope.tenant_id)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+    if row is None:
+        raise ReservationNotFound(f"no reservation {reservation_id!r}")
+    return row
+
+
+async def _fire_alerts(session: AsyncSession, budget_ids: Sequence[str], tenant_id: str, now: datetime) -> None:
+    if not budget_ids:
+        return
+    statement = select(Budget).where(Budget.id.in_(list(budget_ids)), Budget.tenant_id == tenant_id)
+    for budget in (await session.execute(statement.execution_options(populate_existing=True))).scalars():
+        limit = limit_micros(budget)
+        crossed = [pct for pct in ALERT_THRESHOLDS if limit > 0 and budget.spent_micros * 100 >= limit * pct]
+        if not crossed:
+            continue
+        rows = [
+            {
+                "id": new_id("alrt"),
+                "tenant_id": tenant_id,
+                "budget_id": budget.id,
+                "period_start": budget.period_start,
+                "threshold_pct": pct,
+                "spent_micros": budget.spent_micros,
+                "created_at": now,
+            }
+            for pct in crossed
+        ]
+        index = ["budget_id", "period_start", "threshold_pct"]
+        await session.execute(insert_ignore(session, BudgetAlert, index).values(rows))
+
+
+async def settle(
+    target: Database | AsyncSession,
+    *,
+    scope: TenantScope,
+    reservation_id: str,
+    actual_chip_us: int,
+    now: datetime | None = None,
+) -> Reservation:
+    """Replace the held amount by the actual cost (at the reservation's price) and fire budget alerts.
+
+    Idempotent: settling a reservation that is already settled or released changes nothing. Settling an
+    expired one records the spend (the work happened) without giving back a hold that was already returned.
+    """
+    if actual_chip_us < 0:
+        raise ValueError("actual_chip_us must be >= 0")
+    now = now or utc_now()
+    period = month_start(now)
+    async with _transaction(target, scope) as session:
+        row = await _load(session, scope, reservation_id)
+        actual = cost_micros_ceil(actual_chip_us, row.price_per_chip_hour)
+        values = {"status": "settled", "actual_chip_us": actual_chip_us, "actual_micros": actual, "closed_at": now}
+        held = 0
+        if await _close(session, row.id, row.tenant_id, "held", values):
+            held = row.amount_micros
+        elif not await _close(session, row.id, row.tenant_id, "expired", values):
+            return Reservation.of(await _load(session, scope, reservation_id))
+        if row.budget_ids:
+            await session.execute(
+                update(Budget)
+                .where(Budget.id.in_(row.budget_ids), Budget.tenant_id == row.tenant_id)
+                .values(
+                    spent_micros=_rolled(period, Budget.spent_micros) + actual,
+                    period_start=_period_value(period),
+                    reserved_micros=Budget.reserved_micros - held,
+                    updated_at=now,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            await _fire_alerts(session, row.budget_ids, row.tenant_id, now)
+        return Reservation.of(await _load(session, scope, reservation_id))
+
+
+async def release(
+    target: Database | AsyncSession, *, scope: TenantScope, reservation_id: str, now: datetime | None = None
+) -> Reservation:
+    """Give the held amount back (the request failed before using compute). Idempotent."""
+    now = now or utc_now()
+    async with _transaction(target, scope) as session:
+        row = await _load(session, scope, reservation_id)
+        if await _close(session, row.id, row.tenant_id, "held", {"status": "released", "closed_at": now}):
+            for budget_id in row.budget_ids:
+                await _uncharge(session, budget_id, row.tenant_id, row.amount_micros)
+        return Reservation.of(await _load(session, scope, reservation_id))
+
+
+async def expire_reservations(target: Database | AsyncSession, *, now: datetime | None = None) -> int:
+    """Expire held reservations past ``expires_at``, giving their holds back; returns how many. Idempotent."""
+    now = now or utc_now()
+    async with _transaction(target, UNSCOPED) as session:
+        statement = select(BudgetReservation).where(
+            BudgetReservation.status == "held", BudgetReservation.expires_at < now
+        )
+        expired = 0
+        for row in list((await session.execute(statement)).scalars()):
+            if await _close(session, row.id, row.tenant_id, "held", {"status": "expired", "closed_at": now}):
+                expired += 1
+                for budget_id in row.budget_ids:
+                    await _uncharge(session, budget_id, row.tenant_id, row.amount_micros)
+        return expired

@@ -1,0 +1,21 @@
+"""Dialect helpers: ``INSERT ... ON CONFLICT DO NOTHING`` on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ["dialect_name", "insert_ignore"]
+
+
+def dialect_name(session: AsyncSession) -> str:
+    """``"sqlite"`` or ``"postgresql"``: the dialect of the session's connection."""
+    return str(session.get_bind().dialect.name)
+
+
+def insert_ignore(session: AsyncSession, table: Any, index_elements: list[str]) -> Any:
+    """An ``INSERT`` into ``table`` that skips rows conflicting on the unique ``index_elements``."""
+    module: Any = postgresql if dialect_name(session) == "postgresql" else sqlite
+    return module.insert(table).on_conflict_do_nothing(index_elements=index_elements)

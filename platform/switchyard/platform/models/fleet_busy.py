@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from switchyard.platform.models.base import UTCDateTime, utc_now
+
+__all__ = ["FleetBusy"]
+
+
+class FleetBusy(SQLModel, table=True):
+    """Busy chip-microseconds of one replica over one time slice, written by the accelerator pool.
+
+    Reconciliation compares these with the chip-microseconds attributed to usage events; ``(replica,
+    period_start)`` is unique so a slice reported twice counts once.
+    """
+
+    __tablename__ = "fleet_busy"
+    __table_args__ = (UniqueConstraint("replica", "period_start", name="uq_fleet_busy_slice"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    replica: str = Field(max_length=128)
+    instance_type: str = Field(max_length=64)
+    chip_us: int = Field(sa_type=BigInteger)
+    period_start: datetime = Field(sa_type=UTCDateTime, index=True)
+    recorded_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
