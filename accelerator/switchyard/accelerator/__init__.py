@@ -30,6 +30,7 @@ from switchyard.accelerator.point import PointResult, simulate_point
 from switchyard.accelerator.requests import FinishedRequest, Request
 from switchyard.accelerator.router import RoutingPolicy, make_router
 from switchyard.accelerator.workloads import (
+    agentic_workload,
     bursty_workload,
     load_azure_trace,
     poisson_workload,
@@ -59,6 +60,7 @@ __all__ = [
     "SimulatorError",
     "Topology",
     "UnknownNameError",
+    "agentic_workload",
     "attribute_chip_us",
     "bursty_workload",
     "calibrate",

@@ -1,7 +1,8 @@
 """One replica's serving engine: a pure, synchronous discrete-event core (vLLM-style scheduler).
 
 Continuous batching at iteration level, a paged KV cache with admission control and recompute
-preemption, chunked prefill under a token budget, and multi-step decode jumps between events.
+preemption, chunked prefill under a token budget, a block-granular prefix cache with LRU eviction,
+and multi-step decode jumps between events.
 Time only moves when the caller asks (`step_until`), so the same core runs on a virtual clock offline
 and can be driven by a wall clock later.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from switchyard.accelerator.attribution import attribute_chip_us
+from switchyard.accelerator.prefix_cache import PrefixCache, PrefixEntry
 from switchyard.accelerator.requests import FinishedRequest, Request
 from switchyard.accelerator.stepcost import StepCost
 
@@ -34,14 +36,17 @@ class EngineConfig:
 class _Seq:
     __slots__ = (
         "blocks",
+        "cached",
         "chip_us",
         "first_token_s",
         "generated",
         "kv",
         "preemptions",
+        "prefix",
         "recomputed",
         "req",
         "scheduled_s",
+        "shared",
         "target",
     )
 
@@ -50,7 +55,10 @@ class _Seq:
         self.kv = 0  # tokens whose KV is in cache
         self.target = req.prompt_tokens  # tokens to prefill before the next token comes out
         self.generated = 0
-        self.blocks = 0
+        self.blocks = 0  # private KV blocks
+        self.shared = 0  # blocks of a cached prefix this sequence reads
+        self.prefix: PrefixEntry | None = None
+        self.cached = 0
         self.chip_us = 0
         self.first_token_s = -1.0
         self.scheduled_s = -1.0
@@ -75,6 +83,7 @@ class ReplicaEngine:
         self._waiting: deque[_Seq] = deque()
         self._running: list[_Seq] = []
         self._done: list[FinishedRequest] = []
+        self.prefixes = PrefixCache(config.block_tokens)
         self.outstanding_tokens = 0  # prompt + output tokens not yet finished: the router's load signal
 
     @property
@@ -82,8 +91,23 @@ class ReplicaEngine:
         return not self._running and not self._waiting
 
     @property
+    def prefill_backlog_tokens(self) -> int:
+        """Prompt tokens still to compute on this replica (queued and running): what a new prompt waits on."""
+        return sum(s.target - s.kv for s in self._waiting) + sum(
+            s.target - s.kv for s in self._running if s.kv < s.target
+        )
+
+    @property
     def used_blocks(self) -> int:
         return self.total_blocks - self.free_blocks
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if KV block accounting is inconsistent (used by tests)."""
+        held = sum(s.blocks for s in self._running) + self.prefixes.held_blocks
+        assert 0 <= self.free_blocks <= self.total_blocks, (self.free_blocks, self.total_blocks)
+        assert self.free_blocks + held == self.total_blocks, (self.free_blocks, held, self.total_blocks)
+        for s in self._running:
+            assert s.kv <= (s.blocks + s.shared) * self.config.block_tokens
 
     def submit(self, req: Request) -> None:
         """Queue a request; it is considered from the next iteration that starts at or after now."""
@@ -124,24 +148,40 @@ class ReplicaEngine:
             total = seq.req.prompt_tokens + seq.req.output_tokens
             if self._blocks_for(total) > self.total_blocks:
                 self._waiting.popleft()
-                self._finish(
-                    seq, rejected=f"needs {total} KV tokens; replica holds {self.total_blocks * cfg.block_tokens}"
-                )
+                holds = self.total_blocks * cfg.block_tokens
+                self._finish(seq, rejected=f"needs {total} KV tokens; replica holds {holds}")
                 continue
-            need = self._blocks_for(seq.target + 1)
+            hit, aligned = self.prefixes.lookup(seq.req) if seq.kv == 0 else (None, 0)
+            need = self._blocks_for(seq.target + 1) - (hit.blocks if hit else 0)
             if need > self.free_blocks:
-                return
+                self.free_blocks += self.prefixes.evict(need - self.free_blocks, keep=hit)
+                if need > self.free_blocks:
+                    return
             self._waiting.popleft()
             self.free_blocks -= need
             seq.blocks = need
+            if hit is not None:
+                self.prefixes.acquire(hit)
+                seq.prefix, seq.shared, seq.kv = hit, hit.blocks, hit.tokens
+                seq.cached += hit.tokens
+            elif aligned and (entry := self.prefixes.create(str(seq.req.prefix_id), aligned, seq)) is not None:
+                # First sight of this prefix: its blocks become a shared entry, ready once computed.
+                seq.blocks -= entry.blocks
+                seq.prefix, seq.shared = entry, entry.blocks
             if seq.scheduled_s < 0:
                 seq.scheduled_s = self.now
             self._running.append(seq)
+
+    def _release_prefix(self, seq: _Seq) -> None:
+        if seq.prefix is not None:
+            self.free_blocks += self.prefixes.release(seq.prefix, seq)
+            seq.prefix, seq.shared = None, 0
 
     def _preempt_newest(self) -> None:
         """Recompute preemption: the latest admitted sequence gives back its KV and waits at the front."""
         seq = self._running.pop()
         self.free_blocks += seq.blocks
+        self._release_prefix(seq)
         seq.recomputed += seq.kv
         seq.blocks, seq.kv = 0, 0
         seq.target = seq.req.prompt_tokens + seq.generated
@@ -183,6 +223,9 @@ class ReplicaEngine:
         self.iterations += 1
         for s, n in chunks:
             s.kv += n
+            p = s.prefix
+            if p is not None and not p.ready and p.owner is s and s.kv >= p.tokens:
+                p.ready = True
             if s.kv >= s.target:
                 self._emit(s, 1)
         for s in decoders:
@@ -192,7 +235,7 @@ class ReplicaEngine:
 
     def _grow_for_decode(self, seqs: list[_Seq], steps: int) -> None:
         """Give every decoding sequence blocks for `steps` more tokens, preempting if memory runs out."""
-        needs = [self._blocks_for(s.kv + steps) - s.blocks for s in seqs]
+        needs = [self._blocks_for(s.kv + steps) - s.blocks - s.shared for s in seqs]
         if sum(n for n in needs if n > 0) <= self.free_blocks:
             for s, n in zip(seqs, needs, strict=True):
                 if n > 0:
@@ -202,7 +245,7 @@ class ReplicaEngine:
         for s in seqs:
             if s not in self._running:
                 continue
-            need = self._blocks_for(s.kv + steps) - s.blocks
+            need = self._blocks_for(s.kv + steps) - s.blocks - s.shared
             while need > self.free_blocks and self._running[-1] is not s:
                 self._preempt_newest()
             if need > self.free_blocks:
@@ -215,7 +258,7 @@ class ReplicaEngine:
     def _decode_jump(self, horizon: float) -> None:
         seqs = self._running
         k = min(self.config.max_jump_steps, min(s.req.output_tokens - s.generated for s in seqs))
-        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks) for s in seqs) > self.free_blocks:
+        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks - s.shared) for s in seqs) > self.free_blocks:
             k //= 2
         self._grow_for_decode(list(seqs), k)
         seqs = self._running
@@ -246,6 +289,7 @@ class ReplicaEngine:
             if s.generated >= s.req.output_tokens:
                 self.free_blocks += s.blocks
                 s.blocks = 0
+                self._release_prefix(s)
                 self._finish(s)
             else:
                 keep.append(s)
@@ -269,5 +313,6 @@ class ReplicaEngine:
                 preemptions=seq.preemptions,
                 recomputed_tokens=seq.recomputed,
                 rejected=rejected,
+                cached_tokens=seq.cached,
             )
         )

@@ -17,6 +17,8 @@ class Request:
     output_tokens: int
     session: str | None = None
     tenant: str | None = None
+    prefix_id: str | None = None  # names a leading span shared with other requests (an agent's system prompt)
+    prefix_tokens: int = 0  # length of that shared span; reused from the replica's prefix cache when present
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,7 @@ class FinishedRequest:
     preemptions: int = 0
     recomputed_tokens: int = 0
     rejected: str | None = None  # why the request could never run (e.g. longer than the KV cache)
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache instead of being computed
 
     @property
     def queue_s(self) -> float:

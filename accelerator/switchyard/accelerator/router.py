@@ -20,6 +20,8 @@ class RoutingPolicy(enum.StrEnum):
     ROUND_ROBIN = "round_robin"
     LEAST_LOAD = "least_load"  # fewest outstanding (prompt + output) tokens
     SESSION_AFFINITY = "session_affinity"  # same session -> same replica (KV/prefix reuse), else least load
+    PREFIX_AFFINITY = "prefix_affinity"  # same shared prefix (else session) -> same replica, else least load
+    SLO_AWARE = "slo_aware"  # least prefill backlog: the replica where the new prompt's TTFT is shortest
     RANDOM = "random"  # seeded uniform choice
 
 
@@ -58,6 +60,24 @@ class _SessionAffinity:
         return zlib.crc32(request.session.encode()) % len(replicas)  # stable across processes
 
 
+class _PrefixAffinity:
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        key = request.prefix_id or request.session
+        if key is None:
+            return _least_loaded(replicas)
+        return zlib.crc32(key.encode()) % len(replicas)
+
+
+class _SloAware:
+    """Replicas are identical, so the shortest predicted TTFT is behind the smallest prefill backlog;
+    ties go to the least loaded (fewest outstanding tokens), then the lowest index."""
+
+    def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
+        return min(
+            range(len(replicas)), key=lambda i: (replicas[i].prefill_backlog_tokens, replicas[i].outstanding_tokens, i)
+        )
+
+
 class _Random:
     def __init__(self, rng: random.Random) -> None:
         self._rng = rng
@@ -70,6 +90,8 @@ _FACTORY: dict[RoutingPolicy, Callable[[random.Random], Router]] = {
     RoutingPolicy.ROUND_ROBIN: lambda rng: _RoundRobin(),
     RoutingPolicy.LEAST_LOAD: lambda rng: _LeastLoad(),
     RoutingPolicy.SESSION_AFFINITY: lambda rng: _SessionAffinity(),
+    RoutingPolicy.PREFIX_AFFINITY: lambda rng: _PrefixAffinity(),
+    RoutingPolicy.SLO_AWARE: lambda rng: _SloAware(),
     RoutingPolicy.RANDOM: _Random,
 }
 

@@ -6,12 +6,14 @@ import csv
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from switchyard.accelerator.requests import Request
 
 __all__ = [
+    "agentic_workload",
     "bursty_workload",
     "load_azure_trace",
     "parse_workload",
@@ -105,6 +107,55 @@ def bursty_workload(
     return out
 
 
+def agentic_workload(
+    sessions: int,
+    session_rate_per_s: float,
+    agents: int = 4,
+    system_prompt_tokens: int = 2048,
+    turns_mean: float = 4.0,
+    user_tokens_mean: float = 200,
+    output_mean: float = 150,
+    tool_pause_s_mean: float = 2.0,
+    seconds_per_output_token: float = 0.03,
+    seed: int = 0,
+) -> list[Request]:
+    """Multi-turn agent sessions: each session belongs to one of `agents` agents, whose system prompt is
+    a prefix shared by all its sessions (`prefix_id`); every turn resends the growing conversation.
+
+    Open loop: turn k+1 arrives after turn k's expected generation time (output tokens x
+    `seconds_per_output_token`) plus an exponential tool-call / user pause.
+    """
+    rng = random.Random(seed)
+    out: list[Request] = []
+    t = 0.0
+    for s in range(sessions):
+        t += rng.expovariate(session_rate_per_s)
+        agent = rng.randrange(agents)
+        turns = max(1, round(rng.expovariate(1 / turns_mean)))
+        context, at = system_prompt_tokens, t
+        for _ in range(turns):
+            context += _length(rng, user_tokens_mean)
+            n_out = _length(rng, output_mean)
+            out.append(
+                Request(
+                    0,
+                    at,
+                    context,
+                    n_out,
+                    session=f"session-{s}",
+                    prefix_id=f"agent-{agent}",
+                    prefix_tokens=system_prompt_tokens,
+                )
+            )
+            context += n_out
+            at += n_out * seconds_per_output_token + rng.expovariate(1 / tool_pause_s_mean)
+    out.sort(key=lambda r: r.arrival_s)
+    return [
+        Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.session, r.tenant, r.prefix_id, r.prefix_tokens)
+        for i, r in enumerate(out)
+    ]
+
+
 def scale_rate(requests: Sequence[Request], factor: float) -> list[Request]:
     """The same requests arriving `factor` times faster (factor 2: twice the load)."""
     if factor <= 0:
@@ -122,7 +173,7 @@ def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
     span = max(r.arrival_s for r in requests) + 1.0
     n = len(requests)
     return [
-        Request(k * n + r.request_id, k * span + r.arrival_s, r.prompt_tokens, r.output_tokens, r.session, r.tenant)
+        replace(r, request_id=k * n + r.request_id, arrival_s=k * span + r.arrival_s)
         for k in range(times)
         for r in requests
     ]
@@ -130,11 +181,24 @@ def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
 
 def parse_workload(spec: str) -> list[Request]:
     """A workload from a CLI spec: a trace CSV path, or `poisson:n=..,rate=..[,prompt=..,output=..,seed=..]`,
-    or `bursty:` with the same keys plus `burst=..` (factor)."""
+    `bursty:` with the same keys plus `burst=..` (factor), or
+    `agentic:sessions=..,rate=..[,agents=..,system=..,seed=..]` (rate in sessions per second)."""
     kind, _, params = spec.partition(":")
-    if kind not in ("poisson", "bursty") or not params:
+    if kind not in ("poisson", "bursty", "agentic") or not params:
         return load_azure_trace(spec)
     kv = dict(p.split("=", 1) for p in params.split(",") if p)
+    if kind == "agentic":
+        try:
+            sessions, rate = int(kv["sessions"]), float(kv["rate"])
+        except KeyError as exc:
+            raise ValueError(f"workload spec {spec!r} needs sessions= and rate=") from exc
+        return agentic_workload(
+            sessions,
+            rate,
+            agents=int(kv.get("agents", 4)),
+            system_prompt_tokens=int(kv.get("system", 2048)),
+            seed=int(kv.get("seed", 0)),
+        )
     try:
         n, rate = int(kv["n"]), float(kv["rate"])
     except KeyError as exc:
