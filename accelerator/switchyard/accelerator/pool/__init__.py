@@ -1,0 +1,44 @@
+"""The accelerator pool: served models on simulated Trainium fleets or real upstreams, metered per request."""
+
+from __future__ import annotations
+
+from switchyard.accelerator.pool.fair_queue import FairQueue
+from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, parse_fleet
+from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
+from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
+from switchyard.accelerator.pool.sim_lm import Completion, complete
+from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
+from switchyard.accelerator.pool.types import (
+    ComputeReceipt,
+    InferenceRequest,
+    PoolEvent,
+    Priority,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, UpstreamError
+
+__all__ = [
+    "DEFAULT_FLEET",
+    "AcceleratorPool",
+    "Backend",
+    "Completion",
+    "ComputeReceipt",
+    "DeploymentSpec",
+    "FairQueue",
+    "InferenceRequest",
+    "PoolEvent",
+    "Priority",
+    "SimulatedDeployment",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "UpstreamDeployment",
+    "UpstreamError",
+    "complete",
+    "count_prompt_tokens",
+    "count_tokens",
+    "load_fleet",
+    "parse_fleet",
+]

@@ -1,0 +1,101 @@
+"""Which models are served where: the fleet file (JSON) and the default fleet of ``switchyard up``.
+
+A fleet file is ``{"deployments": [{...}, ...]}``; each deployment has a served ``name`` (the model id clients
+send), a ``backend`` (``trainium-sim`` or ``openai-compatible``) and that backend's fields below.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from switchyard.accelerator.errors import ConfigurationError
+
+__all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "parse_fleet"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentSpec:
+    """One served model."""
+
+    name: str
+    backend: str = "trainium-sim"
+    # trainium-sim: the catalog model, instance type, tensor parallelism, replicas, weights and routing
+    model: str = ""
+    instance: str = "trn2.48xlarge"
+    tp: int = 8
+    replicas: int = 1
+    weights: str = "bf16"
+    policy: str = "least_load"
+    max_batch: int = 64
+    # openai-compatible: the upstream server and the chips the operator declares it runs on
+    base_url: str = ""
+    upstream_model: str = ""
+    api_key: str = field(default="", repr=False)
+    chips: int = 1
+    context_window: int = 8192
+    timeout_s: float = 120.0
+    # who may use it: empty means every tenant
+    tenants: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("trainium-sim", "openai-compatible"):
+            raise ConfigurationError(f"deployment {self.name!r}: unknown backend {self.backend!r}")
+        if self.backend == "trainium-sim" and not self.model:
+            raise ConfigurationError(f"deployment {self.name!r}: trainium-sim needs a catalog `model`")
+        if self.backend == "openai-compatible" and not self.base_url:
+            raise ConfigurationError(f"deployment {self.name!r}: openai-compatible needs a `base_url`")
+        if self.replicas < 1 or self.tp < 1 or self.chips < 1 or self.max_batch < 1:
+            raise ConfigurationError(f"deployment {self.name!r}: replicas, tp, chips and max_batch must be >= 1")
+
+
+DEFAULT_FLEET: tuple[DeploymentSpec, ...] = (
+    DeploymentSpec(
+        name="meta-llama/Llama-3.1-8B-Instruct",
+        model="meta-llama/Llama-3.1-8B",
+        instance="trn2.48xlarge",
+        tp=8,
+        replicas=2,
+    ),
+    DeploymentSpec(
+        name="meta-llama/Llama-3.3-70B-Instruct",
+        model="meta-llama/Llama-3.3-70B-Instruct",
+        instance="trn2.48xlarge",
+        tp=32,
+        replicas=1,
+    ),
+)
+
+
+def parse_fleet(data: Any) -> tuple[DeploymentSpec, ...]:
+    """Deployments from the parsed fleet JSON, with errors that name the deployment and the field."""
+    if not isinstance(data, dict) or not isinstance(data.get("deployments"), list):
+        raise ConfigurationError('a fleet file is {"deployments": [...]}')
+    known = {f.name for f in fields(DeploymentSpec)}
+    specs = []
+    for index, raw in enumerate(data["deployments"]):
+        if not isinstance(raw, dict) or "name" not in raw:
+            raise ConfigurationError(f"deployments[{index}] needs a `name`")
+        unknown = set(raw) - known
+        if unknown:
+            raise ConfigurationError(f"deployments[{index}] ({raw['name']}): unknown fields {sorted(unknown)}")
+        if "tenants" in raw:
+            raw = {**raw, "tenants": tuple(raw["tenants"])}
+        specs.append(DeploymentSpec(**raw))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ConfigurationError("deployment names must be unique")
+    return tuple(specs)
+
+
+def load_fleet(path: str | Path | None) -> tuple[DeploymentSpec, ...]:
+    """The fleet in ``path``, or the default fleet when no path is given."""
+    if path is None or str(path) == "":
+        return DEFAULT_FLEET
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(f"cannot read fleet file {path}: {exc}") from exc
+    return parse_fleet(data)

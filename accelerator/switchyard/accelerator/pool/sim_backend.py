@@ -1,0 +1,163 @@
+"""The ``trainium-sim`` backend: a simulated deployment served on the wall clock (or as fast as possible).
+
+``time_scale`` maps simulated seconds to wall seconds: 1.0 waits out the simulated latency, 0 answers as soon
+as the simulation is done while still reporting simulated timings (tests use 0). Requests that arrive in the
+same event-loop tick share the simulated batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from switchyard.accelerator.cluster import Cluster
+from switchyard.accelerator.deployment import make_deployment
+from switchyard.accelerator.engine import EngineConfig
+from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
+from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.sim_lm import Completion, complete
+from switchyard.accelerator.pool.tokens import count_prompt_tokens
+from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent, TextDelta, ToolCallDelta
+from switchyard.accelerator.requests import FinishedRequest
+
+__all__ = ["SimulatedDeployment"]
+
+TICK_S = 0.002
+
+
+class SimulatedDeployment:
+    """One served model on a simulated cluster of ``replicas`` × ``tp`` ranks of an instance type."""
+
+    def __init__(
+        self, spec: DeploymentSpec, *, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if time_scale < 0:
+            raise ValueError("time_scale must be >= 0")
+        self.spec = spec
+        self.deployment = make_deployment(spec.model, spec.instance, spec.tp, spec.weights)
+        config = EngineConfig(max_batch=spec.max_batch)
+        self.cluster = Cluster(self.deployment, spec.replicas, spec.policy, config=config)
+        self.dispatcher = Dispatcher(self.cluster, capacity=spec.replicas * spec.max_batch)
+        self.time_scale = time_scale
+        self._clock = clock
+        self._origin = clock()
+        self._ids = itertools.count(1)
+        self._waiters: dict[int, asyncio.Future[FinishedRequest]] = {}
+        self._driver: asyncio.Task[None] | None = None
+        self._drain_scheduled = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def context_window(self) -> int:
+        return int(self.deployment.model.max_position_embeddings)
+
+    def _sim_now(self) -> float:
+        if self.time_scale == 0:
+            return self.dispatcher.now
+        return max(self.dispatcher.now, (self._clock() - self._origin) / self.time_scale)
+
+    async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
+        """Stream the simulated model's answer, paced by the simulation, then its ``ComputeReceipt``."""
+        completion = complete(request)
+        prompt_tokens = count_prompt_tokens(request.messages, request.tools)
+        job = Job(
+            job_id=next(self._ids),
+            tenant=request.tenant,
+            arrival_s=self._sim_now(),
+            prompt_tokens=prompt_tokens,
+            output_tokens=max(1, completion.completion_tokens),
+            priority=int(request.priority),
+            weight=request.weight,
+            session=request.session,
+        )
+        future: asyncio.Future[FinishedRequest] = asyncio.get_running_loop().create_future()
+        self._waiters[job.job_id] = future
+        self.dispatcher.offer(job, job.arrival_s)
+        self._wake()
+        try:
+            result = await future
+        finally:
+            self._waiters.pop(job.job_id, None)
+        for event in self._deltas(completion):
+            yield event
+        yield self._receipt(request, job, result, completion)
+
+    @staticmethod
+    def _deltas(completion: Completion) -> list[PoolEvent]:
+        events: list[PoolEvent] = [TextDelta(token) for token in completion.text_tokens]
+        events += [ToolCallDelta(i, call) for i, call in enumerate(completion.tool_calls)]
+        return events
+
+    def _receipt(
+        self, request: InferenceRequest, job: Job, result: FinishedRequest, completion: Completion
+    ) -> ComputeReceipt:
+        return ComputeReceipt(
+            tenant=request.tenant,
+            request_id=request.request_id,
+            model=self.spec.name,
+            instance_type=self.spec.instance,
+            replica=f"{self.spec.name}/{result.replica}",
+            chip_us=result.chip_us,
+            prompt_tokens=job.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            queue_ms=max(0.0, (result.scheduled_s - job.arrival_s) * 1e3),
+            ttft_ms=(result.first_token_s - job.arrival_s) * 1e3,
+            decode_ms=(result.finish_s - result.first_token_s) * 1e3,
+            finish_reason=completion.finish_reason,
+            tool_calls=completion.tool_calls,
+        )
+
+    def _wake(self) -> None:
+        if self.time_scale == 0:
+            if not self._drain_scheduled:
+                self._drain_scheduled = True
+                asyncio.get_running_loop().call_soon(self._drain)
+        elif self._driver is None or self._driver.done():
+            self._driver = asyncio.get_running_loop().create_task(self._drive())
+
+    def _resolve(self, finished: list[tuple[Job, FinishedRequest]]) -> None:
+        for job, result in finished:
+            future = self._waiters.get(job.job_id)
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    def _drain(self) -> None:
+        self._drain_scheduled = False
+        self._resolve(self.dispatcher.advance(math.inf))
+
+    async def _drive(self) -> None:
+        while not self.dispatcher.idle:
+            self._resolve(self.dispatcher.advance(self._sim_now()))
+            await asyncio.sleep(TICK_S)
+
+    def status(self) -> dict[str, Any]:
+        """Per-replica utilisation, queue depth and KV usage, for the operator's fleet view."""
+        now = max(self.dispatcher.now, 1e-9)
+        replicas = []
+        for replica in self.cluster.replicas:
+            replicas.append(
+                {
+                    "replica": f"{self.spec.name}/{replica.index}",
+                    "busy_fraction": round(min(1.0, replica.busy_s / now), 4),
+                    "kv_used_fraction": round(replica.used_blocks / max(1, replica.total_blocks), 4),
+                    "chip_us": replica.chip_us_total,
+                }
+            )
+        return {
+            "model": self.spec.name,
+            "backend": "trainium-sim",
+            "instance_type": self.spec.instance,
+            "tp": self.spec.tp,
+            "chips_per_replica": self.deployment.chips,
+            "queued": len(self.dispatcher.queue),
+            "running": len(self.dispatcher.running),
+            "simulated_time_s": round(self.dispatcher.now, 6),
+            "replicas": replicas,
+        }

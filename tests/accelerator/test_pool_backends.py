@@ -1,0 +1,118 @@
+"""The live pool: the simulated backend on the wall clock (time_scale 0) and a real OpenAI-compatible upstream."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
+from switchyard.accelerator.pool import (
+    AcceleratorPool,
+    ComputeReceipt,
+    DeploymentSpec,
+    InferenceRequest,
+    TextDelta,
+    ToolCallDelta,
+    UpstreamError,
+    count_tokens,
+    parse_fleet,
+)
+
+SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
+
+
+def _request(n: int, tenant: str = "t", **kw: Any) -> InferenceRequest:
+    messages = [{"role": "user", "content": f"question number {n} " * 20}]
+    return InferenceRequest(request_id=f"r{n}", tenant=tenant, model=kw.pop("model", "small"), messages=messages, **kw)
+
+
+async def _run(pool: AcceleratorPool, request: InferenceRequest) -> tuple[list[Any], ComputeReceipt]:
+    events = [event async for event in pool.submit(request)]
+    assert isinstance(events[-1], ComputeReceipt)
+    assert not any(isinstance(e, ComputeReceipt) for e in events[:-1])
+    return events[:-1], events[-1]
+
+
+async def test_simulated_requests_stream_text_and_one_receipt() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=0)
+    deltas, receipt = await _run(pool, _request(1, max_tokens=12, seed=1))
+    text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+    assert count_tokens(text) == receipt.completion_tokens == 12
+    assert receipt.finish_reason == "length"
+    assert receipt.chip_us > 0
+    assert receipt.ttft_ms > 0
+    assert receipt.decode_ms > 0
+    assert receipt.instance_type == "trn2.3xlarge"
+
+
+async def test_concurrent_requests_share_batches_and_receipts_sum_to_busy_chip_time() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=0)
+    results = await asyncio.gather(*(_run(pool, _request(n, tenant=f"t{n % 3}", max_tokens=30)) for n in range(40)))
+    receipts = [r for _, r in results]
+    assert len({r.request_id for r in receipts}) == 40
+    backend: Any = pool.backend("small")
+    busy_chip_us = sum(replica.chip_us_total for replica in backend.cluster.replicas)
+    assert sum(r.chip_us for r in receipts) == busy_chip_us
+    assert {r.replica for r in receipts} == {"small/0", "small/1"}
+    status = pool.status()[0]
+    assert status["queued"] == status["running"] == 0
+
+
+async def test_same_request_same_answer_and_tool_calls() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=0)
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    request = InferenceRequest(
+        request_id="x", tenant="t", model="small", messages=[{"role": "user", "content": "call lookup"}], tools=[tool]
+    )
+    deltas, receipt = await _run(pool, request)
+    assert [type(d) for d in deltas] == [ToolCallDelta]
+    assert receipt.finish_reason == "tool_calls"
+    assert receipt.tool_calls[0].name == "lookup"
+
+
+async def test_unknown_model_names_close_matches() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=0)
+    with pytest.raises(UnknownNameError, match="small"):
+        pool.submit(_request(1, model="smal"))
+
+
+def test_fleet_file_errors_name_the_problem() -> None:
+    with pytest.raises(ConfigurationError, match="unknown fields"):
+        parse_fleet({"deployments": [{"name": "a", "model": "m", "gpus": 3}]})
+    with pytest.raises(ConfigurationError, match="base_url"):
+        parse_fleet({"deployments": [{"name": "a", "backend": "openai-compatible"}]})
+    with pytest.raises(ConfigurationError, match="unique"):
+        parse_fleet({"deployments": [{"name": "a", "model": "m"}, {"name": "a", "model": "m"}]})
+
+
+async def test_upstream_backend_streams_and_meters_wall_time_times_chips(fake_upstream: Any) -> None:
+    spec = DeploymentSpec(
+        name="up", backend="openai-compatible", base_url=fake_upstream.base_url, upstream_model="real", chips=4
+    )
+    pool = AcceleratorPool.from_specs([spec])
+    try:
+        deltas, receipt = await _run(pool, _request(1, model="up", max_tokens=5))
+        assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == "w0 w1 w2 w3 w4"
+        assert receipt.completion_tokens == 5
+        assert receipt.prompt_tokens == 7  # the upstream's own usage wins over our estimate
+        assert receipt.chip_us > 0
+        assert receipt.chip_us % 4 == 0
+        assert fake_upstream.requests[-1]["model"] == "real"
+        assert fake_upstream.requests[-1]["stream"] is True
+    finally:
+        await pool.aclose()
+
+
+async def test_upstream_errors_and_unreachable_upstreams_raise(fake_upstream: Any) -> None:
+    failing = DeploymentSpec(name="bad", backend="openai-compatible", base_url=fake_upstream.base_url + "/fail")
+    gone = DeploymentSpec(name="gone", backend="openai-compatible", base_url="http://127.0.0.1:9/v1")
+    pool = AcceleratorPool.from_specs([failing, gone])
+    try:
+        with pytest.raises(UpstreamError, match="500"):
+            await _run(pool, _request(1, model="bad"))
+        with pytest.raises(UpstreamError, match="unreachable"):
+            await _run(pool, _request(1, model="gone"))
+    finally:
+        await pool.aclose()
