@@ -133,3 +133,39 @@ def test_python_dash_m_runs_the_group() -> None:
     )
     assert "point" in out.stdout
     assert "calibrate" in out.stdout
+
+
+def test_compare_prints_one_row_per_fleet_with_price_performance() -> None:
+    args = [
+        "compare",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--workload",
+        "poisson:n=200,rate=3,seed=1",
+        "--fleet",
+        "trn2.48xlarge:tp=8:replicas=1",
+        "--fleet",
+        "p5.48xlarge:tp=1:replicas=2",
+        "--fleet",
+        "trn3-gen1-ultraserver:tp=8",
+    ]
+    result = CliRunner().invoke(simulate, args)
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 4
+    assert lines[1].split()[-1] == "1.00x"  # the first fleet is the reference
+    assert lines[3].split()[-1] == "n/a"  # Trainium3 has no published price
+    bad = CliRunner().invoke(
+        simulate,
+        [
+            "compare",
+            "--model",
+            "meta-llama/Llama-3.1-8B",
+            "--workload",
+            "poisson:n=5,rate=1",
+            "--fleet",
+            "p5.48xlarge:tp=3",
+        ],
+    )
+    assert bad.exit_code == 1
+    assert "valid TP degrees" in bad.output

@@ -11,12 +11,14 @@ import click
 
 from switchyard.accelerator.calibration import calibrate, read_benchmarks, write_result
 from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import Precision, make_deployment
+from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import SimulatorError
-from switchyard.accelerator.metrics import summarize
+from switchyard.accelerator.hardware import get_instance
+from switchyard.accelerator.metrics import RunSummary, summarize
 from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.report import format_table, html_report
+from switchyard.accelerator.requests import Request
 from switchyard.accelerator.router import RoutingPolicy
 from switchyard.accelerator.workloads import parse_workload, scale_rate
 
@@ -141,3 +143,64 @@ def run(
         json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     if report_out is not None:
         report_out.write_text(html_report(summary, finished, [r.busy_s for r in cluster.replicas]), encoding="utf-8")
+
+
+def _parse_fleet(model: str, spec: str) -> tuple[Deployment, int]:
+    """`instance[:tp=N][:replicas=R][:weights=W]` -> (deployment, replicas); tp defaults to the whole instance."""
+    name, *opts = spec.split(":")
+    kv = dict(o.split("=", 1) for o in opts if o)
+    tp = int(kv.get("tp", get_instance(name).max_tp))
+    return make_deployment(model, name, tp, kv.get("weights", "bf16")), int(kv.get("replicas", 1))
+
+
+def _serve(
+    dep: Deployment, replicas: int, requests: list[Request], policy: str, slo: tuple[float | None, float | None]
+) -> RunSummary:
+    cluster = Cluster(dep, replicas, policy)
+    finished = cluster.run(requests)
+    return summarize(finished, cluster, *slo)
+
+
+@simulate.command()
+@click.option("--model", required=True)
+@click.option("--workload", required=True, help="trace CSV, or poisson:/bursty:/agentic: spec")
+@click.option(
+    "--fleet", "fleets", multiple=True, required=True, help="instance[:tp=N][:replicas=R][:weights=W]; repeat"
+)
+@click.option("--rate-scale", type=float, default=1.0, show_default=True)
+@click.option("--policy", type=click.Choice([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
+@click.option("--slo-ttft-ms", type=float, default=None)
+@click.option("--slo-tpot-ms", type=float, default=None)
+def compare(
+    model: str,
+    workload: str,
+    fleets: tuple[str, ...],
+    rate_scale: float,
+    policy: str,
+    slo_ttft_ms: float | None,
+    slo_tpot_ms: float | None,
+) -> None:
+    """Serve one workload on several fleets and print latency, goodput and price-performance side by side."""
+    try:
+        requests = scale_rate(parse_workload(workload), rate_scale)
+        plans = [(spec, *_parse_fleet(model, spec)) for spec in fleets]
+    except (SimulatorError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"{'fleet':34} {'chips':>5} {'tok/s':>8} {'TTFT p50':>9} {'TTFT p99':>9} {'TPOT p50':>9} {'TPOT p99':>9} "
+        f"{'goodput':>8} {'$/M tok':>9} {'tok/$ vs 1st':>12}"
+    )
+    base: float | None = None
+    for spec, dep, replicas in plans:
+        s = _serve(dep, replicas, requests, policy, (slo_ttft_ms, slo_tpot_ms))
+        per_m = s.cost_per_million_output_tokens_usd
+        ratio = "n/a"
+        if per_m is not None and per_m > 0:
+            tokens_per_usd = 1e6 / float(per_m)
+            base = base or tokens_per_usd
+            ratio = f"{tokens_per_usd / base:.2f}x"
+        click.echo(
+            f"{spec[:34]:34} {replicas * dep.chips:>5} {s.output_tokens_per_s:>8.1f} {s.ttft_ms['p50']:>9.1f} "
+            f"{s.ttft_ms['p99']:>9.1f} {s.tpot_ms['p50']:>9.2f} {s.tpot_ms['p99']:>9.2f} "
+            f"{s.goodput_requests_per_s:>8.2f} {'n/a' if per_m is None else f'{per_m:.2f}':>9} {ratio:>12}"
+        )
