@@ -1,0 +1,421 @@
+"""The run loop: a pure, synchronous, deterministic state machine (time passed in, no I/O).
+
+Driving it (what a worker does; :func:`switchyard.agents.runner.drive_run` is a reference driver)::
+
+    state = loop.new_run(run_id, now_ms=now())                 # persist state
+    while True:
+        state, action = loop.advance(state, thread=history, now_ms=now())   # persist state
+        match action:
+            case CallModel():    response = model(action.request)
+                                 state = loop.record_model_response(state, action.step_id, response, now_ms=now())
+            case ExecuteTools(): for each invocation: result = tool(...)
+                                 state = loop.record_tool_result(state, inv.step_id, result, now_ms=now())
+            case AwaitClient():  stop; later submit_tool_outputs / submit_approvals, then advance again
+            case RunFinished():  stop
+        # persist state after every record_* call
+
+Every transition returns a new :class:`RunState`; persist it before performing the action it asks for.
+A worker that dies at any point resumes by loading the last stored state and calling ``advance`` again:
+
+* a model step recorded but not completed is asked for again (its compute is billed only when a response
+  is recorded, so never twice);
+* a tool step recorded but not completed is executed again if the call is ``idempotent``, and otherwise
+  (``at_most_once``) completed with an error output saying the outcome is unknown — never executed twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from switchyard.agents.context import TokenCounter, assemble_context
+from switchyard.agents.errors import ContextOverflowError, InvalidTransitionError, ToolOutputsError
+from switchyard.agents.messages import Message, ToolCall, Usage
+from switchyard.agents.model import ModelRequest, ModelResponse, default_token_counter
+from switchyard.agents.spec import AgentSpec
+from switchyard.agents.state import (
+    TERMINAL_STATUSES,
+    Action,
+    AwaitClient,
+    CallModel,
+    ExecuteTools,
+    RequiredAction,
+    RunError,
+    RunFinished,
+    RunState,
+    RunStatus,
+    Step,
+    StepStatus,
+    StepType,
+    ToolInvocation,
+)
+from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolRegistry, ToolResult, validate_arguments
+
+__all__ = ["INTERRUPTED_OUTPUT", "RunLoop"]
+
+#: The output recorded for an at-most-once tool call whose worker died before its result was recorded.
+INTERRUPTED_OUTPUT = (
+    "The tool call was interrupted and its outcome is unknown; it was not repeated to avoid a duplicate side effect."
+)
+DENIED_OUTPUT = "The tool call was not approved and was not executed."
+
+
+class RunLoop:
+    """The run loop of one agent version.
+
+    ``tools`` are the agent's tools (MCP tools already listed); ``context_window_tokens`` is the window of
+    the model in use; ``token_counter`` counts tokens of a text for that model; ``reserved_output_tokens``
+    is the room kept for the answer when the agent sets no ``max_tokens``.
+    """
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        tools: ToolRegistry,
+        *,
+        context_window_tokens: int,
+        token_counter: TokenCounter = default_token_counter,
+        reserved_output_tokens: int = 1024,
+    ) -> None:
+        self.spec = spec
+        self.tools = tools
+        self.context_window_tokens = context_window_tokens
+        self.token_counter = token_counter
+        self.reserved_output_tokens = reserved_output_tokens
+
+    # -- starting and stepping -------------------------------------------------------------------------
+
+    def new_run(self, run_id: str, *, now_ms: int) -> RunState:
+        """A queued run."""
+        return RunState(run_id=run_id, created_at_ms=now_ms)
+
+    def advance(self, state: RunState, *, thread: Sequence[Message], now_ms: int) -> tuple[RunState, Action]:
+        """Decide the next action; the returned state records the steps the action starts.
+
+        ``thread`` is the thread's history as of the run's creation (the run's own messages are in the
+        state). Call this again only after recording the previous action's results — or to resume after a
+        crash, which is what an unfinished step then means.
+        """
+        state = state.model_copy(deep=True)
+        if state.status in TERMINAL_STATUSES:
+            return state, RunFinished(status=state.status)
+        if state.status is RunStatus.QUEUED:
+            state.status = RunStatus.IN_PROGRESS
+            state.started_at_ms = now_ms
+            self._bump(state)
+        started = state.started_at_ms if state.started_at_ms is not None else now_ms
+        if now_ms - started >= self.spec.limits.timeout_s * 1000:
+            return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="timeout")
+        if state.status is RunStatus.REQUIRES_ACTION:
+            assert state.required_action is not None
+            if now_ms >= state.required_action.expires_at_ms:
+                return self._stop(state, RunStatus.EXPIRED, now_ms)
+            return state, AwaitClient(required_action=state.required_action)
+
+        # Resume: an unfinished model step is asked for again; unfinished tool steps are retried or closed.
+        pending_model = [s for s in state.steps if s.type is StepType.MODEL_CALL and s.status is StepStatus.IN_PROGRESS]
+        if pending_model:
+            return state, self._call_model_action(state, thread, pending_model[0])
+        retry: list[ToolInvocation] = []
+        for step in state.steps:
+            if step.type is not StepType.TOOL_CALL or step.status is not StepStatus.IN_PROGRESS:
+                continue
+            if step.tool_kind is ToolKind.FUNCTION:
+                continue
+            assert step.tool_call is not None
+            if step.retry is RetrySemantics.IDEMPOTENT:
+                retry.append(self._invocation(step))
+            else:
+                self._complete_tool_step(state, step, ToolResult(INTERRUPTED_OUTPUT, is_error=True), now_ms)
+        if retry:
+            self._bump(state)
+            return state, ExecuteTools(invocations=tuple(retry))
+
+        unanswered = self._unanswered_calls(state)
+        if unanswered:
+            action = self._handle_tool_calls(state, unanswered, now_ms)
+            if action is not None:
+                return state, action
+        pending_client = [
+            s.tool_call
+            for s in state.steps
+            if s.tool_call is not None and s.tool_kind is ToolKind.FUNCTION and s.status is StepStatus.IN_PROGRESS
+        ]
+        if pending_client:
+            return state, self._require(state, "submit_tool_outputs", pending_client, now_ms)
+        return self._next_model_call(state, thread, now_ms)
+
+    def record_model_response(self, state: RunState, step_id: str, response: ModelResponse, *, now_ms: int) -> RunState:
+        """Complete a model step: bill its tokens and chip-µs once, append the assistant message.
+
+        Recording the same step again returns the state unchanged (at-most-once billing).
+        """
+        state = state.model_copy(deep=True)
+        step = self._find(state, step_id, StepType.MODEL_CALL)
+        if step.status is not StepStatus.IN_PROGRESS:
+            return state
+        if response.message.role != "assistant":
+            raise InvalidTransitionError("a model response must be an assistant message")
+        step.status = StepStatus.COMPLETED
+        step.completed_at_ms = now_ms
+        step.usage = response.usage
+        step.chip_us = response.chip_us
+        step.receipt_id = response.receipt_id
+        state.usage = Usage(
+            input_tokens=state.usage.input_tokens + response.usage.input_tokens,
+            output_tokens=state.usage.output_tokens + response.usage.output_tokens,
+        )
+        state.chip_us += response.chip_us
+        message = response.message.model_copy(update={"id": f"msg_{step_id}"})
+        state.messages.append(message)
+        self._bump(state)
+        if state.status is not RunStatus.IN_PROGRESS:
+            return state  # cancelled or stopped meanwhile: the compute is still billed
+        if not message.tool_calls:
+            state.status = RunStatus.COMPLETED
+            state.completed_at_ms = now_ms
+        return state
+
+    def record_tool_result(self, state: RunState, step_id: str, result: ToolResult, *, now_ms: int) -> RunState:
+        """Complete a worker-side tool step with its output (recording it again changes nothing)."""
+        state = state.model_copy(deep=True)
+        step = self._find(state, step_id, StepType.TOOL_CALL)
+        if step.status is not StepStatus.IN_PROGRESS:
+            return state
+        self._complete_tool_step(state, step, result, now_ms)
+        self._bump(state)
+        return state
+
+    # -- client actions --------------------------------------------------------------------------------
+
+    def submit_tool_outputs(self, state: RunState, outputs: Mapping[str, str], *, now_ms: int) -> RunState:
+        """Accept the outputs of every pending function call at once (unknown or missing ids are errors)."""
+        action = self._required(state, "submit_tool_outputs", now_ms)
+        pending = {call.id for call in action.tool_calls}
+        unknown = sorted(set(outputs) - pending)
+        if unknown:
+            raise ToolOutputsError("unknown_tool_call", f"no pending tool call with id {', '.join(unknown)}")
+        missing = sorted(pending - set(outputs))
+        if missing:
+            raise ToolOutputsError("missing_tool_outputs", f"outputs missing for {', '.join(missing)}")
+        state = state.model_copy(deep=True)
+        for step in state.steps:
+            if step.tool_call is not None and step.tool_call.id in outputs and step.status is StepStatus.IN_PROGRESS:
+                self._complete_tool_step(state, step, ToolResult(outputs[step.tool_call.id]), now_ms)
+        return self._resume(state)
+
+    def submit_approvals(self, state: RunState, decisions: Mapping[str, bool], *, now_ms: int) -> RunState:
+        """Approve or deny every call awaiting approval (unknown or missing ids are errors)."""
+        action = self._required(state, "approval", now_ms)
+        pending = {call.id for call in action.tool_calls}
+        unknown = sorted(set(decisions) - pending)
+        if unknown:
+            raise ToolOutputsError("unknown_tool_call", f"no call awaiting approval with id {', '.join(unknown)}")
+        missing = sorted(pending - set(decisions))
+        if missing:
+            raise ToolOutputsError("missing_tool_outputs", f"decisions missing for {', '.join(missing)}")
+        state = state.model_copy(deep=True)
+        state.approvals.update({k: bool(v) for k, v in decisions.items()})
+        return self._resume(state)
+
+    def cancel(self, state: RunState, *, now_ms: int) -> RunState:
+        """Cancel the run (idempotent; a finished run is left as it is)."""
+        if state.status in TERMINAL_STATUSES:
+            return state
+        state, _ = self._stop(state.model_copy(deep=True), RunStatus.CANCELLED, now_ms)
+        return state
+
+    def fail(self, state: RunState, *, code: str, message: str, now_ms: int) -> RunState:
+        """Fail the run with ``last_error`` (for errors outside the loop, e.g. the model being unavailable)."""
+        if state.status in TERMINAL_STATUSES:
+            return state
+        state, _ = self._stop(state.model_copy(deep=True), RunStatus.FAILED, now_ms)
+        state.last_error = RunError(code=code, message=message)
+        return state
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _bump(state: RunState) -> None:
+        state.revision += 1
+
+    def _stop(
+        self, state: RunState, status: RunStatus, now_ms: int, *, reason: str | None = None
+    ) -> tuple[RunState, Action]:
+        step_status = StepStatus.EXPIRED if status is RunStatus.EXPIRED else StepStatus.CANCELLED
+        for step in state.steps:
+            if step.status is StepStatus.IN_PROGRESS:
+                step.status = step_status
+                step.completed_at_ms = now_ms
+        state.status = status
+        state.required_action = None
+        state.completed_at_ms = now_ms
+        state.incomplete_reason = reason
+        self._bump(state)
+        return state, RunFinished(status=status)
+
+    def _find(self, state: RunState, step_id: str, kind: StepType) -> Step:
+        try:
+            step = state.step(step_id)
+        except KeyError:
+            raise InvalidTransitionError(f"unknown step {step_id!r}") from None
+        if step.type is not kind:
+            raise InvalidTransitionError(f"step {step_id!r} is a {step.type.value}")
+        return step
+
+    def _required(self, state: RunState, kind: str, now_ms: int) -> RequiredAction:
+        action = state.required_action
+        if state.status is not RunStatus.REQUIRES_ACTION or action is None or action.type != kind:
+            raise ToolOutputsError("no_pending_action", f"the run is not waiting for {kind.replace('_', ' ')}")
+        if now_ms >= action.expires_at_ms:
+            raise ToolOutputsError("expired", "the required action has expired")
+        return action
+
+    def _resume(self, state: RunState) -> RunState:
+        state.status = RunStatus.IN_PROGRESS
+        state.required_action = None
+        self._bump(state)
+        return state
+
+    def _new_step(self, state: RunState, kind: StepType, now_ms: int) -> Step:
+        index = len(state.steps)
+        step = Step(id=f"{state.run_id}_step_{index}", index=index, type=kind, created_at_ms=now_ms)
+        state.steps.append(step)
+        return step
+
+    def _complete_tool_step(self, state: RunState, step: Step, result: ToolResult, now_ms: int) -> None:
+        assert step.tool_call is not None
+        step.status = StepStatus.FAILED if result.is_error else StepStatus.COMPLETED
+        step.completed_at_ms = now_ms
+        step.output = result.output
+        step.is_error = result.is_error
+        state.messages.append(
+            Message.tool(step.tool_call.id, result.output).model_copy(update={"id": f"msg_{step.id}"})
+        )
+
+    def _invocation(self, step: Step) -> ToolInvocation:
+        assert step.tool_call is not None
+        return ToolInvocation(step_id=step.id, tool_call=step.tool_call, arguments=step.tool_call.parsed_arguments())
+
+    def _unanswered_calls(self, state: RunState) -> list[ToolCall]:
+        last_assistant = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
+        if last_assistant is None:
+            return []
+        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
+        recorded = {
+            s.tool_call.id for s in state.steps if s.tool_call is not None and s.status is StepStatus.IN_PROGRESS
+        }
+        return [c for c in last_assistant.tool_calls if c.id not in answered and c.id not in recorded]
+
+    def _handle_tool_calls(self, state: RunState, calls: list[ToolCall], now_ms: int) -> Action | None:
+        """Record steps for new tool calls; return the action they need, or ``None`` to carry on."""
+        needs_approval: list[ToolCall] = []
+        runnable: list[tuple[ToolCall, dict[str, object]]] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            error: str | None = None
+            arguments: dict[str, object] = {}
+            if tool is None:
+                error = f"unknown tool {call.name!r}"
+            else:
+                try:
+                    arguments = call.parsed_arguments()
+                except ValueError as exc:
+                    error = f"arguments are not a JSON object: {exc}"
+                else:
+                    error = validate_arguments(tool.definition.parameters, arguments)
+            if error is not None:
+                self._record_immediate(state, call, ToolResult(error, is_error=True), now_ms)
+                continue
+            assert tool is not None
+            if tool.requires_approval and call.id not in state.approvals:
+                needs_approval.append(call)
+                continue
+            if tool.requires_approval and not state.approvals[call.id]:
+                self._record_immediate(state, call, ToolResult(DENIED_OUTPUT, is_error=True), now_ms)
+                continue
+            runnable.append((call, arguments))
+        if needs_approval:
+            return self._require(state, "approval", needs_approval, now_ms)
+        invocations: list[ToolInvocation] = []
+        for call, arguments in runnable:
+            tool = self.tools.get(call.name)
+            assert tool is not None
+            step = self._new_step(state, StepType.TOOL_CALL, now_ms)
+            step.tool_call = call
+            step.tool_kind = tool.kind
+            step.retry = tool.retry_semantics(arguments)
+            if tool.kind is not ToolKind.FUNCTION:
+                invocations.append(ToolInvocation(step_id=step.id, tool_call=call, arguments=arguments))
+        self._bump(state)
+        if invocations:
+            return ExecuteTools(invocations=tuple(invocations))
+        return None
+
+    def _record_immediate(self, state: RunState, call: ToolCall, result: ToolResult, now_ms: int) -> None:
+        tool = self.tools.get(call.name)
+        step = self._new_step(state, StepType.TOOL_CALL, now_ms)
+        step.tool_call = call
+        step.tool_kind = tool.kind if tool is not None else None
+        self._complete_tool_step(state, step, result, now_ms)
+        self._bump(state)
+
+    def _require(self, state: RunState, kind: str, calls: Sequence[ToolCall], now_ms: int) -> AwaitClient:
+        ttl_ms = int(self.spec.limits.requires_action_ttl_s * 1000)
+        action = RequiredAction(type=kind, tool_calls=tuple(calls), expires_at_ms=now_ms + ttl_ms)  # type: ignore[arg-type]
+        state.status = RunStatus.REQUIRES_ACTION
+        state.required_action = action
+        self._bump(state)
+        return AwaitClient(required_action=action)
+
+    def _limit_tripped(self, state: RunState) -> str | None:
+        limits = self.spec.limits
+        model_calls = sum(1 for s in state.steps if s.type is StepType.MODEL_CALL)
+        if model_calls >= limits.max_steps:
+            return "max_steps"
+        if limits.max_tokens_per_run is not None and state.usage.total_tokens >= limits.max_tokens_per_run:
+            return "max_tokens"
+        if limits.max_chip_seconds_per_run is not None and state.chip_us >= limits.max_chip_seconds_per_run * 1e6:
+            return "max_chip_seconds"
+        return None
+
+    def _next_model_call(self, state: RunState, thread: Sequence[Message], now_ms: int) -> tuple[RunState, Action]:
+        tripped = self._limit_tripped(state)
+        if tripped is not None:
+            return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason=tripped)
+        step = self._new_step(state, StepType.MODEL_CALL, now_ms)
+        step.model = self.spec.model
+        try:
+            action = self._call_model_action(state, thread, step)
+        except ContextOverflowError as exc:
+            state.steps.pop()
+            failed, finished = self._stop(state, RunStatus.FAILED, now_ms)
+            failed.last_error = RunError(code="context_length_exceeded", message=str(exc))
+            return failed, finished
+        self._bump(state)
+        return state, action
+
+    def _call_model_action(self, state: RunState, thread: Sequence[Message], step: Step) -> CallModel:
+        tools = tuple(d.to_openai() for d in self.tools.definitions())
+        params = self.spec.model_params
+        reserved = params.max_tokens or self.reserved_output_tokens
+        context = assemble_context(
+            instructions=self.spec.instructions,
+            history=[*thread, *state.messages],
+            tools=tools,
+            context_window_tokens=self.context_window_tokens,
+            reserved_output_tokens=reserved,
+            counter=self.token_counter,
+        )
+        step.dropped_messages = context.dropped_messages
+        limit = self.spec.limits.max_tokens_per_run
+        if limit is not None:
+            remaining = max(1, limit - state.usage.total_tokens - context.input_tokens)
+            params = params.model_copy(update={"max_tokens": min(reserved, remaining)})
+        request = ModelRequest(model=self.spec.model, messages=context.messages, tools=tools, params=params)
+        return CallModel(step_id=step.id, request=request)
+
+
+def dumps_state(state: RunState) -> str:
+    """The state as compact JSON text (what a database column holds)."""
+    return json.dumps(state.to_json(), separators=(",", ":"), sort_keys=True)

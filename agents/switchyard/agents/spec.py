@@ -1,0 +1,161 @@
+"""The agent specification: what a tenant defines and every run of a version uses."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import jsonschema  # type: ignore[import-untyped]
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "AgentSpec",
+    "CalculatorToolSpec",
+    "CurrentTimeToolSpec",
+    "FunctionToolSpec",
+    "HttpRequestToolSpec",
+    "McpToolSpec",
+    "ModelParams",
+    "RunLimits",
+    "ToolSpec",
+]
+
+_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FunctionToolSpec(_Strict):
+    """A tool the client executes; the run stops in ``requires_action`` until its outputs arrive."""
+
+    type: Literal["function"] = "function"
+    name: str = Field(pattern=_NAME_PATTERN, description="unique within the agent")
+    description: str = Field(default="", max_length=1024)
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (an object schema)",
+    )
+    requires_approval: bool = Field(default=False, description="a human approves each call first")
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"parameters is not a valid JSON Schema: {exc.message}") from None
+        if value.get("type") != "object":
+            raise ValueError("parameters must be a JSON Schema with type 'object'")
+        return value
+
+
+class CalculatorToolSpec(_Strict):
+    """The built-in safe arithmetic tool."""
+
+    type: Literal["calculator"] = "calculator"
+    name: str = Field(default="calculator", pattern=_NAME_PATTERN)
+    requires_approval: bool = False
+
+
+class CurrentTimeToolSpec(_Strict):
+    """The built-in clock tool."""
+
+    type: Literal["current_time"] = "current_time"
+    name: str = Field(default="current_time", pattern=_NAME_PATTERN)
+    requires_approval: bool = False
+
+
+class HttpRequestToolSpec(_Strict):
+    """The built-in HTTP tool, restricted to allow-listed hosts and guarded against SSRF."""
+
+    type: Literal["http_request"] = "http_request"
+    name: str = Field(default="http_request", pattern=_NAME_PATTERN)
+    allowed_hosts: list[str] = Field(min_length=1, description="host names or '*.example.com' patterns")
+    methods: list[Literal["GET", "POST"]] = Field(default=["GET"], min_length=1)
+    max_response_bytes: int = Field(default=1_000_000, gt=0, le=10_000_000)
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    max_redirects: int = Field(default=5, ge=0, le=10)
+    requires_approval: bool = False
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for host in value:
+            bare = host.removeprefix("*.")
+            if not bare or "/" in bare or ":" in bare or "@" in bare or "*" in bare:
+                raise ValueError(f"allowed_hosts entries are host names or '*.domain' patterns, got {host!r}")
+        return [h.lower() for h in value]
+
+
+class McpToolSpec(_Strict):
+    """A remote MCP server (streamable HTTP) whose tools are offered to the model as ``<label>__<tool>``."""
+
+    type: Literal["mcp"] = "mcp"
+    server_label: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
+    server_url: str = Field(pattern=r"^https?://", max_length=2048)
+    allowed_tools: list[str] | None = Field(default=None, description="expose only these tools (default: all)")
+    headers: dict[str, str] = Field(default_factory=dict, description="sent on every request, e.g. Authorization")
+    requires_approval: bool = False
+    timeout_s: float = Field(default=30.0, gt=0, le=300)
+
+
+ToolSpec = Annotated[
+    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec,
+    Field(discriminator="type"),
+]
+
+
+class ModelParams(_Strict):
+    """Sampling parameters passed to every model call of a run."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, gt=0, description="output tokens per model call")
+    stop: list[str] | None = Field(default=None, max_length=4)
+    seed: int | None = None
+
+
+class RunLimits(_Strict):
+    """When a run stops as ``incomplete``; every limit is checked before each model call."""
+
+    max_steps: int = Field(default=25, gt=0, le=1000, description="model calls per run")
+    max_tokens_per_run: int | None = Field(default=None, gt=0, description="input + output tokens of all calls")
+    max_chip_seconds_per_run: float | None = Field(default=None, gt=0, description="accelerator chip-seconds")
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="wall time from the run's start")
+    requires_action_ttl_s: float = Field(default=600.0, gt=0, description="how long tool outputs may take")
+
+
+class AgentSpec(_Strict):
+    """An agent version: name, instructions, model, tools, model parameters, limits and metadata."""
+
+    name: str = Field(min_length=1, max_length=256)
+    instructions: str = Field(default="", max_length=256_000)
+    model: str = Field(min_length=1, max_length=256, description="a model name the accelerator pool serves")
+    tools: list[ToolSpec] = Field(default_factory=list, max_length=128)
+    model_params: ModelParams = Field(default_factory=ModelParams)
+    limits: RunLimits = Field(default_factory=RunLimits)
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
+
+    @model_validator(mode="after")
+    def _unique_tool_names(self) -> AgentSpec:
+        seen: set[str] = set()
+        labels: set[str] = set()
+        for tool in self.tools:
+            if isinstance(tool, McpToolSpec):
+                if tool.server_label in labels:
+                    raise ValueError(f"duplicate MCP server_label {tool.server_label!r}")
+                labels.add(tool.server_label)
+                continue
+            if tool.name in seen:
+                raise ValueError(f"duplicate tool name {tool.name!r}")
+            seen.add(tool.name)
+        return self
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if len(key) > 64 or len(item) > 512:
+                raise ValueError("metadata keys are at most 64 characters and values at most 512")
+        return value

@@ -1,0 +1,54 @@
+"""Agent tools: the protocol and registry, built-ins, function tools, MCP tools and the SSRF guard."""
+
+from __future__ import annotations
+
+from switchyard.agents.tools.base import (
+    RetrySemantics,
+    Tool,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolRegistry,
+    ToolResult,
+    validate_arguments,
+)
+from switchyard.agents.tools.calculator import CalculatorTool, evaluate_expression
+from switchyard.agents.tools.clock import Clock, CurrentTimeTool, utc_now
+from switchyard.agents.tools.factory import build_tools
+from switchyard.agents.tools.fetch import FetchLimits, FetchResult, safe_fetch
+from switchyard.agents.tools.function import FunctionTool
+from switchyard.agents.tools.http_request import HttpRequestTool
+from switchyard.agents.tools.mcp_tools import McpServerConnection, McpTool
+from switchyard.agents.tools.ssrf import Resolver, SSRFGuard, StaticResolver, address_block_reason, system_resolver
+from switchyard.agents.tools.transport import PinnedTransport, PinnedTransport2
+
+__all__ = [
+    "CalculatorTool",
+    "Clock",
+    "CurrentTimeTool",
+    "FetchLimits",
+    "FetchResult",
+    "FunctionTool",
+    "HttpRequestTool",
+    "McpServerConnection",
+    "McpTool",
+    "PinnedTransport",
+    "PinnedTransport2",
+    "Resolver",
+    "RetrySemantics",
+    "SSRFGuard",
+    "StaticResolver",
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolKind",
+    "ToolRegistry",
+    "ToolResult",
+    "address_block_reason",
+    "build_tools",
+    "evaluate_expression",
+    "safe_fetch",
+    "system_resolver",
+    "utc_now",
+    "validate_arguments",
+]

@@ -1,0 +1,78 @@
+"""Building an agent's :class:`ToolRegistry` from its spec (listing MCP servers is the only I/O)."""
+
+from __future__ import annotations
+
+from switchyard.agents.spec import (
+    AgentSpec,
+    CalculatorToolSpec,
+    CurrentTimeToolSpec,
+    FunctionToolSpec,
+    HttpRequestToolSpec,
+    McpToolSpec,
+)
+from switchyard.agents.tools.base import ToolRegistry
+from switchyard.agents.tools.calculator import CalculatorTool
+from switchyard.agents.tools.clock import Clock, CurrentTimeTool, utc_now
+from switchyard.agents.tools.fetch import FetchLimits
+from switchyard.agents.tools.function import FunctionTool
+from switchyard.agents.tools.http_request import HttpRequestTool
+from switchyard.agents.tools.mcp_tools import McpServerConnection
+from switchyard.agents.tools.ssrf import Resolver, SSRFGuard
+
+__all__ = ["build_tools"]
+
+
+async def build_tools(
+    spec: AgentSpec,
+    *,
+    resolver: Resolver | None = None,
+    clock: Clock = utc_now,
+    allow_loopback: bool = False,
+) -> ToolRegistry:
+    """The tools of ``spec``, with every MCP server's tools listed now (one connection per server).
+
+    ``resolver`` and ``allow_loopback`` configure the SSRF guard of ``http_request`` and MCP tools;
+    ``allow_loopback`` exists for tests only. Raises ``ToolExecutionError`` when an MCP server cannot be
+    listed and ``SSRFBlockedError`` when its URL is refused.
+    """
+    registry = ToolRegistry()
+    for tool in spec.tools:
+        if isinstance(tool, FunctionToolSpec):
+            registry.add(
+                FunctionTool(
+                    tool.name, tool.parameters, description=tool.description, requires_approval=tool.requires_approval
+                )
+            )
+        elif isinstance(tool, CalculatorToolSpec):
+            registry.add(CalculatorTool(name=tool.name, requires_approval=tool.requires_approval))
+        elif isinstance(tool, CurrentTimeToolSpec):
+            registry.add(CurrentTimeTool(clock=clock, name=tool.name, requires_approval=tool.requires_approval))
+        elif isinstance(tool, HttpRequestToolSpec):
+            registry.add(
+                HttpRequestTool(
+                    allowed_hosts=tool.allowed_hosts,
+                    methods=tool.methods,
+                    limits=FetchLimits(
+                        max_redirects=tool.max_redirects,
+                        max_response_bytes=tool.max_response_bytes,
+                        timeout_s=tool.timeout_s,
+                    ),
+                    resolver=resolver,
+                    allow_loopback=allow_loopback,
+                    name=tool.name,
+                    requires_approval=tool.requires_approval,
+                )
+            )
+        elif isinstance(tool, McpToolSpec):
+            connection = McpServerConnection(
+                label=tool.server_label,
+                url=tool.server_url,
+                guard=SSRFGuard(resolver=resolver, allow_loopback=allow_loopback),
+                headers=tool.headers,
+                timeout_s=tool.timeout_s,
+                allowed_tools=tool.allowed_tools,
+                requires_approval=tool.requires_approval,
+            )
+            for mcp_tool in await connection.list_tools():
+                registry.add(mcp_tool)
+    return registry
