@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
-
-_events = itertools.count()
 
 
 @pytest.fixture
@@ -36,25 +31,3 @@ def new_tenant(database: Database) -> Any:
         return TenantScope(created.id)
 
     return make
-
-
-def receipt(
-    *,
-    chip_us: int = 1_000_000,
-    occurred_at: datetime | None = None,
-    event_id: str | None = None,
-    model: str = "llama-3.1-8b",
-    instance_type: str = "trn2.48xlarge",
-    **extra: Any,
-) -> UsageEventCreate:
-    """A compute receipt with sensible defaults."""
-    return UsageEventCreate(
-        event_id=event_id or f"req_{next(_events)}",
-        model=model,
-        instance_type=instance_type,
-        chip_us=chip_us,
-        prompt_tokens=extra.pop("prompt_tokens", 10),
-        completion_tokens=extra.pop("completion_tokens", 5),
-        occurred_at=occurred_at or datetime(2026, 11, 15, 12, 30, tzinfo=UTC),
-        **extra,
-    )

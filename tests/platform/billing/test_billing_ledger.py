@@ -13,7 +13,7 @@ from switchyard.platform.billing.ledger import rate_events, record_usage, record
 from switchyard.platform.billing.rates import create_rate_card, price_chip_us
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import RateCard, UsageEvent
-from tests.platform.billing.conftest import receipt
+from tests.platform.billing.factories import receipt
 
 
 async def test_record_usage_is_idempotent_per_tenant(database: Database, new_tenant: Any) -> None:

@@ -16,14 +16,13 @@ held amount back; settling an expired reservation still records the actual spend
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import case, or_, select, text, update
+from sqlalchemy import case, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.billing.errors import BudgetExceeded, ReservationNotFound
@@ -31,7 +30,8 @@ from switchyard.platform.billing.money import MICROS_PER_UNIT, cost_micros_ceil,
 from switchyard.platform.billing.periods import month_start
 from switchyard.platform.billing.rates import find_rate_card, tenant_tier_of
 from switchyard.platform.billing.sql import insert_ignore
-from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id, scope_session
+from switchyard.platform.billing.tx import own_transaction
+from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
 from switchyard.platform.http.errors import Conflict
 from switchyard.platform.models import Budget, BudgetAlert, BudgetReservation, utc_now
 
@@ -82,23 +82,6 @@ class Reservation:
 def limit_micros(budget: Budget) -> int:
     """A budget's limit in micro-units of its currency."""
     return budget.limit_minor * 10 ** (6 - currency_exponent(budget.currency))
-
-
-@asynccontextmanager
-async def _transaction(target: Database | AsyncSession, scope: Any) -> AsyncIterator[AsyncSession]:
-    if isinstance(target, AsyncSession):
-        yield target
-        return
-    async with target.session() as session:
-        scope_session(session, scope)
-        if target.is_sqlite:
-            await session.execute(text("BEGIN IMMEDIATE"))
-        try:
-            yield session
-        except BaseException:
-            await session.rollback()
-            raise
-        await session.commit()
 
 
 def _rolled(period: datetime, column: Any) -> Any:
@@ -179,7 +162,7 @@ async def reserve(
         raise ValueError("estimated_chip_us must be >= 0")
     now = now or utc_now()
     period = month_start(now)
-    async with _transaction(target, scope) as session:
+    async with own_transaction(target, scope) as session:
         tier = await tenant_tier_of(session, tenant_id=scope.tenant_id)
         card = await find_rate_card(session, instance_type=instance_type, model=model, tenant_tier=tier, at=now)
         amount = cost_micros_ceil(estimated_chip_us, card.price_per_chip_hour)
@@ -296,7 +279,7 @@ async def settle(
         raise ValueError("actual_chip_us must be >= 0")
     now = now or utc_now()
     period = month_start(now)
-    async with _transaction(target, scope) as session:
+    async with own_transaction(target, scope) as session:
         row = await _load(session, scope, reservation_id)
         actual = cost_micros_ceil(actual_chip_us, row.price_per_chip_hour)
         values = {"status": "settled", "actual_chip_us": actual_chip_us, "actual_micros": actual, "closed_at": now}
@@ -326,7 +309,7 @@ async def release(
 ) -> Reservation:
     """Give the held amount back (the request failed before using compute). Idempotent."""
     now = now or utc_now()
-    async with _transaction(target, scope) as session:
+    async with own_transaction(target, scope) as session:
         row = await _load(session, scope, reservation_id)
         if await _close(session, row.id, row.tenant_id, "held", {"status": "released", "closed_at": now}):
             for budget_id in row.budget_ids:
@@ -337,7 +320,7 @@ async def release(
 async def expire_reservations(target: Database | AsyncSession, *, now: datetime | None = None) -> int:
     """Expire held reservations past ``expires_at``, giving their holds back; returns how many. Idempotent."""
     now = now or utc_now()
-    async with _transaction(target, UNSCOPED) as session:
+    async with own_transaction(target, UNSCOPED) as session:
         statement = select(BudgetReservation).where(
             BudgetReservation.status == "held", BudgetReservation.expires_at < now
         )

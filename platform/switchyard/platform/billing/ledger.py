@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.billing.errors import NoApplicablePrice
+from switchyard.platform.billing.invoices import ensure_drafts
 from switchyard.platform.billing.periods import hour_start, month_start
 from switchyard.platform.billing.rates import cards_for, choose_card, tenant_tier_of
 from switchyard.platform.billing.sql import insert_ignore
@@ -110,8 +111,10 @@ async def rate_events(
     """Price pending (and previously unpriced) events with the card effective at their ``occurred_at``.
 
     Runs on an unscoped session (a job). Each update is conditional on the event still being ratable, so
-    running it twice (a redelivered task) changes nothing the second time. An event with no applicable card
-    becomes ``unpriced`` with the reason, is logged as an error, and is retried by the sweeper.
+    running it twice (a redelivered task) changes nothing the second time. Each rated event's month gets a
+    draft invoice (or the next open month, when its own is finalized: the event becomes an adjustment).
+    An event with no applicable card becomes ``unpriced`` with the reason, is logged as an error, and is
+    retried by the sweeper.
     """
     statement = select(UsageEvent).where(UsageEvent.status.in_(RATABLE)).order_by(UsageEvent.id).limit(limit)
     if event_ids is not None:
@@ -150,4 +153,5 @@ async def rate_events(
         if card is not None and changed.rowcount == 1:  # type: ignore[attr-defined]
             result.rated += 1
             result.touched.add((event.tenant_id, event.period_start))
+    await ensure_drafts(session, result.touched)
     return result

@@ -1,0 +1,312 @@
+"""Invoices: one per tenant and calendar month UTC, ``draft`` → ``finalized`` → never changed again.
+
+A draft's lines are computed from the ledger whenever it is read. Finalizing (after a grace period, by the
+``billing.finalize_invoices`` beat task) claims each usage event for exactly one line with a conditional
+``UPDATE ... WHERE invoice_line_id IS NULL RETURNING``, computes the line from the rows it claimed, rounds it
+once (half-up) and fixes the total. Events that arrive, or are rated, after their month was finalized are
+still unbilled; they go on the tenant's next invoice as ``adjustment`` lines. Invoices of a tenant are
+finalized in month order, and only the earliest draft carries adjustments.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.billing.money import cost_minor
+from switchyard.platform.billing.periods import month_start, next_month, period_label
+from switchyard.platform.billing.rates import DEFAULT_CURRENCY
+from switchyard.platform.billing.sql import insert_ignore
+from switchyard.platform.billing.tx import own_transaction
+from switchyard.platform.db import UNSCOPED, Database, new_id
+from switchyard.platform.models import Invoice, InvoiceLine, UsageEvent, utc_now
+
+__all__ = [
+    "FINALIZE_GRACE",
+    "LineDraft",
+    "compute_lines",
+    "ensure_drafts",
+    "finalize_due",
+    "finalize_invoice",
+]
+
+log = logging.getLogger(__name__)
+
+FINALIZE_GRACE = timedelta(days=1)
+"""How long after a month ends its invoice stays a draft, so late receipts of the month can still land on it."""
+
+
+@dataclass
+class LineDraft:
+    """A line as computed from the ledger (a draft's view, or a finalized line before it is stored)."""
+
+    kind: str
+    instance_type: str
+    model: str
+    usage_period_start: datetime
+    currency: str
+    chip_us: int = 0
+    event_count: int = 0
+    priced: list[tuple[int, Decimal]] = field(default_factory=list)
+    stored_amount_minor: int | None = None
+    stored_unit_price: Decimal | None = None
+
+    @property
+    def amount_minor(self) -> int:
+        """The stored amount of a finalized line; otherwise the exact cost rounded once, half-up."""
+        if self.stored_amount_minor is not None:
+            return self.stored_amount_minor
+        return cost_minor(self.priced, self.currency)
+
+    @property
+    def unit_price(self) -> Decimal | None:
+        """The price per chip-hour when the whole line had one rate; ``None`` when rates changed within it."""
+        if self.stored_amount_minor is not None:
+            return self.stored_unit_price
+        prices = {price for _, price in self.priced}
+        return prices.pop() if len(prices) == 1 else None
+
+    @property
+    def description(self) -> str:
+        what = f"{self.instance_type} compute for {self.model}"
+        if self.kind == "adjustment":
+            return f"Late usage from {period_label(self.usage_period_start)}: {what}"
+        return what
+
+    @property
+    def key(self) -> tuple[str, datetime, str, str, str]:
+        return (self.kind, self.usage_period_start, self.instance_type, self.model, self.currency)
+
+
+async def ensure_drafts(session: AsyncSession, touched: Iterable[tuple[str, datetime]]) -> None:
+    """Make sure a draft exists to receive rated usage of each (tenant, month): that month's, or, when it is
+    already finalized, the tenant's next month that is not. Idempotent (insert-or-ignore)."""
+    for tenant_id, period in sorted(set(touched)):
+        finalized = set(
+            (
+                await session.execute(
+                    select(Invoice.period_start).where(
+                        Invoice.tenant_id == tenant_id, Invoice.status == "finalized", Invoice.period_start >= period
+                    )
+                )
+            ).scalars()
+        )
+        target = month_start(period)
+        while target in finalized:
+            target = next_month(target)
+        row = {
+            "id": new_id("inv"),
+            "tenant_id": tenant_id,
+            "period_start": target,
+            "period_end": next_month(target),
+            "status": "draft",
+            "currency": DEFAULT_CURRENCY,
+            "created_at": utc_now(),
+        }
+        await session.execute(insert_ignore(session, Invoice, ["tenant_id", "period_start"]).values([row]))
+
+
+async def _earliest_draft(session: AsyncSession, tenant_id: str) -> datetime | None:
+    statement = select(func.min(Invoice.period_start)).where(Invoice.tenant_id == tenant_id, Invoice.status == "draft")
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+def _billable(invoice: Invoice, with_adjustments: bool) -> list[object]:
+    own = UsageEvent.period_start == invoice.period_start
+    conditions = [
+        UsageEvent.tenant_id == invoice.tenant_id,
+        UsageEvent.status == "rated",
+        UsageEvent.invoice_line_id.is_(None),
+    ]
+    if with_adjustments:
+        conditions.append(UsageEvent.period_start <= invoice.period_start)
+    else:
+        conditions.append(own)
+    return conditions
+
+
+def _kind(invoice: Invoice, usage_period_start: datetime) -> str:
+    return "usage" if usage_period_start == invoice.period_start else "adjustment"
+
+
+def _order(lines: Iterable[LineDraft]) -> list[LineDraft]:
+    return sorted(
+        lines, key=lambda line: (line.kind != "usage", line.usage_period_start, line.instance_type, line.model)
+    )
+
+
+async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[LineDraft]:
+    """The lines of an invoice: stored ones when finalized, else computed now from the unbilled ledger."""
+    if invoice.status == "finalized":
+        stored = (
+            await session.execute(
+                select(InvoiceLine).where(InvoiceLine.invoice_id == invoice.id).order_by(InvoiceLine.position)
+            )
+        ).scalars()
+        return [_from_stored(line) for line in stored]
+    with_adjustments = await _earliest_draft(session, invoice.tenant_id) == invoice.period_start
+    statement = (
+        select(
+            UsageEvent.period_start,
+            UsageEvent.instance_type,
+            UsageEvent.model,
+            UsageEvent.currency,
+            UsageEvent.price_per_chip_hour,
+            func.sum(UsageEvent.chip_us),
+            func.count(),
+        )
+        .where(*_billable(invoice, with_adjustments))  # type: ignore[arg-type]
+        .group_by(
+            UsageEvent.period_start,
+            UsageEvent.instance_type,
+            UsageEvent.model,
+            UsageEvent.currency,
+            UsageEvent.price_per_chip_hour,
+        )
+    )
+    lines: dict[tuple[str, datetime, str, str, str], LineDraft] = {}
+    for period, instance_type, model, currency, price, chip_us, count in await session.execute(statement):
+        draft = LineDraft(_kind(invoice, period), instance_type, model, period, currency)
+        line = lines.setdefault(draft.key, draft)
+        line.chip_us += int(chip_us)
+        line.event_count += int(count)
+        line.priced.append((int(chip_us), price))
+    return sorted(lines.values(), key=_order_key)
+
+
+def _from_stored(line: InvoiceLine) -> LineDraft:
+    draft = LineDraft(line.kind, line.instance_type, line.model, line.usage_period_start, line.currency)
+    draft.chip_us, draft.event_count = line.chip_us, line.event_count
+    draft.stored_amount_minor, draft.stored_unit_price = line.amount_minor, line.unit_price
+    return draft
+
+
+class FinalizeBlocked(RuntimeError):
+    """The invoice cannot be finalized yet (an earlier month of the tenant is still a draft)."""
+
+
+async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datetime | None = None) -> bool:
+    """Finalize one draft in the caller's transaction; ``False`` if it was already finalized (idempotent).
+
+    The status flip is a conditional ``UPDATE`` done first, so a second finalizer waits on the row lock
+    (PostgreSQL) or the write lock (SQLite) and then finds nothing to do.
+    """
+    now = now or utc_now()
+    invoice = (
+        await session.execute(select(Invoice).where(Invoice.id == invoice_id).execution_options(populate_existing=True))
+    ).scalar_one()
+    earliest = await _earliest_draft(session, invoice.tenant_id)
+    if invoice.status == "draft" and earliest is not None and earliest < invoice.period_start:
+        raise FinalizeBlocked(f"invoice {invoice.id}: {period_label(earliest)} must be finalized first")
+    flipped = await session.execute(
+        update(Invoice)
+        .where(Invoice.id == invoice.id, Invoice.status == "draft")
+        .values(status="finalized", finalized_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    if flipped.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    groups = await session.execute(
+        select(UsageEvent.period_start, UsageEvent.instance_type, UsageEvent.model, UsageEvent.currency)
+        .where(*_billable(invoice, with_adjustments=True))  # type: ignore[arg-type]
+        .distinct()
+    )
+    lines: list[tuple[str, LineDraft]] = []
+    for period, instance_type, model, currency in sorted(groups.all()):
+        line_id = new_id("il")
+        claimed = await session.execute(
+            update(UsageEvent)
+            .where(
+                *_billable(invoice, with_adjustments=True),  # type: ignore[arg-type]
+                UsageEvent.period_start == period,
+                UsageEvent.instance_type == instance_type,
+                UsageEvent.model == model,
+                UsageEvent.currency == currency,
+            )
+            .values(invoice_line_id=line_id)
+            .returning(UsageEvent.chip_us, UsageEvent.price_per_chip_hour)
+            .execution_options(synchronize_session=False)
+        )
+        draft = LineDraft(_kind(invoice, period), instance_type, model, period, currency)
+        for chip_us, price in claimed.all():
+            draft.chip_us += int(chip_us)
+            draft.event_count += 1
+            draft.priced.append((int(chip_us), price))
+        if draft.event_count:
+            lines.append((line_id, draft))
+    currencies = {draft.currency for _, draft in lines}
+    if len(currencies) > 1:
+        raise ValueError(f"invoice {invoice.id} mixes currencies {sorted(currencies)}: check the rate cards")
+    total = 0
+    for position, (line_id, draft) in enumerate(sorted(lines, key=lambda item: _order_key(item[1]))):
+        amount = draft.amount_minor
+        total += amount
+        session.add(
+            InvoiceLine(
+                id=line_id,
+                tenant_id=invoice.tenant_id,
+                invoice_id=invoice.id,
+                position=position,
+                kind=draft.kind,
+                instance_type=draft.instance_type,
+                model=draft.model,
+                usage_period_start=draft.usage_period_start,
+                chip_us=draft.chip_us,
+                event_count=draft.event_count,
+                unit_price=draft.unit_price,
+                currency=draft.currency,
+                amount_minor=amount,
+                description=draft.description,
+            )
+        )
+    await session.flush()
+    await session.execute(
+        update(Invoice)
+        .where(Invoice.id == invoice.id)
+        .values(total_minor=total, currency=currencies.pop() if currencies else invoice.currency)
+        .execution_options(synchronize_session=False)
+    )
+    return True
+
+
+def _order_key(line: LineDraft) -> tuple[bool, datetime, str, str]:
+    return (line.kind != "usage", line.usage_period_start, line.instance_type, line.model)
+
+
+async def finalize_due(
+    database: Database, *, now: datetime | None = None, grace: timedelta = FINALIZE_GRACE
+) -> list[str]:
+    """Finalize every draft whose month ended at least ``grace`` ago, each in its own transaction, oldest
+    first per tenant; returns the ids finalized. Safe to run concurrently and repeatedly."""
+    now = now or utc_now()
+    async with database.unit_of_work(UNSCOPED) as session:
+        unbilled = await session.execute(
+            select(UsageEvent.tenant_id, UsageEvent.period_start)
+            .where(UsageEvent.status == "rated", UsageEvent.invoice_line_id.is_(None))
+            .distinct()
+        )
+        await ensure_drafts(session, [(tenant, period) for tenant, period in unbilled.all()])
+    async with database.unit_of_work(UNSCOPED) as session:
+        due = (
+            await session.execute(
+                select(Invoice.id, Invoice.tenant_id, Invoice.period_end)
+                .where(Invoice.status == "draft")
+                .order_by(Invoice.tenant_id, Invoice.period_start)
+            )
+        ).all()
+    finalized: list[str] = []
+    blocked: set[str] = set()
+    for invoice_id, tenant_id, period_end in due:
+        if period_end + grace > now or tenant_id in blocked:
+            blocked.add(tenant_id)  # later months of this tenant wait for this one
+            continue
+        async with own_transaction(database, UNSCOPED) as session:
+            if await finalize_invoice(session, invoice_id=invoice_id, now=now):
+                finalized.append(invoice_id)
+    return finalized

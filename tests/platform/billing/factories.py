@@ -1,0 +1,58 @@
+"""Factories for billing tests (also used by the isolation matrix): receipts, rated usage, invoices."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from typing import Any
+
+from switchyard.platform.billing.ledger import UsageEventCreate, rate_events, record_usage
+from switchyard.platform.db import UNSCOPED, Database, TenantScope
+
+_events = itertools.count()
+
+
+def receipt(
+    *,
+    chip_us: int = 1_000_000,
+    occurred_at: datetime | None = None,
+    event_id: str | None = None,
+    model: str = "llama-3.1-8b",
+    instance_type: str = "trn2.48xlarge",
+    **extra: Any,
+) -> UsageEventCreate:
+    """A compute receipt with sensible defaults."""
+    return UsageEventCreate(
+        event_id=event_id or f"req_{next(_events)}",
+        model=model,
+        instance_type=instance_type,
+        chip_us=chip_us,
+        prompt_tokens=extra.pop("prompt_tokens", 10),
+        completion_tokens=extra.pop("completion_tokens", 5),
+        occurred_at=occurred_at or datetime(2026, 11, 15, 12, 30, tzinfo=UTC),
+        **extra,
+    )
+
+
+async def rated_usage(database: Database, scope: TenantScope, *events: UsageEventCreate) -> None:
+    """Record ``events`` for the tenant and rate everything pending (which also opens draft invoices)."""
+    async with database.unit_of_work(scope) as session:
+        for event in events:
+            await record_usage(session, scope=scope, event=event)
+    while True:
+        async with database.unit_of_work(UNSCOPED) as session:
+            if not (await rate_events(session)).rated:
+                return
+
+
+async def make_invoice(client: Any, tenant: Any) -> str:
+    """An invoice id of ``tenant`` (an isolation-matrix factory): usage of the current month, rated."""
+    from sqlalchemy import select
+
+    from switchyard.platform.models import Invoice
+
+    database: Database = client.app.state.database
+    scope = TenantScope(tenant.id)
+    await rated_usage(database, scope, receipt(occurred_at=datetime.now(UTC)))
+    async with database.unit_of_work(scope) as session:
+        return str((await session.execute(select(Invoice.id))).scalars().first())
