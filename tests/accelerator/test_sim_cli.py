@@ -169,3 +169,23 @@ def test_compare_prints_one_row_per_fleet_with_price_performance() -> None:
     )
     assert bad.exit_code == 1
     assert "valid TP degrees" in bad.output
+
+
+def test_run_disaggregated_prefill_and_decode_pools() -> None:
+    args = [
+        "run",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--instance",
+        "trn2.48xlarge",
+        "--tp",
+        "16",
+        "--decode-instance",
+        "cs-3",
+        "--workload",
+        "poisson:n=100,rate=2,seed=1",
+    ]
+    result = CliRunner().invoke(simulate, args)
+    assert result.exit_code == 0, result.output
+    assert "trn2.48xlarge + cs-3" in result.output
+    assert "n/a (no published price)" in result.output

@@ -13,6 +13,7 @@ from switchyard.accelerator.calibration_data import coefficients_for, load_coeff
 from switchyard.accelerator.cluster import Cluster
 from switchyard.accelerator.costmodel import Coefficients, PhaseCoefficients, forward_time_s
 from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.engine import EngineConfig, ReplicaEngine
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, SimulatorError, UnknownNameError
 from switchyard.accelerator.hardware import (
@@ -45,6 +46,7 @@ __all__ = [
     "Coefficients",
     "ConfigurationError",
     "Deployment",
+    "DisaggregatedCluster",
     "DoesNotFitError",
     "EngineConfig",
     "FinishedRequest",

@@ -12,6 +12,7 @@ import click
 from switchyard.accelerator.calibration import calibrate, read_benchmarks, write_result
 from switchyard.accelerator.cluster import Cluster
 from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.hardware import get_instance
@@ -104,6 +105,10 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--decode-instance", default=None, help="disaggregate: run decode on this instance type")
+@click.option("--decode-tp", type=int, default=None, help="TP of the decode pool (default: whole instance)")
+@click.option("--decode-replicas", type=int, default=1, show_default=True)
+@click.option("--kv-link-gbps", type=float, default=None, help="KV transfer bandwidth (default: slower NIC)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--report", "report_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def run(
@@ -119,18 +124,35 @@ def run(
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
     seed: int,
+    decode_instance: str | None,
+    decode_tp: int | None,
+    decode_replicas: int,
+    kv_link_gbps: float | None,
     json_out: Path | None,
     report_out: Path | None,
 ) -> None:
-    """Serve a workload on a fleet and report throughput, latency percentiles, goodput and cost."""
+    """Serve a workload on a fleet and report throughput, latency percentiles, goodput and cost.
+
+    With --decode-instance the fleet is disaggregated: the --instance pool runs prefills, KV caches cross
+    the network, and the decode pool generates.
+    """
+    config = EngineConfig(max_batch=max_batch)
     try:
         dep = make_deployment(model, instance, tp, weights)
         requests = parse_workload(workload)
+        pool = Cluster(dep, replicas, policy, config=config, seed=seed)
+        cluster: Cluster | DisaggregatedCluster = pool
+        if decode_instance is not None:
+            dtp = decode_tp or get_instance(decode_instance).max_tp
+            decode = Cluster(
+                make_deployment(model, decode_instance, dtp, weights), decode_replicas, policy, config=config, seed=seed
+            )
+            link = None if kv_link_gbps is None else kv_link_gbps * 1e9 / 8
+            cluster = DisaggregatedCluster(pool, decode, link)
     except (SimulatorError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if rate_scale != 1.0:
         requests = scale_rate(requests, rate_scale)
-    cluster = Cluster(dep, replicas, policy, config=EngineConfig(max_batch=max_batch), seed=seed)
     with click.progressbar(requests, label="simulating", file=sys.stderr) as bar:
         for req in bar:
             cluster.submit(req)
@@ -142,7 +164,9 @@ def run(
         payload: dict[str, Any] = summary.to_dict()
         json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     if report_out is not None:
-        report_out.write_text(html_report(summary, finished, [r.busy_s for r in cluster.replicas]), encoding="utf-8")
+        pools = [cluster] if isinstance(cluster, Cluster) else [cluster.prefill, cluster.decode]
+        busy = [r.busy_s for p in pools for r in p.replicas]
+        report_out.write_text(html_report(summary, finished, busy), encoding="utf-8")
 
 
 def _parse_fleet(model: str, spec: str) -> tuple[Deployment, int]:

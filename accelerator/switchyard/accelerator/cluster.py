@@ -42,13 +42,17 @@ class Cluster:
         self._router = make_router(self.policy, seed)
         self.now = 0.0
 
-    def submit(self, request: Request) -> int:
-        """Advance every replica to the arrival time, route the request, and return the replica index."""
-        if request.arrival_s < self.now:
-            raise ValueError(f"request {request.request_id} arrives at {request.arrival_s} before now={self.now}")
-        self.step_until(request.arrival_s)
+    def submit(self, request: Request, *, at_s: float | None = None, first_token_s: float | None = None) -> int:
+        """Advance every replica to the arrival time (or `at_s`), route the request, return the replica index.
+
+        `first_token_s` marks a request whose prompt KV was computed elsewhere (see ReplicaEngine.submit).
+        """
+        t = request.arrival_s if at_s is None else at_s
+        if t < self.now:
+            raise ValueError(f"request {request.request_id} arrives at {t} before now={self.now}")
+        self.step_until(t)
         index = self._router.choose(request, self.replicas)
-        self.replicas[index].submit(request)
+        self.replicas[index].submit(request, first_token_s)
         return index
 
     def step_until(self, t: float) -> None:

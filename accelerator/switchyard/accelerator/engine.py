@@ -109,9 +109,18 @@ class ReplicaEngine:
         for s in self._running:
             assert s.kv <= (s.blocks + s.shared) * self.config.block_tokens
 
-    def submit(self, req: Request) -> None:
-        """Queue a request; it is considered from the next iteration that starts at or after now."""
-        self._waiting.append(_Seq(req))
+    def submit(self, req: Request, first_token_s: float | None = None) -> None:
+        """Queue a request; it is considered from the next iteration that starts at or after now.
+
+        With `first_token_s`, the prompt's KV cache arrives ready (disaggregated serving: another pool ran
+        the prefill and produced the first token then), so the request goes straight to decoding.
+        """
+        seq = _Seq(req)
+        if first_token_s is not None:
+            seq.kv = seq.target = req.prompt_tokens
+            seq.generated = 1
+            seq.first_token_s = first_token_s
+        self._waiting.append(seq)
         self.outstanding_tokens += req.prompt_tokens + req.output_tokens
 
     def collect(self) -> list[FinishedRequest]:

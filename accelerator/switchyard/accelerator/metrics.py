@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from switchyard.accelerator.cluster import Cluster
+from switchyard.accelerator.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.requests import FinishedRequest
 
 __all__ = ["RunSummary", "summarize"]
@@ -22,10 +23,11 @@ class RunSummary:
     """What an operator asks of a fleet run. Latencies in ms, rates per simulated second."""
 
     model: str
-    instance: str
+    instance: str  # "a + b" for a disaggregated fleet (prefill pool + decode pool)
     replicas: int
     tp: int
     chips_per_replica: int
+    chips: int  # every chip provisioned in the fleet
     policy: str
     coefficients_group: str
     requests: int
@@ -67,38 +69,51 @@ def _pcts(values: Sequence[float]) -> dict[str, float]:
 
 def summarize(
     finished: Sequence[FinishedRequest],
-    cluster: Cluster,
+    cluster: Cluster | DisaggregatedCluster,
     slo_ttft_ms: float | None = None,
     slo_tpot_ms: float | None = None,
 ) -> RunSummary:
-    """Aggregate per-request results of `cluster` into a RunSummary."""
+    """Aggregate per-request results of a fleet (one pool, or a prefill + decode pair) into a RunSummary."""
+    pools = [cluster] if isinstance(cluster, Cluster) else [cluster.prefill, cluster.decode]
     served = [f for f in finished if f.rejected is None]
     start = min((f.arrival_s for f in finished), default=0.0)
     end = max((f.finish_s for f in finished), default=0.0)
     duration = max(end - start, 1e-9)
     out_tokens = sum(f.output_tokens for f in served)
-    dep = cluster.deployment
+    dep = pools[0].deployment
 
     def ok(f: FinishedRequest) -> bool:
         return (slo_ttft_ms is None or f.ttft_ms <= slo_ttft_ms) and (slo_tpot_ms is None or f.tpot_ms <= slo_tpot_ms)
 
     good = sum(1 for f in served if ok(f))
-    replicas = len(cluster.replicas)
-    chip_hours = replicas * dep.chips * duration / 3600
-    price = dep.instance.price_per_chip_hour()
-    cost = None if price is None else (price * Decimal(repr(chip_hours))).quantize(Decimal("0.0001"))
+    replicas = [r for p in pools for r in p.replicas]
+    chips = sum(len(p.replicas) * p.deployment.chips for p in pools)
+    prices = [p.deployment.instance.price_per_chip_hour() for p in pools]
+    cost = None
+    if all(price is not None for price in prices):
+        usd = sum(
+            (
+                Decimal(len(p.replicas) * p.deployment.chips) * price
+                for p, price in zip(pools, prices, strict=True)
+                if price
+            ),
+            Decimal(0),
+        )
+        cost = (usd * Decimal(repr(duration / 3600))).quantize(Decimal("0.0001"))
     per_m = None
     if cost is not None and out_tokens:
         per_m = (cost * Decimal(1_000_000) / Decimal(out_tokens)).quantize(Decimal("0.0001"))
     chip_us = sum(f.chip_us for f in finished)
+    busy = sum(r.busy_s for r in replicas)
     return RunSummary(
         model=dep.model.name,
-        instance=dep.instance.name,
-        replicas=replicas,
+        instance=" + ".join(p.deployment.instance.name for p in pools),
+        replicas=len(replicas),
         tp=dep.tp,
         chips_per_replica=dep.chips,
-        policy=cluster.policy.value,
-        coefficients_group=cluster.coefficients_group,
+        chips=chips,
+        policy=pools[0].policy.value,
+        coefficients_group=" + ".join(p.coefficients_group for p in pools),
         requests=len(finished),
         rejected=len(finished) - len(served),
         duration_s=duration,
@@ -113,11 +128,11 @@ def summarize(
         slo_tpot_ms=slo_tpot_ms,
         slo_attainment=good / len(served) if served else 0.0,
         goodput_requests_per_s=good / duration,
-        utilisation=sum(r.busy_s for r in cluster.replicas) / (replicas * duration),
-        mean_batch=sum(r.batch_seconds for r in cluster.replicas) / max(1e-12, sum(r.busy_s for r in cluster.replicas)),
+        utilisation=busy / (len(replicas) * duration),
+        mean_batch=sum(r.batch_seconds for r in replicas) / max(1e-12, busy),
         preemptions=sum(f.preemptions for f in finished),
         chip_us=chip_us,
-        chip_hours=chip_hours,
+        chip_hours=chips * duration / 3600,
         busy_chip_hours=chip_us / CHIP_US_PER_HOUR,
         cost_usd=cost,
         cost_per_million_output_tokens_usd=per_m,

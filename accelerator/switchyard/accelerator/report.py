@@ -30,7 +30,7 @@ def format_table(s: RunSummary) -> str:
         else (f"${s.cost_per_million_output_tokens_usd} per M output tokens (total ${s.cost_usd})")
     )
     rows = [
-        f"fleet            {s.replicas} x {s.instance} (tp={s.tp}, {s.chips_per_replica} chips each), {s.model}",
+        f"fleet            {s.replicas} x {s.instance} (tp={s.tp}, {s.chips} chips in all), {s.model}",
         f"policy           {s.policy}; coefficients: {s.coefficients_group}",
         f"requests         {s.requests} ({s.rejected} rejected), {s.preemptions} preemptions",
         f"duration         {s.duration_s:.1f} s simulated",
