@@ -105,6 +105,9 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--extra-pool", "extra_pools", multiple=True, help="heterogeneous fleet: add instance[:tp=N][:replicas=R]; repeat"
+)
 @click.option("--decode-instance", default=None, help="disaggregate: run decode on this instance type")
 @click.option("--decode-tp", type=int, default=None, help="TP of the decode pool (default: whole instance)")
 @click.option("--decode-replicas", type=int, default=1, show_default=True)
@@ -124,6 +127,7 @@ def run(
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
     seed: int,
+    extra_pools: tuple[str, ...],
     decode_instance: str | None,
     decode_tp: int | None,
     decode_replicas: int,
@@ -140,7 +144,8 @@ def run(
     try:
         dep = make_deployment(model, instance, tp, weights)
         requests = parse_workload(workload)
-        pool = Cluster(dep, replicas, policy, config=config, seed=seed)
+        extra = [_parse_fleet(model, spec, weights) for spec in extra_pools]
+        pool = Cluster.heterogeneous([(dep, replicas), *extra], policy, config=config, seed=seed)
         cluster: Cluster | DisaggregatedCluster = pool
         if decode_instance is not None:
             dtp = decode_tp or get_instance(decode_instance).max_tp
@@ -169,12 +174,12 @@ def run(
         report_out.write_text(html_report(summary, finished, busy), encoding="utf-8")
 
 
-def _parse_fleet(model: str, spec: str) -> tuple[Deployment, int]:
+def _parse_fleet(model: str, spec: str, weights: str = "bf16") -> tuple[Deployment, int]:
     """`instance[:tp=N][:replicas=R][:weights=W]` -> (deployment, replicas); tp defaults to the whole instance."""
     name, *opts = spec.split(":")
     kv = dict(o.split("=", 1) for o in opts if o)
     tp = int(kv.get("tp", get_instance(name).max_tp))
-    return make_deployment(model, name, tp, kv.get("weights", "bf16")), int(kv.get("replicas", 1))
+    return make_deployment(model, name, tp, kv.get("weights", weights)), int(kv.get("replicas", 1))
 
 
 def _serve(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from switchyard.accelerator.calibration_data import coefficients_for
 from switchyard.accelerator.costmodel import Coefficients
@@ -37,10 +37,40 @@ class Cluster:
         )
         cost = StepCost(deployment, coeffs)
         cfg = config or EngineConfig()
-        self.replicas = [ReplicaEngine(cost, deployment.kv_capacity_tokens, cfg, i) for i in range(replicas)]
+        self.replicas = [
+            ReplicaEngine(cost, deployment.kv_capacity_tokens, cfg, i, deployment) for i in range(replicas)
+        ]
         self.policy = RoutingPolicy(policy)
         self._router = make_router(self.policy, seed)
         self.now = 0.0
+
+    @classmethod
+    def heterogeneous(
+        cls,
+        pools: Sequence[tuple[Deployment, int]],
+        policy: RoutingPolicy | str = RoutingPolicy.LEAST_LOAD,
+        *,
+        config: EngineConfig | None = None,
+        seed: int = 0,
+    ) -> Cluster:
+        """One router over replicas of different deployments (same model on different hardware or TP)."""
+        if not pools:
+            raise ValueError("a cluster needs at least one pool")
+        names = {dep.model.name for dep, _ in pools}
+        if len(names) > 1:
+            raise ValueError(f"every pool must serve the same model, got {sorted(names)}")
+        first, n = pools[0]
+        cluster = cls(first, n, policy, config=config, seed=seed)
+        cfg = config or EngineConfig()
+        groups = [cluster.coefficients_group]
+        for dep, count in pools[1:]:
+            group, coeffs = coefficients_for(dep.instance)
+            groups.append(group)
+            cost = StepCost(dep, coeffs)
+            start = len(cluster.replicas)
+            cluster.replicas += [ReplicaEngine(cost, dep.kv_capacity_tokens, cfg, start + i, dep) for i in range(count)]
+        cluster.coefficients_group = " + ".join(dict.fromkeys(groups))
+        return cluster
 
     def submit(self, request: Request, *, at_s: float | None = None, first_token_s: float | None = None) -> int:
         """Advance every replica to the arrival time (or `at_s`), route the request, return the replica index.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from switchyard.accelerator.attribution import attribute_chip_us
+from switchyard.accelerator.deployment import Deployment
 from switchyard.accelerator.prefix_cache import PrefixCache, PrefixEntry
 from switchyard.accelerator.requests import FinishedRequest, Request
 from switchyard.accelerator.stepcost import StepCost
@@ -69,10 +70,21 @@ class _Seq:
 class ReplicaEngine:
     """Serve requests on one replica. Feed with submit(), advance with step_until(), drain with collect()."""
 
-    def __init__(self, cost: StepCost, kv_capacity_tokens: int, config: EngineConfig, index: int = 0) -> None:
+    def __init__(
+        self,
+        cost: StepCost,
+        kv_capacity_tokens: int,
+        config: EngineConfig,
+        index: int = 0,
+        deployment: Deployment | None = None,
+    ) -> None:
         self.cost = cost
         self.config = config
         self.index = index
+        self.deployment = deployment  # what this replica runs (metadata for fleets mixing hardware)
+        # Seconds of work per outstanding token at a moderate batch: turns a token backlog into time, so
+        # routers can compare replicas of different speeds.
+        self.seconds_per_token = cost.iteration_s(0, 0.0, 0.0, [1024] * 8) / 8
         self.total_blocks = kv_capacity_tokens // config.block_tokens
         self.free_blocks = self.total_blocks
         self.now = 0.0
@@ -84,11 +96,16 @@ class ReplicaEngine:
         self._running: list[_Seq] = []
         self._done: list[FinishedRequest] = []
         self.prefixes = PrefixCache(config.block_tokens)
-        self.outstanding_tokens = 0  # prompt + output tokens not yet finished: the router's load signal
+        self.outstanding_tokens = 0  # prompt + output tokens not yet finished
 
     @property
     def idle(self) -> bool:
         return not self._running and not self._waiting
+
+    @property
+    def load_s(self) -> float:
+        """Estimated seconds of work queued on this replica: the router's load signal."""
+        return self.outstanding_tokens * self.seconds_per_token
 
     @property
     def prefill_backlog_tokens(self) -> int:

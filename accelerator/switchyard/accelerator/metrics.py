@@ -87,18 +87,12 @@ def summarize(
 
     good = sum(1 for f in served if ok(f))
     replicas = [r for p in pools for r in p.replicas]
-    chips = sum(len(p.replicas) * p.deployment.chips for p in pools)
-    prices = [p.deployment.instance.price_per_chip_hour() for p in pools]
+    deps = [r.deployment or p.deployment for p in pools for r in p.replicas]
+    chips = sum(d.chips for d in deps)
+    prices = [d.instance.price_per_chip_hour() for d in deps]
     cost = None
     if all(price is not None for price in prices):
-        usd = sum(
-            (
-                Decimal(len(p.replicas) * p.deployment.chips) * price
-                for p, price in zip(pools, prices, strict=True)
-                if price
-            ),
-            Decimal(0),
-        )
+        usd = sum((Decimal(d.chips) * price for d, price in zip(deps, prices, strict=True) if price), Decimal(0))
         cost = (usd * Decimal(repr(duration / 3600))).quantize(Decimal("0.0001"))
     per_m = None
     if cost is not None and out_tokens:
@@ -107,7 +101,7 @@ def summarize(
     busy = sum(r.busy_s for r in replicas)
     return RunSummary(
         model=dep.model.name,
-        instance=" + ".join(p.deployment.instance.name for p in pools),
+        instance=" + ".join(dict.fromkeys(d.instance.name for d in deps)),
         replicas=len(replicas),
         tp=dep.tp,
         chips_per_replica=dep.chips,

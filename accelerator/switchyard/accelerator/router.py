@@ -18,7 +18,7 @@ class RoutingPolicy(enum.StrEnum):
     """How a cluster picks the replica for a new request."""
 
     ROUND_ROBIN = "round_robin"
-    LEAST_LOAD = "least_load"  # fewest outstanding (prompt + output) tokens
+    LEAST_LOAD = "least_load"  # least estimated work (outstanding tokens x the replica's seconds per token)
     SESSION_AFFINITY = "session_affinity"  # same session -> same replica (KV/prefix reuse), else least load
     PREFIX_AFFINITY = "prefix_affinity"  # same shared prefix (else session) -> same replica, else least load
     SLO_AWARE = "slo_aware"  # least prefill backlog: the replica where the new prompt's TTFT is shortest
@@ -40,9 +40,9 @@ class _RoundRobin:
 
 
 def _least_loaded(replicas: Sequence[ReplicaEngine]) -> int:
-    best, best_load = 0, replicas[0].outstanding_tokens
+    best, best_load = 0, replicas[0].load_s
     for i in range(1, len(replicas)):
-        load = replicas[i].outstanding_tokens
+        load = replicas[i].load_s
         if load < best_load:
             best, best_load = i, load
     return best
