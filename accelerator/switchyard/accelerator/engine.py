@@ -11,60 +11,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 
 from switchyard.accelerator.attribution import attribute_chip_us
 from switchyard.accelerator.deployment import Deployment
-from switchyard.accelerator.prefix_cache import PrefixCache, PrefixEntry
+from switchyard.accelerator.prefix_cache import PrefixCache
 from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sequence import EngineConfig, SeqState
 from switchyard.accelerator.stepcost import StepCost
 
 __all__ = ["EngineConfig", "ReplicaEngine"]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    """Scheduler limits of one replica."""
-
-    block_tokens: int = 32  # KV-cache page size
-    max_batch: int = 64  # sequences running at once (max_num_seqs)
-    max_batched_tokens: int = 2048  # token budget of one iteration (chunked prefill)
-    max_jump_steps: int = 1024  # decode iterations simulated in one vectorised jump
-
-
-class _Seq:
-    __slots__ = (
-        "blocks",
-        "cached",
-        "chip_us",
-        "first_token_s",
-        "generated",
-        "kv",
-        "preemptions",
-        "prefix",
-        "recomputed",
-        "req",
-        "scheduled_s",
-        "shared",
-        "target",
-    )
-
-    def __init__(self, req: Request) -> None:
-        self.req = req
-        self.kv = 0  # tokens whose KV is in cache
-        self.target = req.prompt_tokens  # tokens to prefill before the next token comes out
-        self.generated = 0
-        self.blocks = 0  # private KV blocks
-        self.shared = 0  # blocks of a cached prefix this sequence reads
-        self.prefix: PrefixEntry | None = None
-        self.cached = 0
-        self.chip_us = 0
-        self.first_token_s = -1.0
-        self.scheduled_s = -1.0
-        self.preemptions = 0
-        self.recomputed = 0
 
 
 class ReplicaEngine:
@@ -92,8 +49,8 @@ class ReplicaEngine:
         self.chip_us_total = 0
         self.iterations = 0
         self.batch_seconds = 0.0  # integral of running sequences over busy time (mean batch = this / busy_s)
-        self._waiting: deque[_Seq] = deque()
-        self._running: list[_Seq] = []
+        self._waiting: deque[SeqState] = deque()
+        self._running: list[SeqState] = []
         self._done: list[FinishedRequest] = []
         self.prefixes = PrefixCache(config.block_tokens)
         self.outstanding_tokens = 0  # prompt + output tokens not yet finished
@@ -132,7 +89,7 @@ class ReplicaEngine:
         With `first_token_s`, the prompt's KV cache arrives ready (disaggregated serving: another pool ran
         the prefill and produced the first token then), so the request goes straight to decoding.
         """
-        seq = _Seq(req)
+        seq = SeqState(req)
         if first_token_s is not None:
             seq.kv = seq.target = req.prompt_tokens
             seq.generated = 1
@@ -198,7 +155,7 @@ class ReplicaEngine:
                 seq.scheduled_s = self.now
             self._running.append(seq)
 
-    def _release_prefix(self, seq: _Seq) -> None:
+    def _release_prefix(self, seq: SeqState) -> None:
         if seq.prefix is not None:
             self.free_blocks += self.prefixes.release(seq.prefix, seq)
             seq.prefix, seq.shared = None, 0
@@ -214,7 +171,7 @@ class ReplicaEngine:
         seq.preemptions += 1
         self._waiting.appendleft(seq)
 
-    def _account(self, duration_s: float, seqs: list[_Seq], work: list[int]) -> None:
+    def _account(self, duration_s: float, seqs: list[SeqState], work: list[int]) -> None:
         chips = self.cost.chips
         self.busy_s += duration_s
         self.batch_seconds += duration_s * len(seqs)
@@ -232,7 +189,7 @@ class ReplicaEngine:
         decoders = [s for s in self._running if s.kv >= s.target]
         budget -= len(decoders)
         static = self.cost.static
-        chunks: list[tuple[_Seq, int]] = []
+        chunks: list[tuple[SeqState, int]] = []
         qk = kv_read = 0.0
         tokens = 0
         for s in self._running:
@@ -259,7 +216,7 @@ class ReplicaEngine:
             self._emit(s, 1)
         self._retire()
 
-    def _grow_for_decode(self, seqs: list[_Seq], steps: int) -> None:
+    def _grow_for_decode(self, seqs: list[SeqState], steps: int) -> None:
         """Give every decoding sequence blocks for `steps` more tokens, preempting if memory runs out."""
         needs = [self._blocks_for(s.kv + steps) - s.blocks - s.shared for s in seqs]
         if sum(n for n in needs if n > 0) <= self.free_blocks:
@@ -303,7 +260,7 @@ class ReplicaEngine:
             self._emit(s, k)
         self._retire()
 
-    def _emit(self, seq: _Seq, tokens: int) -> None:
+    def _emit(self, seq: SeqState, tokens: int) -> None:
         if seq.first_token_s < 0:
             seq.first_token_s = self.now
         seq.generated += tokens
@@ -321,7 +278,7 @@ class ReplicaEngine:
                 keep.append(s)
         self._running = keep
 
-    def _finish(self, seq: _Seq, rejected: str | None = None) -> None:
+    def _finish(self, seq: SeqState, rejected: str | None = None) -> None:
         r = seq.req
         self.outstanding_tokens -= r.prompt_tokens + r.output_tokens
         at = self.now
