@@ -97,7 +97,8 @@ async def test_final_answer_completes_with_one_model_step() -> None:
     state, action = await drive_run(loop, loop.new_run("r1", now_ms=0), thread=THREAD, model=model, clock_ms=Clock())
     assert isinstance(action, RunFinished)
     assert state.status is RunStatus.COMPLETED
-    assert state.final_message is not None and state.final_message.content == "42"
+    assert state.final_message is not None
+    assert state.final_message.content == "42"
     (step,) = state.steps
     assert (step.type, step.status, step.chip_us, step.usage) == (
         StepType.MODEL_CALL,
@@ -105,7 +106,8 @@ async def test_final_answer_completes_with_one_model_step() -> None:
         100,
         Usage(input_tokens=10, output_tokens=10),
     )
-    assert step.duration_ms is not None and step.duration_ms > 0
+    assert step.duration_ms is not None
+    assert step.duration_ms > 0
     sent = model.requests[0]
     assert [m.role for m in sent.messages] == ["system", "user"]
     assert sent.messages[0].content == "Be exact."
@@ -185,7 +187,8 @@ async def test_approval_gates_a_tool(approved: bool) -> None:
     model = scripted(calls(("d1", "deploy", {})), "finished")
     clock = Clock()
     state, action = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=model, clock_ms=clock)
-    assert isinstance(action, AwaitClient) and action.required_action.type == "approval"
+    assert isinstance(action, AwaitClient)
+    assert action.required_action.type == "approval"
     assert gated.effects == []
     with pytest.raises(ToolOutputsError):
         loop.submit_tool_outputs(state, {"d1": "x"}, now_ms=clock())
@@ -208,8 +211,10 @@ async def test_bad_tool_calls_are_reported_to_the_model() -> None:
     assert state.status is RunStatus.COMPLETED
     errors = [s.output for s in state.steps if s.type is StepType.TOOL_CALL]
     assert errors[0] == "unknown tool 'nope'"
-    assert errors[1] is not None and errors[1].startswith("invalid arguments")
-    assert errors[2] is not None and "JSON object" in errors[2]
+    assert errors[1] is not None
+    assert errors[1].startswith("invalid arguments")
+    assert errors[2] is not None
+    assert "JSON object" in errors[2]
 
 
 @pytest.mark.parametrize(
@@ -222,13 +227,7 @@ async def test_bad_tool_calls_are_reported_to_the_model() -> None:
 )
 async def test_limits_stop_the_run_as_incomplete(limits: dict[str, Any], reason: str) -> None:
     loop = make_loop([CalculatorTool()], **limits)
-    loop_call = calls(("c", "calculator", {"expression": "1"}))
-    model = scripted(
-        *[
-            loop_call.model_copy(update={"tool_calls": (loop_call.tool_calls[0].model_copy(update={"id": f"c{i}"}),)})
-            for i in range(10)
-        ]
-    )
+    model = scripted(*[calls((f"c{i}", "calculator", {"expression": "1"})) for i in range(10)])
     state, action = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=model, clock_ms=Clock())
     assert action == RunFinished(status=RunStatus.INCOMPLETE)
     assert state.incomplete_reason == reason

@@ -16,7 +16,6 @@ from switchyard.agents.tools.clock import Clock, CurrentTimeTool, utc_now
 from switchyard.agents.tools.fetch import FetchLimits
 from switchyard.agents.tools.function import FunctionTool
 from switchyard.agents.tools.http_request import HttpRequestTool
-from switchyard.agents.tools.mcp_tools import McpServerConnection
 from switchyard.agents.tools.ssrf import Resolver, SSRFGuard
 
 __all__ = ["build_tools"]
@@ -64,6 +63,8 @@ async def build_tools(
                 )
             )
         elif isinstance(tool, McpToolSpec):
+            from switchyard.agents.tools.mcp_tools import McpServerConnection  # loads mcp only when used
+
             connection = McpServerConnection(
                 label=tool.server_label,
                 url=tool.server_url,
