@@ -25,6 +25,7 @@ from switchyard.agents.model import (
     TestModel,
     default_token_counter,
 )
+from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import drive_run, execute_tool
 from switchyard.agents.spec import (
     AgentSpec,
@@ -87,6 +88,7 @@ __all__ = [
     "ModelParams",
     "ModelRequest",
     "ModelResponse",
+    "PoolModel",
     "RequiredAction",
     "RetrySemantics",
     "RunError",
@@ -118,4 +120,5 @@ __all__ = [
     "default_token_counter",
     "drive_run",
     "execute_tool",
+    "pool_token_counter",
 ]

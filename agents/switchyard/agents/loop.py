@@ -412,7 +412,9 @@ class RunLoop:
         if limit is not None:
             remaining = max(1, limit - state.usage.total_tokens - context.input_tokens)
             params = params.model_copy(update={"max_tokens": min(reserved, remaining)})
-        request = ModelRequest(model=self.spec.model, messages=context.messages, tools=tools, params=params)
+        request = ModelRequest(
+            model=self.spec.model, messages=context.messages, tools=tools, params=params, request_id=step.id
+        )
         return CallModel(step_id=step.id, request=request)
 
 

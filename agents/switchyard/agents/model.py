@@ -27,6 +27,7 @@ class ModelRequest(BaseModel):
 
     model: str
     messages: tuple[Message, ...]
+    request_id: str = Field(default="", description="the step id: stable when a call is repeated after a crash")
     tools: tuple[dict[str, Any], ...] = Field(default=(), description="OpenAI-style tools[] entries")
     params: ModelParams = Field(default_factory=ModelParams)
 

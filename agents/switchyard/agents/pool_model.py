@@ -1,0 +1,90 @@
+"""A :class:`~switchyard.agents.model.Model` on the accelerator pool: one model call = one pool request.
+
+The step id becomes the pool request id, so a model call repeated after a crash carries the same id (the
+platform can use it to keep one usage event per step). The receipt's chip-µs and token counts are what the
+run loop bills on the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+from switchyard.accelerator.pool import (
+    ComputeReceipt,
+    InferenceRequest,
+    PoolEvent,
+    Priority,
+    TextDelta,
+    ToolCallDelta,
+    count_tokens,
+)
+from switchyard.agents.messages import Message, ToolCall, Usage
+from switchyard.agents.model import ModelRequest, ModelResponse
+
+__all__ = ["PoolLike", "PoolModel", "pool_token_counter"]
+
+#: The token counter matching the pool's own prompt accounting.
+pool_token_counter: Callable[[str], int] = count_tokens
+
+
+class PoolLike(Protocol):
+    """The part of ``AcceleratorPool`` this adapter uses."""
+
+    def submit(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]: ...
+
+
+class PoolModel:
+    """Calls the pool for ``tenant``; ``on_event`` sees every streamed event (for SSE message deltas)."""
+
+    def __init__(
+        self,
+        pool: PoolLike,
+        *,
+        tenant: str,
+        priority: Priority = Priority.STANDARD,
+        session: str | None = None,
+        on_event: Callable[[PoolEvent], None] | None = None,
+    ) -> None:
+        self._pool = pool
+        self._tenant = tenant
+        self._priority = priority
+        self._session = session
+        self._on_event = on_event
+        self.receipts: list[ComputeReceipt] = []
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        inference = InferenceRequest(
+            request_id=request.request_id,
+            tenant=self._tenant,
+            model=request.model,
+            messages=[m.to_openai() for m in request.messages],
+            tools=list(request.tools),
+            max_tokens=request.params.max_tokens,
+            seed=request.params.seed,
+            priority=self._priority,
+            session=self._session,
+        )
+        text: list[str] = []
+        calls: dict[int, ToolCall] = {}
+        receipt: ComputeReceipt | None = None
+        async for event in self._pool.submit(inference):
+            if self._on_event is not None:
+                self._on_event(event)
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, ToolCallDelta):
+                calls[event.index] = ToolCall(id=event.call.id, name=event.call.name, arguments=event.call.arguments)
+            elif isinstance(event, ComputeReceipt):
+                receipt = event
+        if receipt is None:
+            raise RuntimeError(f"the pool sent no compute receipt for {request.request_id!r}")
+        self.receipts.append(receipt)
+        message = Message.assistant("".join(text) or None, [calls[i] for i in sorted(calls)])
+        return ModelResponse(
+            message=message,
+            usage=Usage(input_tokens=receipt.prompt_tokens, output_tokens=receipt.completion_tokens),
+            chip_us=receipt.chip_us,
+            finish_reason=receipt.finish_reason,
+            receipt_id=receipt.request_id,
+        )

@@ -1,0 +1,68 @@
+"""The run loop on the accelerator pool's simulator: real receipts become per-step compute."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, InferenceRequest, PoolEvent, TextDelta
+from switchyard.agents import AgentSpec, Message, RunLoop, RunStatus, StepType, build_tools, drive_run
+from switchyard.agents.model import ModelRequest
+from switchyard.agents.pool_model import PoolModel, pool_token_counter
+
+MODEL = DEFAULT_FLEET[0].name
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[AcceleratorPool]:
+    pool = AcceleratorPool.from_specs(DEFAULT_FLEET[:1], time_scale=0)
+    yield pool
+    await pool.aclose()
+
+
+async def test_agent_runs_on_the_simulated_fleet(pool: AcceleratorPool) -> None:
+    spec = AgentSpec(
+        name="calc",
+        model=MODEL,
+        instructions="Use tools.",
+        tools=[{"type": "calculator"}],
+        model_params={"max_tokens": 16},
+    )
+    loop = RunLoop(
+        spec,
+        await build_tools(spec),
+        context_window_tokens=pool.backend(MODEL).context_window,
+        token_counter=pool_token_counter,
+    )
+    seen: list[PoolEvent] = []
+    model = PoolModel(pool, tenant="tenant-a", on_event=seen.append)
+    thread = [Message.user("please use calculator expression=6*7")]
+    state, _ = await drive_run(loop, loop.new_run("run_pool", now_ms=0), thread=thread, model=model)
+    assert state.status is RunStatus.COMPLETED
+    assert [s.type for s in state.steps] == [StepType.MODEL_CALL, StepType.TOOL_CALL, StepType.MODEL_CALL]
+    assert state.steps[1].output == '{"result": 42}'
+    assert state.final_message is not None
+    assert state.final_message.content is not None
+    assert state.final_message.content.startswith('Result of calculator: {"result": 42}')
+    receipts = model.receipts
+    assert [r.request_id for r in receipts] == ["run_pool_step_0", "run_pool_step_2"]
+    assert all(r.tenant == "tenant-a" for r in receipts)
+    model_steps = [s for s in state.steps if s.type is StepType.MODEL_CALL]
+    assert [s.chip_us for s in model_steps] == [r.chip_us for r in receipts]
+    assert all(s.chip_us > 0 for s in model_steps)
+    assert state.chip_us == sum(r.chip_us for r in receipts)
+    assert state.usage.output_tokens == sum(r.completion_tokens for r in receipts)
+    assert any(isinstance(e, TextDelta) for e in seen)
+
+
+async def test_a_pool_without_receipt_is_an_error() -> None:
+    class Broken:
+        async def _events(self) -> AsyncIterator[PoolEvent]:
+            yield TextDelta("hi")
+
+        def submit(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
+            return self._events()
+
+    with pytest.raises(RuntimeError, match="no compute receipt"):
+        await PoolModel(Broken(), tenant="t").request(ModelRequest(model="m", messages=(Message.user("x"),)))
