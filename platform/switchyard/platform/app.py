@@ -15,6 +15,12 @@ from litestar.openapi.spec import Components, SecurityScheme
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController
 from switchyard.platform.auth.middleware import ApiKeyAuthentication
+from switchyard.platform.billing.controllers import (
+    BudgetController,
+    InvoiceController,
+    RateCardAdminController,
+    UsageController,
+)
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
@@ -51,6 +57,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ApiKeyController,
             MemberController,
             AuditLogController,
+            RateCardAdminController,
+            BudgetController,
+            InvoiceController,
+            UsageController,
         ],
         dependencies=dependencies(),
         middleware=[

@@ -22,6 +22,7 @@ from switchyard.platform.auth import Role
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import ApiKey, OperatorKey
 from switchyard.platform.settings import Settings
+from tests.platform.billing.factories import BILLING_FACTORIES
 
 _APP = create_app(Settings())
 _SCHEMA = _APP.openapi_schema.to_schema()
@@ -122,6 +123,8 @@ async def _tenant(client: Any, tenant: Any) -> str:
 
 
 FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tenant_id": _tenant}
+
+FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
 
 
 # ---- meta-tests: the matrix covers every route ----

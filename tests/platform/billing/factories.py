@@ -56,3 +56,14 @@ async def make_invoice(client: Any, tenant: Any) -> str:
     await rated_usage(database, scope, receipt(occurred_at=datetime.now(UTC)))
     async with database.unit_of_work(scope) as session:
         return str((await session.execute(select(Invoice.id))).scalars().first())
+
+
+async def make_budget(client: Any, tenant: Any) -> str:
+    """A budget id of ``tenant`` (an isolation-matrix factory), made through the API."""
+    response = await client.post("/v1/budgets", json={"limit_minor": 10_000}, headers=tenant.headers())
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+BILLING_FACTORIES = {"budget_id": make_budget, "invoice_id": make_invoice}
+"""Path parameters of the billing routes → factories, merged into the isolation matrix's ``FACTORIES``."""

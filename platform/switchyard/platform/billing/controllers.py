@@ -1,0 +1,175 @@
+"""Billing routes: rate cards (operators), budgets, invoices and usage (tenants)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import Controller, Response, delete, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.status_codes import HTTP_200_OK
+
+from switchyard.platform.auth import Role, access, require_access
+from switchyard.platform.billing import render, service
+from switchyard.platform.billing.schemas import BudgetPublic, BudgetSet, RateCardCreate, RateCardPublic, UsagePage
+from switchyard.platform.billing.usage import GROUP_BY_FIELDS
+from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
+from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.http.pagination import Page
+
+__all__ = ["BudgetController", "InvoiceController", "RateCardAdminController", "UsageController"]
+
+StartTime = Annotated[
+    int | None, QueryParameter(ge=0, description="Window start, Unix seconds (inclusive); default: start of month.")
+]
+EndTime = Annotated[int | None, QueryParameter(ge=0, description="Window end, Unix seconds (exclusive); default: now.")]
+Width = Annotated[Literal["1h", "1d"], QueryParameter(description="Bucket width: one UTC hour or day.")]
+GroupBy = Annotated[
+    list[str] | None,
+    QueryParameter(description="Group results by any of agent_id, api_key_id, model, instance_type (repeat or comma)."),
+]
+
+
+def _group_by(values: list[str] | None) -> list[str]:
+    fields = [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+    unknown = sorted(set(fields) - set(GROUP_BY_FIELDS))
+    if unknown:
+        raise InvalidRequest(f"cannot group by {', '.join(unknown)}", param="group_by", code="invalid_value")
+    return list(dict.fromkeys(fields))
+
+
+class RateCardAdminController(Controller):
+    path = "/v1/admin/rate-cards"
+    tags = ["Operator: billing"]
+    guards = [require_access]
+
+    @get(opt=access("operator"), summary="List rate cards")
+    async def list_rate_cards(
+        self,
+        db_session: DbSession,
+        page: PageParams,
+        instance_type: Annotated[str | None, QueryParameter(description="Only this instance type.")] = None,
+    ) -> Page[RateCardPublic]:
+        """Every rate card version, newest first."""
+        return await service.list_rate_cards(db_session, params=page, instance_type=instance_type)
+
+    @post(opt=access("operator"), summary="Add a rate card version")
+    async def create_rate_card(self, db_session: DbSession, data: JSONBody[RateCardCreate]) -> RateCardPublic:
+        """A new price per chip-hour from `effective_from` on; usage already rated keeps its price."""
+        return await service.create_rate_card(db_session, data=data)
+
+
+class BudgetController(Controller):
+    path = "/v1/budgets"
+    tags = ["Billing"]
+    guards = [require_access]
+
+    @post(opt=access(Role.ADMIN), summary="Set a budget")
+    async def set_budget(
+        self, db_session: DbSession, tenant: CurrentTenant, actor: CurrentActor, data: JSONBody[BudgetSet]
+    ) -> BudgetPublic:
+        """Create or change the monthly budget of the tenant, an API key or an agent."""
+        return await service.set_budget(db_session, scope=tenant, actor=actor, data=data)
+
+    @get(opt=access(Role.ADMIN), summary="List budgets")
+    async def list_budgets(self, db_session: DbSession, tenant: CurrentTenant, page: PageParams) -> Page[BudgetPublic]:
+        """The tenant's budgets with this month's spend, holds and alerts."""
+        return await service.list_budgets(db_session, scope=tenant, params=page)
+
+    @get("/{budget_id:str}", opt=access(Role.ADMIN), summary="Get a budget")
+    async def get_budget(self, db_session: DbSession, tenant: CurrentTenant, budget_id: FromPath[str]) -> BudgetPublic:
+        """One budget."""
+        return await service.get_budget(db_session, scope=tenant, budget_id=budget_id)
+
+    @delete("/{budget_id:str}", opt=access(Role.ADMIN), status_code=HTTP_200_OK, summary="Delete a budget")
+    async def delete_budget(
+        self, db_session: DbSession, tenant: CurrentTenant, actor: CurrentActor, budget_id: FromPath[str]
+    ) -> dict[str, Any]:
+        """Remove a budget."""
+        removed = await service.delete_budget(db_session, scope=tenant, actor=actor, budget_id=budget_id)
+        return {"object": "budget.deleted", "id": removed, "deleted": True}
+
+
+class InvoiceController(Controller):
+    path = "/v1/invoices"
+    tags = ["Billing"]
+    guards = [require_access]
+
+    @get(opt=access(Role.ADMIN), summary="List invoices")
+    async def list_invoices(self, db_session: DbSession, tenant: CurrentTenant, page: PageParams) -> Page[Any]:
+        """The tenant's invoices, newest first; drafts show their provisional lines."""
+        return await service.list_invoices(db_session, scope=tenant, params=page)
+
+    @get("/{invoice_id:str}", opt=access(Role.ADMIN), summary="Get an invoice")
+    async def get_invoice(
+        self,
+        db_session: DbSession,
+        tenant: CurrentTenant,
+        invoice_id: FromPath[str],
+        output: Annotated[
+            Literal["json", "csv", "html"], QueryParameter(name="format", description="json, csv or printable html.")
+        ] = "json",
+    ) -> Response[Any]:
+        """One invoice as JSON, CSV or a printable HTML page."""
+        invoice = await service.get_invoice(db_session, scope=tenant, invoice_id=invoice_id)
+        if output == "csv":
+            return Response(
+                render.invoice_csv(invoice),
+                media_type="text/csv; charset=utf-8",
+                headers={"content-disposition": f'attachment; filename="{invoice.id}.csv"'},
+            )
+        if output == "html":
+            return Response(render.invoice_html(invoice, tenant.tenant_id), media_type="text/html; charset=utf-8")
+        return Response(invoice)
+
+
+class UsageController(Controller):
+    path = "/v1/usage"
+    tags = ["Billing"]
+    guards = [require_access]
+
+    @get(opt=access(Role.VIEWER), summary="Compute usage in buckets")
+    async def get_usage(
+        self,
+        db_session: DbSession,
+        tenant: CurrentTenant,
+        start_time: StartTime = None,
+        end_time: EndTime = None,
+        bucket_width: Width = "1d",
+        group_by: GroupBy = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=168, description="Buckets per page (1-168).")] = 7,
+        page_cursor: Annotated[
+            str | None, QueryParameter(name="page", description="`next_page` of the previous page.")
+        ] = None,
+    ) -> UsagePage:
+        """Chip-microseconds, tokens and requests per bucket (the OpenAI usage API's shape)."""
+        return await service.usage_page(
+            db_session,
+            scope=tenant,
+            start_time=start_time,
+            end_time=end_time,
+            width=bucket_width,
+            group_by=_group_by(group_by),
+            limit=limit,
+            page=page_cursor,
+        )
+
+    @get("/export.csv", opt=access(Role.VIEWER), summary="Export usage as CSV")
+    async def export_usage(
+        self,
+        db_session: DbSession,
+        tenant: CurrentTenant,
+        start_time: StartTime = None,
+        end_time: EndTime = None,
+        bucket_width: Width = "1d",
+        group_by: GroupBy = None,
+    ) -> Response[str]:
+        """Every non-empty (bucket, group) of the window as CSV rows."""
+        fields = _group_by(group_by)
+        buckets = await service.usage_buckets(
+            db_session, scope=tenant, start_time=start_time, end_time=end_time, width=bucket_width, group_by=fields
+        )
+        return Response(
+            render.usage_csv(buckets, fields),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": 'attachment; filename="usage.csv"'},
+        )

@@ -1,0 +1,248 @@
+"""Billing API schemas. Money is integer minor units plus a currency, or an exact decimal string: never a float."""
+
+from __future__ import annotations
+
+import calendar
+from datetime import datetime
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from switchyard.platform.billing.budgets import limit_micros
+from switchyard.platform.billing.invoices import LineDraft
+from switchyard.platform.billing.money import chip_hours, format_minor
+from switchyard.platform.billing.usage import UsageBucket
+from switchyard.platform.models import Budget, Invoice, RateCard
+from switchyard.platform.models.rate_card import ANY
+
+__all__ = [
+    "BudgetPublic",
+    "BudgetSet",
+    "InvoiceLinePublic",
+    "InvoicePublic",
+    "RateCardCreate",
+    "RateCardPublic",
+    "UsageBucketPublic",
+    "UsagePage",
+    "UsageResult",
+]
+
+PRICE_PATTERN = r"^\d{1,9}(\.\d{1,15})?$"
+CURRENCY_PATTERN = r"^[A-Z]{3}$"
+
+
+def _micros(value: int) -> str:
+    """Micro-units as an exact decimal string with six places: ``1_500_000`` → ``"1.500000"``."""
+    return format(Decimal(value).scaleb(-6), "f") if value else "0.000000"
+
+
+class RateCardCreate(BaseModel):
+    """A new rate card version; it applies from ``effective_from`` (default: now) until a newer one does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instance_type: str = Field(
+        min_length=1, max_length=64, description="Instance type as AWS spells it.", examples=["trn2.48xlarge"]
+    )
+    price_per_chip_hour: str = Field(
+        pattern=PRICE_PATTERN,
+        description="Exact decimal price of one chip-hour, up to 15 decimal places (a string, never a float).",
+        examples=["2.936250000000"],
+    )
+    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="ISO 4217 currency code.")
+    model: str = Field(default=ANY, min_length=1, max_length=200, description="Model name, or `*` for all.")
+    tenant_tier: str = Field(default=ANY, min_length=1, max_length=32, description="Tenant tier, or `*` for all.")
+    effective_from: AwareDatetime | None = Field(
+        default=None, description="When the price starts to apply (UTC); not in the past. Default: now."
+    )
+    source: str = Field(default="", max_length=500, description="Where the price comes from.")
+
+
+class RateCardPublic(BaseModel):
+    object: Literal["rate_card"] = "rate_card"
+    id: str
+    instance_type: str
+    model: str
+    tenant_tier: str
+    currency: str
+    price_per_chip_hour: str = Field(description="Exact decimal string.")
+    effective_from: datetime
+    source: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RateCard) -> RateCardPublic:
+        return cls(
+            id=row.id,
+            instance_type=row.instance_type,
+            model=row.model,
+            tenant_tier=row.tenant_tier,
+            currency=row.currency,
+            price_per_chip_hour=format(row.price_per_chip_hour, "f"),
+            effective_from=row.effective_from,
+            source=row.source,
+            created_at=row.created_at,
+        )
+
+
+class BudgetSet(BaseModel):
+    """Set (create or replace) the monthly budget of the tenant, one of its API keys or one of its agents."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit_minor: int = Field(
+        ge=0, le=10**15, description="Monthly limit in minor units of `currency` (cents for USD).", examples=[10000]
+    )
+    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="ISO 4217 code; must match prices.")
+    scope: Literal["tenant", "api_key", "agent"] = Field(default="tenant", description="What the budget covers.")
+    scope_id: str = Field(default="", max_length=40, description="The key or agent id (empty for `tenant`).")
+    hard: bool = Field(default=True, description="Refuse requests (402) past the limit; else only alert.")
+
+
+class BudgetPublic(BaseModel):
+    object: Literal["budget"] = "budget"
+    id: str
+    scope: str
+    scope_id: str
+    currency: str
+    limit_minor: int
+    hard: bool
+    period_start: datetime
+    spent: str = Field(description="Settled spend this month, in the major unit (exact decimal string).")
+    reserved: str = Field(description="Held for requests in flight, in the major unit.")
+    remaining: str = Field(description="What is left this month, in the major unit (never negative).")
+    alerts_fired: list[int] = Field(description="Thresholds (% of the limit) already alerted this month.")
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Budget, *, current_period: datetime, alerts: list[int]) -> BudgetPublic:
+        spent = row.spent_micros if row.period_start >= current_period else 0
+        remaining = max(0, limit_micros(row) - spent - row.reserved_micros)
+        return cls(
+            id=row.id,
+            scope=row.scope_kind,
+            scope_id=row.scope_ref,
+            currency=row.currency,
+            limit_minor=row.limit_minor,
+            hard=row.hard,
+            period_start=max(row.period_start, current_period),
+            spent=_micros(spent),
+            reserved=_micros(row.reserved_micros),
+            remaining=_micros(remaining),
+            alerts_fired=alerts if row.period_start >= current_period else [],
+            updated_at=row.updated_at,
+        )
+
+
+class InvoiceLinePublic(BaseModel):
+    object: Literal["invoice.line"] = "invoice.line"
+    kind: Literal["usage", "adjustment"]
+    description: str
+    instance_type: str
+    model: str
+    usage_period_start: datetime
+    chip_us: int
+    quantity_chip_hours: str = Field(description="chip_us / 3.6e9, shown to 9 decimal places.")
+    unit_price: str | None = Field(description="Price per chip-hour; null when the rate changed within the line.")
+    event_count: int
+    currency: str
+    amount_minor: int
+    amount: str = Field(description="`amount_minor` in the major unit, e.g. `12.34`.")
+
+    @classmethod
+    def of(cls, line: LineDraft) -> InvoiceLinePublic:
+        amount = line.amount_minor
+        return cls(
+            kind="usage" if line.kind == "usage" else "adjustment",
+            description=line.description,
+            instance_type=line.instance_type,
+            model=line.model,
+            usage_period_start=line.usage_period_start,
+            chip_us=line.chip_us,
+            quantity_chip_hours=str(chip_hours(line.chip_us)),
+            unit_price=None if line.unit_price is None else format(line.unit_price, "f"),
+            event_count=line.event_count,
+            currency=line.currency,
+            amount_minor=amount,
+            amount=format_minor(amount, line.currency),
+        )
+
+
+class InvoicePublic(BaseModel):
+    object: Literal["invoice"] = "invoice"
+    id: str
+    status: Literal["draft", "finalized"]
+    period_start: datetime
+    period_end: datetime
+    currency: str
+    total_minor: int = Field(description="Sum of the lines' amounts (a draft's is provisional).")
+    total: str
+    lines: list[InvoiceLinePublic]
+    created_at: datetime
+    finalized_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Invoice, lines: list[LineDraft]) -> InvoicePublic:
+        public_lines = [InvoiceLinePublic.of(line) for line in lines]
+        total = sum(line.amount_minor for line in public_lines)
+        currency = public_lines[0].currency if public_lines else row.currency
+        return cls(
+            id=row.id,
+            status="finalized" if row.status == "finalized" else "draft",
+            period_start=row.period_start,
+            period_end=row.period_end,
+            currency=currency,
+            total_minor=total,
+            total=format_minor(total, currency),
+            lines=public_lines,
+            created_at=row.created_at,
+            finalized_at=row.finalized_at,
+        )
+
+
+class UsageResult(BaseModel):
+    """Totals of one group in one bucket (fields not grouped by are null)."""
+
+    object: Literal["organization.usage.compute"] = "organization.usage.compute"
+    chip_us: int
+    input_tokens: int
+    output_tokens: int
+    num_model_requests: int
+    agent_id: str | None = None
+    api_key_id: str | None = None
+    model: str | None = None
+    instance_type: str | None = None
+
+
+class UsageBucketPublic(BaseModel):
+    object: Literal["bucket"] = "bucket"
+    start_time: int = Field(description="Unix seconds, inclusive.")
+    end_time: int = Field(description="Unix seconds, exclusive.")
+    results: list[UsageResult]
+
+    @classmethod
+    def of(cls, bucket: UsageBucket) -> UsageBucketPublic:
+        return cls(
+            start_time=calendar.timegm(bucket.start.utctimetuple()),
+            end_time=calendar.timegm(bucket.end.utctimetuple()),
+            results=[
+                UsageResult(
+                    chip_us=row.chip_us,
+                    input_tokens=row.input_tokens,
+                    output_tokens=row.output_tokens,
+                    num_model_requests=row.num_model_requests,
+                    **row.group,
+                )
+                for row in bucket.rows
+            ],
+        )
+
+
+class UsagePage(BaseModel):
+    """OpenAI usage API shape: a page of buckets; pass ``next_page`` as ``page`` for the next one."""
+
+    object: Literal["page"] = "page"
+    data: list[UsageBucketPublic]
+    has_more: bool
+    next_page: str | None

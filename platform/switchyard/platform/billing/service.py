@@ -1,0 +1,257 @@
+"""Billing operations behind the HTTP API: rate cards (operators), budgets, invoices and usage (tenants)."""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.audit.service import record
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.billing.invoices import compute_lines
+from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
+from switchyard.platform.billing.periods import month_start
+from switchyard.platform.billing.rates import create_rate_card as add_rate_card
+from switchyard.platform.billing.schemas import (
+    BudgetPublic,
+    BudgetSet,
+    InvoicePublic,
+    RateCardCreate,
+    RateCardPublic,
+    UsageBucketPublic,
+    UsagePage,
+)
+from switchyard.platform.billing.usage import BucketWidth, UsageBucket, read_usage
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
+from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard, utc_now
+
+__all__ = [
+    "create_rate_card",
+    "delete_budget",
+    "get_budget",
+    "get_invoice",
+    "list_budgets",
+    "list_invoices",
+    "list_rate_cards",
+    "set_budget",
+    "usage_buckets",
+    "usage_page",
+]
+
+BACKDATE_TOLERANCE = timedelta(minutes=5)
+"""Rate cards may not start in the past (rated events would disagree with them); clocks may differ a little."""
+
+
+async def list_rate_cards(
+    session: AsyncSession, *, params: CursorParams, instance_type: str | None = None
+) -> Page[RateCardPublic]:
+    statement = select(RateCard)
+    if instance_type:
+        statement = statement.where(RateCard.instance_type == instance_type)
+    return await paginate(session, statement, RateCard.id, params, RateCardPublic.of)
+
+
+async def create_rate_card(session: AsyncSession, *, data: RateCardCreate) -> RateCardPublic:
+    """Add a rate card version (operator). Backdating is refused: events already rated keep their price."""
+    now = utc_now()
+    effective_from = data.effective_from or now
+    if effective_from < now - BACKDATE_TOLERANCE:
+        raise InvalidRequest(
+            "effective_from is in the past: prices of usage already rated cannot change", param="effective_from"
+        )
+    try:
+        currency_exponent(data.currency)
+    except UnknownCurrency as error:
+        raise InvalidRequest(str(error), param="currency", code="invalid_value") from None
+    duplicate = await session.execute(
+        select(RateCard.id).where(
+            RateCard.instance_type == data.instance_type,
+            RateCard.model == data.model,
+            RateCard.tenant_tier == data.tenant_tier,
+            RateCard.effective_from == effective_from,
+        )
+    )
+    if duplicate.first() is not None:
+        raise Conflict("a rate card for these terms already starts at that time", code="rate_card_exists")
+    card = await add_rate_card(
+        session,
+        instance_type=data.instance_type,
+        price_per_chip_hour=Decimal(data.price_per_chip_hour),
+        currency=data.currency,
+        model=data.model,
+        tenant_tier=data.tenant_tier,
+        effective_from=effective_from,
+        source=data.source,
+    )
+    return RateCardPublic.of(card)
+
+
+async def _budget_public(session: AsyncSession, row: Budget) -> BudgetPublic:
+    period = month_start(utc_now())
+    alerts = await session.execute(
+        select(BudgetAlert.threshold_pct)
+        .where(BudgetAlert.budget_id == row.id, BudgetAlert.period_start == period)
+        .order_by(BudgetAlert.threshold_pct)
+    )
+    return BudgetPublic.of(row, current_period=period, alerts=list(alerts.scalars()))
+
+
+async def _find_budget(session: AsyncSession, scope: TenantScope, budget_id: str) -> Budget:
+    row = (
+        await session.execute(select(Budget).where(Budget.tenant_id == scope.tenant_id, Budget.id == budget_id))
+    ).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"no budget {budget_id!r}", param="budget_id")
+    return row
+
+
+async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, data: BudgetSet) -> BudgetPublic:
+    """Create the budget of (scope, scope_id) or change its limit; spend so far this month is kept."""
+    if (data.scope == "tenant") != (data.scope_id == ""):
+        raise InvalidRequest("scope_id is required for api_key and agent budgets, and empty for tenant ones")
+    try:
+        currency_exponent(data.currency)
+    except UnknownCurrency as error:
+        raise InvalidRequest(str(error), param="currency", code="invalid_value") from None
+    row = (
+        await session.execute(
+            select(Budget).where(
+                Budget.tenant_id == scope.tenant_id,
+                Budget.scope_kind == data.scope,
+                Budget.scope_ref == data.scope_id,
+            )
+        )
+    ).scalar_one_or_none()
+    now = utc_now()
+    if row is None:
+        row = Budget(
+            id=new_id("bud"),
+            tenant_id=scope.tenant_id,
+            scope_kind=data.scope,
+            scope_ref=data.scope_id,
+            currency=data.currency,
+            limit_minor=data.limit_minor,
+            hard=data.hard,
+            period_start=month_start(now),
+        )
+        session.add(row)
+    else:
+        if row.currency != data.currency and (row.spent_micros or row.reserved_micros):
+            raise Conflict("a budget with spend cannot change currency", param="currency", code="currency_locked")
+        row.currency, row.limit_minor, row.hard, row.updated_at = data.currency, data.limit_minor, data.hard, now
+    record(
+        session,
+        tenant_id=scope.tenant_id,
+        actor=actor,
+        action="budget.set",
+        target_type="budget",
+        target_id=row.id,
+        details=data.model_dump(mode="json"),
+    )
+    await session.flush()
+    return await _budget_public(session, row)
+
+
+async def list_budgets(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[BudgetPublic]:
+    statement = select(Budget).where(Budget.tenant_id == scope.tenant_id)
+    page = await paginate(session, statement, Budget.id, params, lambda row: row)
+    data = [await _budget_public(session, row) for row in page.data]
+    return Page(data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
+
+
+async def get_budget(session: AsyncSession, *, scope: TenantScope, budget_id: str) -> BudgetPublic:
+    return await _budget_public(session, await _find_budget(session, scope, budget_id))
+
+
+async def delete_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, budget_id: str) -> str:
+    """Remove a budget; reservations still held against it settle without it."""
+    row = await _find_budget(session, scope, budget_id)
+    await session.execute(delete(BudgetAlert).where(BudgetAlert.budget_id == row.id))
+    await session.delete(row)
+    record(
+        session,
+        tenant_id=scope.tenant_id,
+        actor=actor,
+        action="budget.delete",
+        target_type="budget",
+        target_id=row.id,
+        details={"scope": row.scope_kind, "scope_id": row.scope_ref},
+    )
+    await session.flush()
+    return row.id
+
+
+async def _invoice_public(session: AsyncSession, row: Invoice) -> InvoicePublic:
+    return InvoicePublic.of(row, await compute_lines(session, invoice=row))
+
+
+async def list_invoices(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[InvoicePublic]:
+    statement = select(Invoice).where(Invoice.tenant_id == scope.tenant_id)
+    page = await paginate(session, statement, Invoice.id, params, lambda row: row)
+    data = [await _invoice_public(session, row) for row in page.data]
+    return Page(data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
+
+
+async def get_invoice(session: AsyncSession, *, scope: TenantScope, invoice_id: str) -> InvoicePublic:
+    row = (
+        await session.execute(select(Invoice).where(Invoice.tenant_id == scope.tenant_id, Invoice.id == invoice_id))
+    ).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"no invoice {invoice_id!r}", param="invoice_id")
+    return await _invoice_public(session, row)
+
+
+def _window(start_time: int | None, end_time: int | None) -> tuple[datetime, datetime]:
+    now = utc_now()
+    start = datetime.fromtimestamp(start_time, UTC) if start_time is not None else month_start(now)
+    end = datetime.fromtimestamp(end_time, UTC) if end_time is not None else now
+    if end <= start:
+        raise InvalidRequest("end_time must be after start_time", param="end_time", code="invalid_value")
+    return start, end
+
+
+async def usage_buckets(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    start_time: int | None,
+    end_time: int | None,
+    width: BucketWidth,
+    group_by: Sequence[str],
+) -> list[UsageBucket]:
+    """All buckets of the window (default: this month so far)."""
+    start, end = _window(start_time, end_time)
+    try:
+        return await read_usage(session, scope=scope, start=start, end=end, width=width, group_by=group_by)
+    except ValueError as error:
+        raise InvalidRequest(str(error), param="start_time", code="invalid_value") from None
+
+
+async def usage_page(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    start_time: int | None,
+    end_time: int | None,
+    width: BucketWidth,
+    group_by: Sequence[str],
+    limit: int,
+    page: str | None,
+) -> UsagePage:
+    """One page of ``limit`` buckets; ``page`` is the cursor from the previous page's ``next_page``."""
+    if page is not None:
+        if not page.isdigit():
+            raise InvalidRequest("page is the `next_page` value of a previous response", param="page")
+        start_time = int(page)
+    buckets = await usage_buckets(
+        session, scope=scope, start_time=start_time, end_time=end_time, width=width, group_by=group_by
+    )
+    shown, rest = buckets[:limit], buckets[limit:]
+    next_page = str(calendar.timegm(rest[0].start.utctimetuple())) if rest else None
+    return UsagePage(data=[UsageBucketPublic.of(b) for b in shown], has_more=bool(rest), next_page=next_page)
