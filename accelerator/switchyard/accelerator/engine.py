@@ -219,7 +219,10 @@ class ReplicaEngine:
     def _grow_for_decode(self, seqs: list[SeqState], steps: int) -> None:
         """Give every decoding sequence blocks for `steps` more tokens, preempting if memory runs out."""
         needs = [self._blocks_for(s.kv + steps) - s.blocks - s.shared for s in seqs]
-        if sum(n for n in needs if n > 0) <= self.free_blocks:
+        total = sum(n for n in needs if n > 0)
+        if total > self.free_blocks:  # cached prefixes nobody uses go before running work does
+            self.free_blocks += self.prefixes.evict(total - self.free_blocks)
+        if total <= self.free_blocks:
             for s, n in zip(seqs, needs, strict=True):
                 if n > 0:
                     s.blocks += n
@@ -241,7 +244,8 @@ class ReplicaEngine:
     def _decode_jump(self, horizon: float) -> None:
         seqs = self._running
         k = min(self.config.max_jump_steps, min(s.req.output_tokens - s.generated for s in seqs))
-        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks - s.shared) for s in seqs) > self.free_blocks:
+        spare = self.free_blocks + self.prefixes.evictable_blocks
+        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks - s.shared) for s in seqs) > spare:
             k //= 2
         self._grow_for_decode(list(seqs), k)
         seqs = self._running

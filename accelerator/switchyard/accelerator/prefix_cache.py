@@ -37,6 +37,11 @@ class PrefixCache:
     def held_blocks(self) -> int:
         return sum(e.blocks for e in self._entries.values())
 
+    @property
+    def evictable_blocks(self) -> int:
+        """Blocks that eviction could free now (entries nobody references)."""
+        return sum(e.blocks for e in self._entries.values() if e.refs == 0)
+
     def lookup(self, req: Request) -> tuple[PrefixEntry | None, int]:
         """(ready entry the request can reuse, block-aligned length of its prefix)."""
         if req.prefix_id is None or req.prefix_tokens <= 0:
