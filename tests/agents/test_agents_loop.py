@@ -403,3 +403,26 @@ async def test_crash_after_recording_a_tool_step_marks_at_most_once_call_interru
         RetrySemantics.AT_MOST_ONCE,
     )
     assert tool.effects == []
+
+
+async def test_a_model_call_that_finishes_after_cancel_is_billed_but_dropped() -> None:
+    loop = make_loop()
+    state, action = loop.advance(loop.new_run("r", now_ms=0), thread=THREAD, now_ms=1)
+    assert isinstance(action, CallModel)
+    state = loop.cancel(state, now_ms=2)
+    response = ModelResponse(message=Message.assistant("late"), usage=Usage(input_tokens=4, output_tokens=1), chip_us=9)
+    state = loop.record_model_response(state, action.step_id, response, now_ms=3)
+    assert state.status is RunStatus.CANCELLED
+    assert state.messages == []
+    assert (state.chip_us, state.steps[0].chip_us, state.steps[0].status) == (9, 9, StepStatus.CANCELLED)
+    assert loop.record_model_response(state, action.step_id, response, now_ms=4) == state
+
+
+async def test_a_reused_call_id_in_a_later_turn_is_executed_again() -> None:
+    loop = make_loop([CalculatorTool()])
+    model = scripted(
+        calls(("same", "calculator", {"expression": "1+1"})), calls(("same", "calculator", {"expression": "2+2"})), "ok"
+    )
+    state, _ = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=model, clock_ms=Clock())
+    assert state.status is RunStatus.COMPLETED
+    assert [s.output for s in state.steps if s.type is StepType.TOOL_CALL] == ['{"result": 2}', '{"result": 4}']

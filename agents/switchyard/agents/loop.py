@@ -148,16 +148,18 @@ class RunLoop:
     def record_model_response(self, state: RunState, step_id: str, response: ModelResponse, *, now_ms: int) -> RunState:
         """Complete a model step: bill its tokens and chip-µs once, append the assistant message.
 
-        Recording the same step again returns the state unchanged (at-most-once billing).
+        Recording the same step again returns the state unchanged (at-most-once billing). A response for a
+        step the run cancelled or expired meanwhile is billed but its message is dropped.
         """
         state = state.model_copy(deep=True)
         step = self._find(state, step_id, StepType.MODEL_CALL)
-        if step.status is not StepStatus.IN_PROGRESS:
-            return state
+        if step.usage is not None:
+            return state  # already recorded
         if response.message.role != "assistant":
             raise InvalidTransitionError("a model response must be an assistant message")
-        step.status = StepStatus.COMPLETED
-        step.completed_at_ms = now_ms
+        if step.status is StepStatus.IN_PROGRESS:
+            step.status = StepStatus.COMPLETED
+            step.completed_at_ms = now_ms
         step.usage = response.usage
         step.chip_us = response.chip_us
         step.receipt_id = response.receipt_id
@@ -166,11 +168,11 @@ class RunLoop:
             output_tokens=state.usage.output_tokens + response.usage.output_tokens,
         )
         state.chip_us += response.chip_us
+        self._bump(state)
+        if step.status is not StepStatus.COMPLETED or state.status is not RunStatus.IN_PROGRESS:
+            return state  # the run stopped while the model worked: the compute is billed, the answer dropped
         message = response.message.model_copy(update={"id": f"msg_{step_id}"})
         state.messages.append(message)
-        self._bump(state)
-        if state.status is not RunStatus.IN_PROGRESS:
-            return state  # cancelled or stopped meanwhile: the compute is still billed
         if not message.tool_calls:
             state.status = RunStatus.COMPLETED
             state.completed_at_ms = now_ms
@@ -298,10 +300,13 @@ class RunLoop:
         return ToolInvocation(step_id=step.id, tool_call=step.tool_call, arguments=step.tool_call.parsed_arguments())
 
     def _unanswered_calls(self, state: RunState) -> list[ToolCall]:
-        last_assistant = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
-        if last_assistant is None:
+        last_index = next(
+            (i for i in reversed(range(len(state.messages))) if state.messages[i].role == "assistant"), None
+        )
+        if last_index is None:
             return []
-        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
+        last_assistant = state.messages[last_index]
+        answered = {m.tool_call_id for m in state.messages[last_index + 1 :] if m.role == "tool"}
         recorded = {
             s.tool_call.id for s in state.steps if s.tool_call is not None and s.status is StepStatus.IN_PROGRESS
         }
