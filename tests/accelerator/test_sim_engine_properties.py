@@ -28,6 +28,8 @@ configs = st.builds(
     max_batch=st.integers(min_value=1, max_value=12),
     max_batched_tokens=st.integers(min_value=64, max_value=4096),
     max_jump_steps=st.sampled_from([1, 7, 1024]),
+    fair_share=st.booleans(),
+    tenant_weights=st.sampled_from([(), (("t0", 3.0),)]),
 )
 
 
@@ -35,7 +37,19 @@ def _build(spec: list[tuple[float, int, int, str | None, int]]) -> list[Request]
     t, out = 0.0, []
     for i, (gap, prompt, output, prefix, prefix_len) in enumerate(spec):
         t += gap
-        out.append(Request(i, t, prompt, output, session=f"s{i % 3}", prefix_id=prefix, prefix_tokens=prefix_len))
+        out.append(
+            Request(
+                i,
+                t,
+                prompt,
+                output,
+                session=f"s{i % 3}",
+                tenant=f"t{i % 2}",
+                prefix_id=prefix,
+                prefix_tokens=prefix_len,
+                priority=2 if i % 5 == 0 else 1,
+            )
+        )
     return out
 
 

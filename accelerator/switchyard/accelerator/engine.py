@@ -10,10 +10,10 @@ and can be driven by a wall clock later.
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import numpy as np
 
+from switchyard.accelerator.admission import WaitQueue
 from switchyard.accelerator.attribution import attribute_chip_us
 from switchyard.accelerator.deployment import Deployment
 from switchyard.accelerator.prefix_cache import PrefixCache
@@ -49,7 +49,7 @@ class ReplicaEngine:
         self.chip_us_total = 0
         self.iterations = 0
         self.batch_seconds = 0.0  # integral of running sequences over busy time (mean batch = this / busy_s)
-        self._waiting: deque[SeqState] = deque()
+        self._waiting = WaitQueue(config)
         self._running: list[SeqState] = []
         self._done: list[FinishedRequest] = []
         self.prefixes = PrefixCache(config.block_tokens)
@@ -94,7 +94,7 @@ class ReplicaEngine:
             seq.kv = seq.target = req.prompt_tokens
             seq.generated = 1
             seq.first_token_s = first_token_s
-        self._waiting.append(seq)
+        self._waiting.push(seq)
         self.outstanding_tokens += req.prompt_tokens + req.output_tokens
 
     def collect(self) -> list[FinishedRequest]:
@@ -127,10 +127,10 @@ class ReplicaEngine:
     def _admit(self) -> None:
         cfg = self.config
         while self._waiting and len(self._running) < cfg.max_batch:
-            seq = self._waiting[0]
+            seq = self._waiting.peek()
             total = seq.req.prompt_tokens + seq.req.output_tokens
             if self._blocks_for(total) > self.total_blocks:
-                self._waiting.popleft()
+                self._waiting.pop()
                 holds = self.total_blocks * cfg.block_tokens
                 self._finish(seq, rejected=f"needs {total} KV tokens; replica holds {holds}")
                 continue
@@ -140,7 +140,7 @@ class ReplicaEngine:
                 self.free_blocks += self.prefixes.evict(need - self.free_blocks, keep=hit)
                 if need > self.free_blocks:
                     return
-            self._waiting.popleft()
+            self._waiting.pop()
             self.free_blocks -= need
             seq.blocks = need
             if hit is not None:
@@ -169,7 +169,7 @@ class ReplicaEngine:
         seq.blocks, seq.kv = 0, 0
         seq.target = seq.req.prompt_tokens + seq.generated
         seq.preemptions += 1
-        self._waiting.appendleft(seq)
+        self._waiting.push_front(seq)
 
     def _account(self, duration_s: float, seqs: list[SeqState], work: list[int]) -> None:
         chips = self.cost.chips

@@ -19,6 +19,7 @@ class Request:
     tenant: str | None = None
     prefix_id: str | None = None  # names a leading span shared with other requests (an agent's system prompt)
     prefix_tokens: int = 0  # length of that shared span; reused from the replica's prefix cache when present
+    priority: int = 1  # tier: higher is admitted first when the replica is full (EngineConfig.fair_share)
 
 
 @dataclass(frozen=True, slots=True)

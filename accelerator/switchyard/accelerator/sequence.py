@@ -18,6 +18,8 @@ class EngineConfig:
     max_batch: int = 64  # sequences running at once (max_num_seqs)
     max_batched_tokens: int = 2048  # token budget of one iteration (chunked prefill)
     max_jump_steps: int = 1024  # decode iterations simulated in one vectorised jump
+    fair_share: bool = False  # admit by priority tier, then weighted fair share across tenants (else FCFS)
+    tenant_weights: tuple[tuple[str, float], ...] = ()  # fair-share weights (default 1 per tenant)
 
 
 class SeqState:
