@@ -121,7 +121,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 def settings(database_url: str, tmp_path: Path) -> Any:
     from switchyard.platform.settings import Settings
 
-    return Settings(data_dir=tmp_path / "data", database_url=database_url)
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0)
 
 
 @pytest.fixture

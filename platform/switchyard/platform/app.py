@@ -27,6 +27,8 @@ from switchyard.platform.health.controllers import healthz, readyz
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
 from switchyard.platform.http.request_id import add_request_id_header
+from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
+from switchyard.platform.inference.runtime import start_gateway, stop_gateway
 from switchyard.platform.members.controllers import MemberController
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.tenants.controllers import TenantAdminController
@@ -44,9 +46,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
         if settings.uses_sqlite:
             settings.ensure_data_dir()
         app.state.database = Database(settings.database_url)
+        await start_gateway(app.state, settings, app.state.database)
         try:
             yield
         finally:
+            await stop_gateway(app.state)
             await app.state.database.dispose()
 
     return Litestar(
@@ -61,6 +65,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             BudgetController,
             InvoiceController,
             UsageController,
+            ModelController,
+            ChatController,
+            FleetController,
         ],
         dependencies=dependencies(),
         middleware=[

@@ -59,6 +59,23 @@ class Settings(BaseSettings):
         default=True, description="Whether `switchyard up` starts a Celery worker process beside the API."
     )
     log_level: str = Field(default="info", description="Log level of the API and worker processes.")
+    fleet_file: str = Field(
+        default="",
+        description='JSON fleet file (`{"deployments": [...]}`: served models, backends, instances, replicas); '
+        "empty serves the default simulated fleet.",
+    )
+    time_scale: float = Field(
+        default=1.0,
+        ge=0,
+        description="Wall seconds per simulated second for `trainium-sim` deployments; 0 answers at once "
+        "while still reporting simulated timings.",
+    )
+    tenant_max_concurrency: int = Field(default=64, ge=1, description="Inference requests in flight per tenant.")
+    tenant_tokens_per_minute: int = Field(
+        default=2_000_000, ge=1, description="Prompt + requested output tokens per tenant per minute."
+    )
+    key_requests_per_minute: int = Field(default=6_000, ge=1, description="Inference requests per API key per minute.")
+    max_output_tokens: int = Field(default=16_384, ge=1, description="Largest `max_tokens` a request may ask for.")
 
     @model_validator(mode="after")
     def _fill_embedded_defaults(self) -> Settings:

@@ -122,7 +122,15 @@ async def _tenant(client: Any, tenant: Any) -> str:
     return str(tenant.id)
 
 
-FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tenant_id": _tenant}
+async def _model(client: Any, tenant: Any) -> str:
+    response = await client.get("/v1/models", headers=tenant.headers("viewer"))
+    return str(response.json()["data"][0]["id"])
+
+
+FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tenant_id": _tenant, "model_id": _model}
+
+# Resources shared by every tenant (the served models): "another tenant's id" is then one that does not exist.
+SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
 
@@ -223,7 +231,7 @@ async def test_isolation(client: Any, make_tenant: Any, operator_key: str, op: O
         if op.access == "operator":
             foreign = {p: f"{first_ids[p][:4]}01nonexistent" for p in op.path_params}
         else:
-            foreign = {p: await FACTORIES[p](client, other) for p in op.path_params}
+            foreign = {p: SHARED[p] if p in SHARED else await FACTORIES[p](client, other) for p in op.path_params}
         _assert_error(await _call(client, op, foreign, allowed), 404, op, "with another tenant's ids")
 
     # positive control: the caller's own ids work

@@ -17,6 +17,7 @@ from typing import Any
 from switchyard.accelerator.cluster import Cluster
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.engine import EngineConfig
+from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_lm import Completion, complete
@@ -57,6 +58,19 @@ class SimulatedDeployment:
     @property
     def context_window(self) -> int:
         return int(self.deployment.model.max_position_embeddings)
+
+    def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
+        """Upper bound of one request's compute: alone on a replica (batch 1), so nothing is shared."""
+        point = simulate_point(
+            self.deployment.model,
+            self.deployment.instance,
+            self.spec.tp,
+            1,
+            max(1, prompt_tokens),
+            max(1, output_tokens),
+            self.spec.weights,
+        )
+        return math.ceil(point.chip_seconds * 1e6)
 
     def _sim_now(self) -> float:
         if self.time_scale == 0:

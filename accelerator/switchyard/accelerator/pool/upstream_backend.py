@@ -28,6 +28,8 @@ from switchyard.accelerator.pool.types import (
 __all__ = ["UpstreamDeployment", "UpstreamError"]
 
 CONNECT_RETRIES = 2
+ESTIMATE_OVERHEAD_S = 0.5  # admission estimate: fixed latency plus a generous time per output token
+ESTIMATE_S_PER_TOKEN = 0.05
 
 
 class UpstreamError(RuntimeError):
@@ -57,6 +59,11 @@ class UpstreamDeployment:
     @property
     def context_window(self) -> int:
         return self.spec.context_window
+
+    def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
+        """A bound for budget reservations: the upstream's time is unknown until it answers."""
+        seconds = min(self.spec.timeout_s, ESTIMATE_OVERHEAD_S + output_tokens * ESTIMATE_S_PER_TOKEN)
+        return round(seconds * 1e6) * self.spec.chips
 
     async def aclose(self) -> None:
         await self._client.aclose()

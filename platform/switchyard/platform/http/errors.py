@@ -23,6 +23,8 @@ __all__ = [
     "InvalidRequest",
     "NotFound",
     "PermissionDenied",
+    "RateLimited",
+    "ServiceUnavailable",
     "exception_handlers",
 ]
 
@@ -49,8 +51,10 @@ class ApiError(HTTPException):
     error_type = "invalid_request_error"
     default_code: str | None = None
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(detail=message, status_code=self.status_code)
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(detail=message, status_code=self.status_code, headers=headers)
         self.message = message
         self.param = param
         self.code = code or self.default_code
@@ -85,6 +89,17 @@ class Conflict(ApiError):
 
 class Unprocessable(ApiError):
     status_code = 422
+
+
+class RateLimited(ApiError):
+    status_code = 429
+    error_type = "rate_limit_error"
+    default_code = "rate_limit_exceeded"
+
+
+class ServiceUnavailable(ApiError):
+    status_code = 503
+    error_type = "api_error"
 
 
 _TYPES_BY_STATUS = {

@@ -1,0 +1,147 @@
+"""``/v1/models`` and ``/v1/chat/completions`` (OpenAI wire format), ``/v1/admin/fleet`` for operators."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
+
+from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta
+from switchyard.platform.auth import Role, access, require_access
+from switchyard.platform.deps import CurrentPrincipal, CurrentTenant
+from switchyard.platform.http.errors import ApiError
+from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.inference.gateway import Admitted, InferenceGateway
+from switchyard.platform.inference.responses import (
+    chunk,
+    completion_object,
+    compute_headers,
+    sse,
+    tool_call_deltas,
+    usage_object,
+)
+from switchyard.platform.inference.schemas import ChatCompletionCreate, ModelList, ModelPublic
+
+__all__ = ["ChatController", "FleetController", "ModelController"]
+
+
+def _gateway(request: Request[Any, Any, Any]) -> InferenceGateway:
+    gateway: InferenceGateway = request.app.state.gateway
+    return gateway
+
+
+def _model_public(spec: Any, backend: Any, created: int) -> ModelPublic:
+    return ModelPublic(
+        id=spec.name,
+        created=created,
+        owned_by="switchyard",
+        backend=spec.backend,
+        instance_type=spec.instance,
+        context_window=backend.context_window,
+    )
+
+
+class ModelController(Controller):
+    path = "/v1/models"
+    tags = ["Inference"]
+    guards = [require_access]
+
+    @get(opt=access(Role.VIEWER), summary="List models")
+    async def list_models(self, request: Request[Any, Any, Any], tenant: CurrentTenant) -> ModelList:
+        """The models the caller's tenant may use."""
+        gateway = _gateway(request)
+        created = int(request.app.state.started_at)
+        specs = gateway.pool.models(tenant.tenant_id)
+        return ModelList(data=[_model_public(s, gateway.pool.backend(s.name), created) for s in specs])
+
+    @get("/{model_id:path}", opt=access(Role.VIEWER), summary="Get a model")
+    async def get_model(
+        self, request: Request[Any, Any, Any], tenant: CurrentTenant, model_id: FromPath[str]
+    ) -> ModelPublic:
+        """One model, if the caller's tenant may use it."""
+        gateway = _gateway(request)
+        backend = gateway.backend_for(model_id.lstrip("/"), tenant.tenant_id)
+        return _model_public(backend.spec, backend, int(request.app.state.started_at))
+
+
+class ChatController(Controller):
+    path = "/v1/chat/completions"
+    tags = ["Inference"]
+    guards = [require_access]
+
+    @post(opt=access(Role.DEVELOPER), summary="Create a chat completion", status_code=200)
+    async def create_chat_completion(
+        self, request: Request[Any, Any, Any], principal: CurrentPrincipal, data: JSONBody[ChatCompletionCreate]
+    ) -> Response[Any]:
+        """Run a chat completion on the fleet (OpenAI-compatible; `stream: true` answers with server-sent events).
+
+        `usage.compute` reports the chip-microseconds attributed to the request and its simulated timings.
+        """
+        gateway = _gateway(request)
+        completion_id = f"chatcmpl-{request_id_of(request.scope).removeprefix('req_')}"
+        admitted = await gateway.admit(principal=principal, body=data, request_id=completion_id)
+        queue = gateway.run(admitted)
+        created = int(time.time())
+        if data.stream:
+            include_usage = bool(data.stream_options and data.stream_options.include_usage)
+            stream = _stream(gateway, admitted, queue, completion_id, created, include_usage)
+            return Stream(
+                stream, media_type="text/event-stream", headers=admitted.headers | {"cache-control": "no-cache"}
+            )
+        text: list[str] = []
+        receipt: ComputeReceipt | None = None
+        async for event in gateway.events(queue):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, ComputeReceipt):
+                receipt = event
+        assert receipt is not None
+        body = completion_object(
+            completion_id=completion_id,
+            created=created,
+            model=admitted.backend.name,
+            text="".join(text),
+            receipt=receipt,
+        )
+        return Response(body, headers=admitted.headers | compute_headers(receipt))
+
+
+async def _stream(
+    gateway: InferenceGateway, admitted: Admitted, queue: Any, completion_id: str, created: int, include_usage: bool
+) -> AsyncIterator[bytes]:
+    model = admitted.backend.name
+    yield sse(chunk(completion_id, created, model, {"role": "assistant", "content": "", "refusal": None}, None))
+    try:
+        async for event in gateway.events(queue):
+            if isinstance(event, TextDelta):
+                yield sse(chunk(completion_id, created, model, {"content": event.text}, None))
+            elif isinstance(event, ToolCallDelta):
+                for delta in tool_call_deltas(event.index, event.call):
+                    yield sse(chunk(completion_id, created, model, delta, None))
+            elif isinstance(event, ComputeReceipt):
+                yield sse(chunk(completion_id, created, model, {}, event.finish_reason))
+                if include_usage:
+                    usage = {
+                        **chunk(completion_id, created, model, {}, None),
+                        "choices": [],
+                        "usage": usage_object(event),
+                    }
+                    yield sse(usage)
+    except ApiError as exc:
+        yield sse({"error": {"message": exc.message, "type": exc.error_type, "param": exc.param, "code": exc.code}})
+    yield sse("[DONE]")
+
+
+class FleetController(Controller):
+    path = "/v1/admin/fleet"
+    tags = ["Operator: fleet"]
+    guards = [require_access]
+
+    @get(opt=access("operator"), summary="Fleet status")
+    async def get_fleet(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        """Every served model: backend, instance type, replicas with utilisation, queue depth and KV usage."""
+        return {"object": "fleet", "deployments": _gateway(request).status()}

@@ -1,0 +1,250 @@
+"""The inference gateway of one API process: admission, execution on the pool, metering.
+
+Admission, in order (each refusal changes nothing and says why): the model exists and the tenant may use it
+(404); ``max_tokens`` and the context window (400); the key's request rate and the tenant's token rate (429,
+GCRA); the tenant's requests in flight (429); the tenant's budgets, holding the request's estimated maximum
+cost (402). The pool then runs the request in a task of its own, so a client that disconnects does not stop
+metering: the usage event and the budget settlement are written in one transaction when the receipt arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.pool import (
+    AcceleratorPool,
+    Backend,
+    ComputeReceipt,
+    InferenceRequest,
+    PoolEvent,
+    Priority,
+    UpstreamError,
+    count_prompt_tokens,
+)
+from switchyard.platform.auth.principal import Principal
+from switchyard.platform.billing import budgets
+from switchyard.platform.billing.errors import NoApplicablePrice
+from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
+from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
+from switchyard.platform.inference.schemas import ChatCompletionCreate
+from switchyard.platform.limits import ConcurrencyLimiter, Decision, RateLimiter
+from switchyard.platform.models import utc_now
+from switchyard.platform.settings import Settings
+
+__all__ = ["Admitted", "InferenceGateway"]
+
+log = logging.getLogger(__name__)
+_PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
+
+
+@dataclass
+class Admitted:
+    """A request that passed admission: it holds a concurrency slot and (maybe) a budget reservation."""
+
+    request: InferenceRequest
+    backend: Backend
+    scope: TenantScope
+    api_key_id: str
+    reservation_id: str | None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _limit_headers(kind: str, decision: Decision) -> dict[str, str]:
+    return {
+        f"x-ratelimit-limit-{kind}": str(decision.limit),
+        f"x-ratelimit-remaining-{kind}": str(decision.remaining),
+        f"x-ratelimit-reset-{kind}": f"{decision.reset_s:.3f}s",
+    }
+
+
+class InferenceGateway:
+    def __init__(
+        self,
+        *,
+        pool: AcceleratorPool,
+        database: Database,
+        settings: Settings,
+        rate_limiter: RateLimiter,
+        concurrency: ConcurrencyLimiter,
+    ) -> None:
+        self.pool = pool
+        self.database = database
+        self.settings = settings
+        self.rate_limiter = rate_limiter
+        self.concurrency = concurrency
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def backend_for(self, model: str, tenant_id: str) -> Backend:
+        try:
+            backend = self.pool.backend(model)
+        except UnknownNameError as exc:
+            raise NotFound(str(exc), param="model", code="model_not_found") from None
+        if backend.spec.tenants and tenant_id not in backend.spec.tenants:
+            raise NotFound(
+                f"the model {model!r} does not exist or you do not have access to it",
+                param="model",
+                code="model_not_found",
+            )
+        return backend
+
+    async def admit(self, *, principal: Principal, body: ChatCompletionCreate, request_id: str) -> Admitted:
+        scope = principal.scope
+        assert scope is not None  # the route's guard admits tenant keys only
+        backend = self.backend_for(body.model, scope.tenant_id)
+        messages, tools = body.wire_messages(), body.wire_tools()
+        prompt_tokens = count_prompt_tokens(messages, tools)
+        output_cap = body.output_limit
+        if output_cap is not None and output_cap > self.settings.max_output_tokens:
+            raise InvalidRequest(
+                f"max_tokens is {output_cap}; at most {self.settings.max_output_tokens} is allowed",
+                param="max_tokens",
+                code="invalid_value",
+            )
+        window = backend.context_window
+        if prompt_tokens + (output_cap or 1) > window:
+            raise InvalidRequest(
+                f"this model's context window is {window} tokens; the messages use {prompt_tokens}"
+                + (f" and max_tokens asks for {output_cap} more" if output_cap else ""),
+                param="messages",
+                code="context_length_exceeded",
+            )
+        worst_output = output_cap or min(self.settings.max_output_tokens, window - prompt_tokens)
+        headers = await self._check_rates(principal.key_id, scope.tenant_id, prompt_tokens + worst_output)
+        slot = f"tenant:{scope.tenant_id}"
+        if not await self.concurrency.acquire(slot, self.settings.tenant_max_concurrency):
+            raise RateLimited(
+                f"too many requests in flight for this tenant (limit {self.settings.tenant_max_concurrency})",
+                code="concurrency_limit_exceeded",
+                headers={"retry-after": "1"},
+            )
+        try:
+            reservation = await budgets.reserve(
+                self.database,
+                scope=scope,
+                api_key_id=principal.key_id,
+                agent_id=None,
+                model=backend.name,
+                instance_type=backend.spec.instance,
+                estimated_chip_us=backend.max_chip_us(prompt_tokens, worst_output),
+            )
+        except NoApplicablePrice as exc:
+            await self.concurrency.release(slot)
+            log.error("refusing inference: %s", exc)
+            raise ServiceUnavailable(f"{exc} (operators: see /v1/admin/rate-cards)", code="no_rate_card") from None
+        except BaseException:
+            await self.concurrency.release(slot)
+            raise
+        request = InferenceRequest(
+            request_id=request_id,
+            tenant=scope.tenant_id,
+            model=backend.name,
+            messages=messages,
+            tools=tools,
+            tool_choice=body.wire_tool_choice(),
+            max_tokens=output_cap,
+            seed=body.seed,
+            priority=_PRIORITIES[body.priority or "standard"],
+            session=body.user,
+        )
+        return Admitted(request, backend, scope, principal.key_id, reservation.id, headers)
+
+    async def _check_rates(self, key_id: str, tenant_id: str, tokens: int) -> dict[str, str]:
+        requests = await self.rate_limiter.hit(
+            f"key:{key_id}", rate=self.settings.key_requests_per_minute, period_s=60.0
+        )
+        if not requests.allowed:
+            raise RateLimited(
+                f"rate limit of {requests.limit} requests per minute for this API key reached",
+                code="rate_limit_exceeded",
+                headers=self._retry(requests, "requests"),
+            )
+        budget = await self.rate_limiter.hit(
+            f"tenant:{tenant_id}", rate=self.settings.tenant_tokens_per_minute, period_s=60.0, cost=tokens
+        )
+        if not budget.allowed:
+            raise RateLimited(
+                f"this request needs up to {tokens} tokens; the tenant's limit is {budget.limit} tokens per minute",
+                code="tokens_per_minute_exceeded",
+                headers=self._retry(budget, "tokens"),
+            )
+        return _limit_headers("requests", requests) | _limit_headers("tokens", budget)
+
+    @staticmethod
+    def _retry(decision: Decision, kind: str) -> dict[str, str]:
+        retry = decision.retry_after_s
+        seconds = "86400" if math.isinf(retry) else str(max(1, math.ceil(retry)))
+        return {"retry-after": seconds} | _limit_headers(kind, decision)
+
+    def run(self, admitted: Admitted) -> asyncio.Queue[PoolEvent | Exception | None]:
+        """Start the request on the pool; its events arrive on the returned queue, ``None`` last."""
+        queue: asyncio.Queue[PoolEvent | Exception | None] = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(self._execute(admitted, queue))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return queue
+
+    async def _execute(self, admitted: Admitted, queue: asyncio.Queue[PoolEvent | Exception | None]) -> None:
+        receipt: ComputeReceipt | None = None
+        try:
+            async for event in self.pool.submit(admitted.request):
+                if isinstance(event, ComputeReceipt):
+                    receipt = event
+                await queue.put(event)
+        except UpstreamError as exc:
+            await queue.put(ServiceUnavailable(str(exc), code="upstream_error"))
+        except Exception as exc:
+            log.exception("inference request %s failed", admitted.request.request_id)
+            await queue.put(exc)
+        finally:
+            try:
+                await self._settle(admitted, receipt)
+            finally:
+                await self.concurrency.release(f"tenant:{admitted.scope.tenant_id}")
+                await queue.put(None)
+
+    async def _settle(self, admitted: Admitted, receipt: ComputeReceipt | None) -> None:
+        """Meter a finished request (usage event + budget settlement in one transaction), or release its hold."""
+        if receipt is None:
+            if admitted.reservation_id:
+                await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
+            return
+        event = UsageEventCreate(
+            event_id=admitted.request.request_id,
+            api_key_id=admitted.api_key_id,
+            model=receipt.model,
+            instance_type=receipt.instance_type,
+            chip_us=receipt.chip_us,
+            prompt_tokens=receipt.prompt_tokens,
+            completion_tokens=receipt.completion_tokens,
+            occurred_at=utc_now(),
+        )
+        async with self.database.unit_of_work(admitted.scope) as session:
+            await record_usage(session, scope=admitted.scope, event=event)
+            if admitted.reservation_id:
+                await budgets.settle(
+                    session,
+                    scope=admitted.scope,
+                    reservation_id=admitted.reservation_id,
+                    actual_chip_us=receipt.chip_us,
+                )
+
+    async def drain(self) -> None:
+        """Wait for requests still running (their metering included); called at shutdown."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def events(self, queue: asyncio.Queue[PoolEvent | Exception | None]) -> AsyncIterator[PoolEvent]:
+        while (event := await queue.get()) is not None:
+            if isinstance(event, Exception):
+                raise event
+            yield event
+
+    def status(self) -> list[dict[str, Any]]:
+        return self.pool.status()

@@ -1,0 +1,79 @@
+"""A real Switchyard API server on 127.0.0.1 (uvicorn in a thread) for clients that no one here wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from switchyard.platform.app import create_app
+from switchyard.platform.bootstrap import bootstrap
+from switchyard.platform.db import Database
+from switchyard.platform.settings import Settings
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    base_url: str  # .../v1
+    operator_key: str
+    tenant_key: str
+
+    def new_tenant_key(self) -> str:
+        response = httpx.post(
+            f"{self.base_url}/admin/tenants",
+            json={"name": "compat"},
+            headers={"Authorization": f"Bearer {self.operator_key}"},
+        )
+        response.raise_for_status()
+        return str(response.json()["owner_key"]["value"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    data = tmp_path_factory.mktemp("live")
+    shutil.copyfile(sqlite_template, data / "switchyard.db")
+    settings = Settings(
+        data_dir=data,
+        database_url=f"sqlite+aiosqlite:///{data / 'switchyard.db'}",
+        time_scale=0,
+        port=_free_port(),
+        tenant_tokens_per_minute=200_000,
+    )
+
+    async def first_start() -> Any:
+        database = Database(settings.database_url)
+        try:
+            return await bootstrap(database)
+        finally:
+            await database.dispose()
+
+    keys = asyncio.run(first_start())
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=settings.port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.02)
+    assert server.started, "the API server did not start"
+    yield LiveServer(f"http://127.0.0.1:{settings.port}/v1", keys.operator_key, keys.tenant_key)
+    server.should_exit = True
+    thread.join(timeout=20)

@@ -1,0 +1,161 @@
+"""The official `openai` package as a real client of Switchyard: one `base_url` change, nothing else."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import openai
+import pytest
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather of a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"],
+        },
+    },
+}
+
+
+@pytest.fixture
+def client(live_server: Any) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=live_server.base_url, api_key=live_server.tenant_key, max_retries=0) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+async def async_client(live_server: Any) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with openai.AsyncOpenAI(base_url=live_server.base_url, api_key=live_server.tenant_key, max_retries=0) as sdk:
+        yield sdk
+
+
+def test_models_list(client: openai.OpenAI) -> None:
+    ids = [m.id for m in client.models.list()]
+    assert MODEL in ids
+    assert client.models.retrieve(MODEL).id == MODEL
+
+
+def test_chat_completion_with_usage_and_compute(client: openai.OpenAI) -> None:
+    response = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Say something"}], max_tokens=20, seed=7
+    )
+    choice = response.choices[0]
+    assert choice.finish_reason == "length"
+    assert choice.message.role == "assistant"
+    assert choice.message.content
+    assert response.usage is not None
+    assert response.usage.completion_tokens == 20
+    assert response.usage.prompt_tokens > 0
+    assert response.usage.total_tokens == response.usage.prompt_tokens + 20
+    compute = response.usage.model_extra["compute"]
+    assert compute["chip_us"] > 0
+    assert compute["instance_type"] == "trn2.48xlarge"
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL, messages=[{"role": "user", "content": "again"}], max_tokens=3
+    )
+    assert int(raw.headers["x-switchyard-chip-us"]) > 0
+    assert raw.headers["x-request-id"]
+    assert int(raw.headers["x-ratelimit-remaining-requests"]) >= 0
+
+
+def test_streaming_matches_the_non_streamed_answer(client: openai.OpenAI) -> None:
+    kwargs: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": "stream"}], "max_tokens": 25}
+    whole = client.chat.completions.create(seed=3, **kwargs)
+    chunks = list(client.chat.completions.create(seed=3, stream=True, stream_options={"include_usage": True}, **kwargs))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["length"]
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 25
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_tool_call_round_trip(client: openai.OpenAI) -> None:
+    messages: list[Any] = [{"role": "user", "content": "Please use get_weather city=Paris"}]
+    first = client.chat.completions.create(model=MODEL, messages=messages, tools=[WEATHER])
+    assert first.choices[0].finish_reason == "tool_calls"
+    (call,) = first.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris", "unit": "celsius"}
+    messages.append(first.choices[0].message.model_dump(exclude_none=True))
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": "18 degrees and sunny"})
+    second = client.chat.completions.create(model=MODEL, messages=messages, tools=[WEATHER], max_tokens=30)
+    assert second.choices[0].finish_reason == "length"
+    assert (second.choices[0].message.content or "").startswith("Result of get_weather: 18 degrees and sunny")
+
+
+def test_streamed_tool_call(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "get_weather city=Oslo please"}],
+        tools=[WEATHER],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        stream=True,
+    )
+    name, arguments, call_id, finish = "", "", None, None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        for delta in chunk.choices[0].delta.tool_calls or []:
+            assert delta.index == 0
+            call_id = delta.id or call_id
+            name += (delta.function.name or "") if delta.function else ""
+            arguments += (delta.function.arguments or "") if delta.function else ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert call_id
+    assert name == "get_weather"
+    assert json.loads(arguments)["city"] == "Oslo"
+    assert finish == "tool_calls"
+
+
+async def test_async_client(async_client: openai.AsyncOpenAI) -> None:
+    response = await async_client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_completion_tokens=4
+    )
+    assert response.usage is not None
+    assert response.usage.completion_tokens == 4
+    stream = await async_client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4, stream=True
+    )
+    pieces = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
+    assert len(pieces) == 4
+
+
+def test_errors_surface_as_the_sdks_exceptions(live_server: Any, client: openai.OpenAI) -> None:
+    with (
+        openai.OpenAI(base_url=live_server.base_url, api_key="sy_000000000000_" + "x" * 43, max_retries=0) as bad,
+        pytest.raises(openai.AuthenticationError),
+    ):
+        bad.models.list()
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "x"}])
+    assert missing.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as too_long:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=10**6)
+    assert too_long.value.param == "max_tokens"
+    with pytest.raises(openai.BadRequestError) as wrong:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "wizard", "content": "x"}])  # type: ignore[misc,list-item]
+    assert "role" in str(wrong.value)
+
+
+def test_rate_limit_surfaces_as_rate_limit_error(live_server: Any) -> None:
+    messages = [{"role": "user", "content": "x"}]
+    key = live_server.new_tenant_key()
+    with openai.OpenAI(base_url=live_server.base_url, api_key=key, max_retries=0) as client:
+        # 200,000 tokens per minute: twelve requests of up to 16,000 tokens fit, the thirteenth is refused.
+        for _ in range(12):
+            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16_000)  # type: ignore[arg-type]
+        with pytest.raises(openai.RateLimitError) as limited:
+            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16_000)  # type: ignore[arg-type]
+    assert limited.value.code == "tokens_per_minute_exceeded"
+    assert int(limited.value.response.headers["retry-after"]) >= 1
