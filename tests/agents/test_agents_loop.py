@@ -426,3 +426,52 @@ async def test_a_reused_call_id_in_a_later_turn_is_executed_again() -> None:
     state, _ = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=model, clock_ms=Clock())
     assert state.status is RunStatus.COMPLETED
     assert [s.output for s in state.steps if s.type is StepType.TOOL_CALL] == ['{"result": 2}', '{"result": 4}']
+
+
+async def test_drive_run_bounds_a_slow_model_by_the_run_timeout() -> None:
+    import anyio
+
+    async def slow(request: ModelRequest) -> str:
+        await anyio.sleep(30)
+        return "never"
+
+    loop = make_loop(timeout_s=0.2)
+    with anyio.fail_after(5):
+        state, action = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=FunctionModel(slow))
+    assert action == RunFinished(status=RunStatus.INCOMPLETE)
+    assert state.incomplete_reason == "timeout"
+    assert state.steps[0].status is StepStatus.CANCELLED
+
+
+async def test_drive_run_fails_the_run_on_a_model_error() -> None:
+    def broken(request: ModelRequest) -> str:
+        raise ConnectionError("pool unavailable")
+
+    loop = make_loop()
+    state, _ = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=FunctionModel(broken))
+    assert state.status is RunStatus.FAILED
+    assert state.last_error is not None
+    assert (state.last_error.code, state.last_error.message) == ("model_error", "ConnectionError: pool unavailable")
+
+
+async def test_drive_run_honours_a_cancel_request_between_steps() -> None:
+    loop = make_loop([CalculatorTool()])
+    model = scripted(calls(("c", "calculator", {"expression": "1"})), "done")
+    polls = 0
+
+    async def cancel_after_first_step() -> bool:
+        nonlocal polls
+        polls += 1
+        return polls > 1
+
+    state, action = await drive_run(
+        loop,
+        loop.new_run("r", now_ms=0),
+        thread=THREAD,
+        model=model,
+        clock_ms=Clock(),
+        cancel_requested=cancel_after_first_step,
+    )
+    assert action == RunFinished(status=RunStatus.CANCELLED)
+    assert len(model.requests) == 1
+    assert state.chip_us == 100

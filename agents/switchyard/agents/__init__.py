@@ -15,6 +15,7 @@ from switchyard.agents.errors import (
     ToolExecutionError,
     ToolOutputsError,
 )
+from switchyard.agents.events import RunEvent, events_between, run_summary
 from switchyard.agents.loop import INTERRUPTED_OUTPUT, RunLoop
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import (
@@ -92,6 +93,7 @@ __all__ = [
     "RequiredAction",
     "RetrySemantics",
     "RunError",
+    "RunEvent",
     "RunFinished",
     "RunLimits",
     "RunLoop",
@@ -119,6 +121,8 @@ __all__ = [
     "build_tools",
     "default_token_counter",
     "drive_run",
+    "events_between",
     "execute_tool",
     "pool_token_counter",
+    "run_summary",
 ]
