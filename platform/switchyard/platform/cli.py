@@ -259,6 +259,61 @@ def settings_table() -> str:
     return "\n".join(lines)
 
 
+@main.group()
+def billing() -> None:
+    """Billing: reconciliation and rate cards."""
+
+
+@billing.command("reconcile")
+@click.option("--period", required=True, help="Calendar month (UTC) to check, as YYYY-MM.")
+def billing_reconcile(period: str) -> None:
+    """Check a month: attributed chip-us = fleet busy chip-us, each event billed once, totals = lines.
+
+    Prints a report; exits with status 1 on any discrepancy.
+    """
+    from switchyard.platform.billing.periods import parse_period
+    from switchyard.platform.billing.reconcile import reconcile
+    from switchyard.platform.db import UNSCOPED
+
+    try:
+        start = parse_period(period)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--period") from None
+
+    async def check(database: Any) -> Any:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await reconcile(session, period_start=start)
+
+    report = _run(check, _settings())
+    click.echo(report.render())
+    if not report.ok:
+        sys.exit(1)
+
+
+@billing.command("rate-cards")
+@click.option("--seed", is_flag=True, help="First insert the hardware catalog's baseline cards that are missing.")
+def billing_rate_cards(seed: bool) -> None:
+    """List rate cards (price per chip-hour, exact), optionally seeding the catalog baselines."""
+    from sqlalchemy import select
+
+    from switchyard.platform.billing.rates import ensure_default_rate_cards
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import RateCard
+
+    async def cards(database: Any) -> list[Any]:
+        async with database.unit_of_work(UNSCOPED) as session:
+            if seed:
+                await ensure_default_rate_cards(session)
+            statement = select(RateCard).order_by(RateCard.instance_type, RateCard.effective_from)
+            return list((await session.execute(statement)).scalars())
+
+    for card in _run(cards, _settings()):
+        click.echo(
+            f"{card.id}  {card.instance_type:24} model={card.model} tier={card.tenant_tier} "
+            f"{card.price_per_chip_hour} {card.currency}/chip-hour from {card.effective_from.isoformat()}"
+        )
+
+
 def _mount_simulator() -> None:
     try:
         from switchyard.accelerator.cli import simulate

@@ -14,9 +14,7 @@ class BudgetAlert(TenantOwned, table=True):
     """A soft alert (50/80/100 % of a budget) fired once per budget and month: the unique key makes it so."""
 
     __tablename__ = "budget_alerts"
-    __table_args__ = (
-        UniqueConstraint("budget_id", "period_start", "threshold_pct", name="uq_budget_alerts_once"),
-    )
+    __table_args__ = (UniqueConstraint("budget_id", "period_start", "threshold_pct", name="uq_budget_alerts_once"),)
 
     id: str = Field(primary_key=True, max_length=40)
     budget_id: str = Field(max_length=40, index=True)

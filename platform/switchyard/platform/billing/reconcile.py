@@ -1,0 +1,142 @@
+"""Reconciliation of one month: compute attributed = compute used, every event billed once, totals = lines.
+
+Checks (each a list of discrepancies; the report is clean when all are empty):
+1. attributed chip-µs of the month's usage events == busy chip-µs the fleet recorded for the month,
+   per instance type (only when the fleet recorded anything: installations without a pool skip it);
+2. every usage event of the month is unpriced-free and either on exactly one line of a finalized invoice
+   or unbilled, and every line's ``chip_us``/``event_count`` equals the sum of the events linked to it;
+3. every finalized invoice's total equals the sum of its lines' amounts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.billing.periods import next_month, period_label
+from switchyard.platform.models import FleetBusy, Invoice, InvoiceLine, UsageEvent
+
+__all__ = ["ReconciliationReport", "reconcile"]
+
+
+@dataclass
+class ReconciliationReport:
+    period_start: datetime
+    attributed_chip_us: dict[str, int] = field(default_factory=dict)
+    fleet_busy_chip_us: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+    billed_events: int = 0
+    unbilled_events: int = 0
+    invoices_checked: int = 0
+    discrepancies: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+    def render(self) -> str:
+        """A plain-text report for the terminal."""
+        lines = [f"Reconciliation of {period_label(self.period_start)} (UTC)"]
+        lines.append(f"  usage events: {self.events} ({self.billed_events} billed, {self.unbilled_events} unbilled)")
+        for instance in sorted(set(self.attributed_chip_us) | set(self.fleet_busy_chip_us)):
+            attributed = self.attributed_chip_us.get(instance, 0)
+            busy = self.fleet_busy_chip_us.get(instance)
+            shown = "not recorded" if busy is None else f"{busy:,}"
+            lines.append(f"  {instance}: attributed {attributed:,} chip-us, fleet busy {shown}")
+        lines.append(f"  finalized invoices checked: {self.invoices_checked}")
+        if self.ok:
+            lines.append("  OK: no discrepancies")
+        else:
+            lines.append(f"  {len(self.discrepancies)} DISCREPANCIES:")
+            lines.extend(f"    - {item}" for item in self.discrepancies)
+        return "\n".join(lines)
+
+
+async def reconcile(session: AsyncSession, *, period_start: datetime) -> ReconciliationReport:
+    """Check one month across all tenants (an operator job: ``session`` must be unscoped)."""
+    report = ReconciliationReport(period_start)
+    end = next_month(period_start)
+    in_month = (UsageEvent.occurred_at >= period_start, UsageEvent.occurred_at < end)
+    attributed = await session.execute(
+        select(UsageEvent.instance_type, func.sum(UsageEvent.chip_us))
+        .where(*in_month)
+        .group_by(UsageEvent.instance_type)
+    )
+    report.attributed_chip_us = {name: int(total) for name, total in attributed.all()}
+    busy = await session.execute(
+        select(FleetBusy.instance_type, func.sum(FleetBusy.chip_us))
+        .where(FleetBusy.period_start >= period_start, FleetBusy.period_start < end)
+        .group_by(FleetBusy.instance_type)
+    )
+    report.fleet_busy_chip_us = {name: int(total) for name, total in busy.all()}
+    if report.fleet_busy_chip_us:
+        for instance in sorted(set(report.attributed_chip_us) | set(report.fleet_busy_chip_us)):
+            used, recorded = report.attributed_chip_us.get(instance, 0), report.fleet_busy_chip_us.get(instance, 0)
+            if used != recorded:
+                report.discrepancies.append(
+                    f"{instance}: attributed {used} chip-us but the fleet recorded {recorded} busy chip-us"
+                )
+
+    status_counts = await session.execute(
+        select(UsageEvent.status, func.count(), func.count(UsageEvent.invoice_line_id))
+        .where(*in_month)
+        .group_by(UsageEvent.status)
+    )
+    for status, count, billed in status_counts.all():
+        report.events += int(count)
+        report.billed_events += int(billed)
+        if status != "rated":
+            report.discrepancies.append(f"{count} usage events are {status}, not rated")
+        if status != "rated" and billed:
+            report.discrepancies.append(f"{billed} {status} usage events are on invoice lines")
+    report.unbilled_events = report.events - report.billed_events
+
+    dangling = await session.execute(
+        select(func.count())
+        .select_from(UsageEvent)
+        .outerjoin(InvoiceLine, InvoiceLine.id == UsageEvent.invoice_line_id)
+        .where(*in_month, UsageEvent.invoice_line_id.is_not(None), InvoiceLine.id.is_(None))
+    )
+    if missing := int(dangling.scalar_one()):
+        report.discrepancies.append(f"{missing} usage events point at invoice lines that do not exist")
+
+    linked = (
+        select(
+            UsageEvent.invoice_line_id.label("line_id"),
+            func.sum(UsageEvent.chip_us).label("chip_us"),
+            func.count().label("events"),
+        )
+        .where(UsageEvent.invoice_line_id.is_not(None))
+        .group_by(UsageEvent.invoice_line_id)
+        .subquery()
+    )
+    lines = await session.execute(
+        select(InvoiceLine.id, InvoiceLine.chip_us, InvoiceLine.event_count, linked.c.chip_us, linked.c.events)
+        .outerjoin(linked, linked.c.line_id == InvoiceLine.id)
+        .where(InvoiceLine.usage_period_start == period_start)
+    )
+    for line_id, chip_us, event_count, linked_chip_us, linked_events in lines.all():
+        if (chip_us, event_count) != (int(linked_chip_us or 0), int(linked_events or 0)):
+            report.discrepancies.append(
+                f"line {line_id}: {chip_us} chip-us over {event_count} events, but its events sum to "
+                f"{int(linked_chip_us or 0)} chip-us over {int(linked_events or 0)}"
+            )
+
+    sums = (
+        select(InvoiceLine.invoice_id.label("invoice_id"), func.sum(InvoiceLine.amount_minor).label("amount"))
+        .group_by(InvoiceLine.invoice_id)
+        .subquery()
+    )
+    invoices = await session.execute(
+        select(Invoice.id, Invoice.total_minor, sums.c.amount)
+        .outerjoin(sums, sums.c.invoice_id == Invoice.id)
+        .where(Invoice.status == "finalized", Invoice.period_start == period_start)
+    )
+    for invoice_id, total, amount in invoices.all():
+        report.invoices_checked += 1
+        if total != int(amount or 0):
+            report.discrepancies.append(f"invoice {invoice_id}: total {total} != sum of lines {int(amount or 0)}")
+    return report

@@ -1,0 +1,104 @@
+"""Celery jobs of billing (named ``billing.<verb>``). Delivery is at-least-once; each says what a redelivery does.
+
+Each job opens its own database connection from the worker's settings, runs one or more short transactions
+and passes only ids and JSON scalars.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from celery import current_app, shared_task
+from sqlalchemy import select
+
+from switchyard.platform.billing.budgets import expire_reservations
+from switchyard.platform.billing.invoices import finalize_due
+from switchyard.platform.billing.ledger import RATABLE, rate_events
+from switchyard.platform.billing.tx import own_transaction
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.models import UsageEvent, utc_now
+from switchyard.platform.settings import Settings, load_settings
+
+__all__ = ["BEAT_SCHEDULE", "finalize_invoices_task", "rate_events_task", "sweep_task"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BATCH = 500
+SWEEP_AGE = timedelta(seconds=30)
+"""The sweeper leaves events younger than this to the ``billing.rate_events`` sent right after their commit."""
+
+BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "billing-sweep": {"task": "billing.sweep", "schedule": 60},
+    "billing-finalize-invoices": {"task": "billing.finalize_invoices", "schedule": 3600},
+}
+"""Merged into Celery beat's schedule by ``worker.celery_app``: sweep every minute, finalize hourly."""
+
+
+def _settings() -> Settings:
+    settings = getattr(current_app.conf, "switchyard_settings", None)
+    return settings if isinstance(settings, Settings) else load_settings()
+
+
+def _run(job: Callable[[Database], Awaitable[T]]) -> T:
+    async def go() -> T:
+        database = Database(_settings().database_url)
+        try:
+            return await job(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(go())
+
+
+@shared_task(name="billing.rate_events")
+def rate_events_task(event_ids: list[str] | None = None) -> dict[str, int]:
+    """Rate the given events (or the oldest pending ones). Redelivery: events already rated are skipped by the
+    conditional update, so nothing is priced twice."""
+
+    async def job(database: Database) -> dict[str, int]:
+        async with own_transaction(database, UNSCOPED) as session:
+            result = await rate_events(session, event_ids=event_ids, limit=BATCH)
+        return {"rated": result.rated, "unpriced": result.unpriced}
+
+    return _run(job)
+
+
+@shared_task(name="billing.sweep")
+def sweep_task() -> dict[str, int]:
+    """Re-enqueue ratable events older than ``SWEEP_AGE`` in batches and expire stale reservations.
+    Redelivery: at worst the same batch is enqueued twice, and rating it twice is a no-op."""
+
+    async def job(database: Database) -> tuple[list[list[str]], int]:
+        async with database.unit_of_work(UNSCOPED) as session:
+            ids = list(
+                (
+                    await session.execute(
+                        select(UsageEvent.id)
+                        .where(UsageEvent.status.in_(RATABLE), UsageEvent.recorded_at < utc_now() - SWEEP_AGE)
+                        .order_by(UsageEvent.id)
+                        .limit(BATCH * 20)
+                    )
+                ).scalars()
+            )
+        expired = await expire_reservations(database)
+        return [ids[i : i + BATCH] for i in range(0, len(ids), BATCH)], expired
+
+    batches, expired = _run(job)
+    for batch in batches:
+        rate_events_task.delay(batch)
+    return {"batches": len(batches), "events": sum(map(len, batches)), "expired_reservations": expired}
+
+
+@shared_task(name="billing.finalize_invoices")
+def finalize_invoices_task() -> dict[str, Any]:
+    """Finalize every draft past its month's grace period. Redelivery: finalized invoices are skipped (the
+    status flip is conditional), so each is finalized exactly once."""
+    finalized = _run(lambda database: finalize_due(database))
+    if finalized:
+        log.info("finalized %d invoices", len(finalized))
+    return {"finalized": finalized}
