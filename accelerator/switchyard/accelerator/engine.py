@@ -146,7 +146,7 @@ class ReplicaEngine:
             if hit is not None:
                 self.prefixes.acquire(hit)
                 seq.prefix, seq.shared, seq.kv = hit, hit.blocks, hit.tokens
-                seq.cached += hit.tokens
+                seq.cached = max(seq.cached, hit.tokens)
             elif aligned and (entry := self.prefixes.create(str(seq.req.prefix_id), aligned, seq)) is not None:
                 # First sight of this prefix: its blocks become a shared entry, ready once computed.
                 seq.blocks -= entry.blocks
