@@ -51,6 +51,11 @@ def _make_server() -> MCPServer:
         """Look a key up."""
         return f"value-of-{key}"
 
+    @server.tool(name="text.upper")
+    def upper(text: str) -> str:
+        """A dotted tool name."""
+        return text.upper()
+
     @server.tool()
     def explode() -> str:
         """Always fails."""
@@ -88,7 +93,8 @@ def _connection(port: int, **kwargs: Any) -> McpServerConnection:
 
 async def test_lists_and_calls_tools(mcp_port: int) -> None:
     tools = {t.definition.name: t for t in await _connection(mcp_port).list_tools()}
-    assert set(tools) == {"calc__add", "calc__lookup", "calc__explode"}
+    assert set(tools) == {"calc__add", "calc__lookup", "calc__explode", "calc__text_upper"}
+    assert (await tools["calc__text_upper"].call({"text": "abc"}, ToolContext())).output == "ABC"
     add = tools["calc__add"]
     assert add.kind is ToolKind.MCP
     assert add.definition.parameters["required"] == ["a", "b"]

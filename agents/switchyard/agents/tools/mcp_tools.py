@@ -12,6 +12,7 @@ tool ``readOnlyHint`` or ``idempotentHint``; every other MCP tool is ``at_most_o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +30,8 @@ from switchyard.agents.tools.transport import PinnedTransport2
 __all__ = ["McpServerConnection", "McpTool"]
 
 _MAX_OUTPUT_CHARS = 100_000
+#: Characters OpenAI-style function names may not contain (MCP tool names may, e.g. dots).
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class McpServerConnection:
@@ -123,7 +126,11 @@ class McpServerConnection:
 
 
 class McpTool:
-    """One tool of an MCP server, named ``<server_label>__<tool name>`` for the model."""
+    """One tool of an MCP server, named ``<server_label>__<tool name>`` for the model.
+
+    Characters other than letters, digits, ``_`` and ``-`` become ``_`` and the name is cut at 64
+    characters; the call goes to the server under the tool's own name.
+    """
 
     kind = ToolKind.MCP
 
@@ -142,8 +149,9 @@ class McpTool:
         self._retry_safe = retry_safe
         if parameters.get("type") != "object":
             parameters = {"type": "object", "properties": {}}
+        safe_name = _UNSAFE_NAME_CHARS.sub("_", remote_name)
         self.definition = ToolDefinition(
-            name=f"{server.label}__{remote_name}"[:64], description=description, parameters=parameters
+            name=f"{server.label}__{safe_name}"[:64], description=description, parameters=parameters
         )
 
     def retry_semantics(self, arguments: Mapping[str, Any]) -> RetrySemantics:
