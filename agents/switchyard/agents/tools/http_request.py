@@ -12,7 +12,10 @@ from switchyard.agents.tools.base import RetrySemantics, ToolContext, ToolDefini
 from switchyard.agents.tools.fetch import FetchLimits, safe_fetch
 from switchyard.agents.tools.ssrf import Resolver, SSRFGuard
 
-__all__ = ["HttpRequestTool"]
+__all__ = ["MAX_REQUEST_BODY_CHARS", "HttpRequestTool"]
+
+#: The largest request body the model may send (the loop validates arguments against the schema).
+MAX_REQUEST_BODY_CHARS = 100_000
 
 
 class HttpRequestTool:
@@ -57,7 +60,7 @@ class HttpRequestTool:
                     "method": {"type": "string", "enum": list(self.methods)},
                     "url": {"type": "string", "maxLength": 2048},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "body": {"type": "string"},
+                    "body": {"type": "string", "maxLength": MAX_REQUEST_BODY_CHARS},
                 },
                 "required": ["url"],
                 "additionalProperties": False,
