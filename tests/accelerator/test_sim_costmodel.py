@@ -105,3 +105,24 @@ def test_moe_decode_reads_fewer_weights_than_a_dense_model_of_the_same_size() ->
     moe = simulate_point("Qwen/Qwen3-235B-A22B", "trn2.48xlarge", 64, 1, 512, 64)
     dense = simulate_point("meta-llama/Llama-3.1-405B", "trn2.48xlarge", 64, 1, 512, 64)
     assert moe.tpot_ms < dense.tpot_ms / 2
+
+
+def test_expert_parallelism_trades_narrow_expert_shards_for_all_to_alls() -> None:
+    model = "Qwen/Qwen3-235B-A22B"  # experts 1,536 wide: sliced 64 ways they under-fill a 128-wide PE array
+    sliced = make_deployment(model, "trn2.48xlarge", 64)
+    ep = make_deployment(model, "trn2.48xlarge", 64, expert_parallel=True)
+    assert ep.linear_flops_per_token < sliced.linear_flops_per_token
+    assert ep.collective_s_per_layer_token > sliced.collective_s_per_layer_token  # k copies of each token move
+    slow = simulate_point(model, "trn2.48xlarge", 64, 8, 2048, 64)
+    fast = simulate_point(model, "trn2.48xlarge", 64, 8, 2048, 64, expert_parallel=True)
+    assert fast.ttft_ms < slow.ttft_ms
+    with pytest.raises(ConfigurationError, match="mixture-of-experts"):
+        make_deployment("meta-llama/Llama-3.1-8B", "trn2.48xlarge", 8, expert_parallel=True)
+
+
+def test_all_to_all_is_cheaper_on_a_switched_fabric_than_on_a_torus() -> None:
+    model = "deepseek-ai/DeepSeek-V3"
+    torus = make_deployment(model, "trn2u.48xlarge", 128, "fp8", expert_parallel=True)
+    switched = make_deployment(model, "trn3-gen1-ultraserver", 128, "fp8", expert_parallel=True)
+    assert torus.chips == switched.chips == 32
+    assert switched.collective_latency_s_per_layer < torus.collective_latency_s_per_layer / 4

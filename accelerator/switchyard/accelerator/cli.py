@@ -41,13 +41,22 @@ def simulate() -> None:
 @click.option("--input-len", type=int, required=True)
 @click.option("--output-len", type=int, required=True)
 @click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
+@click.option("--expert-parallel", is_flag=True, help="MoE: whole experts per rank, all-to-all token routing")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def point(
-    model: str, instance: str, tp: int, batch: int, input_len: int, output_len: int, weights: str, as_json: bool
+    model: str,
+    instance: str,
+    tp: int,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    weights: str,
+    expert_parallel: bool,
+    as_json: bool,
 ) -> None:
     """Latency and throughput of one static batch (the published benchmarks' methodology)."""
     try:
-        r = simulate_point(model, instance, tp, batch, input_len, output_len, weights)
+        r = simulate_point(model, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel)
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

@@ -52,6 +52,7 @@ class Deployment:
     collective_latency_s_per_layer: float  # latency part of the two all-reduces of one layer
     hbm_bytes: float
     kv_capacity_tokens: int
+    expert_parallel: bool = False  # MoE experts whole on ranks, tokens moved by all-to-all
 
     @property
     def chip_name(self) -> str:
@@ -73,6 +74,27 @@ def _allreduce_steps(inst: Instance, chips: int, tp: int) -> int:
         steps += 2 * (used - 1)
         left = math.ceil(left / used)
     return steps
+
+
+def _alltoall_steps(inst: Instance, chips: int) -> int:
+    """Latency-bound steps of one all-to-all: one switch traversal, a ring's n-1, a torus dimension by dimension."""
+    if chips <= 1:
+        return 0
+    if inst.topology is Topology.SWITCHED:
+        return 1
+    if inst.topology is Topology.RING:
+        return chips - 1
+    steps, left = 0, chips
+    for d in inst.dims:
+        used = min(d, left)
+        steps += used - 1
+        left = math.ceil(left / used)
+    return steps
+
+
+# Width of the NeuronCore's systolic array: a matmul whose sharded output is narrower than this leaves
+# columns idle (the same holds for the tensor cores' tiles on a GPU).
+PE_COLUMNS = 128
 
 
 def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]:
@@ -109,9 +131,18 @@ def _fits(m: ModelConfig, inst: Instance, tp: int, prec: Precision) -> bool:
 
 
 def make_deployment(
-    model: ModelConfig | str, instance: Instance | str, tp: int, weights: Precision | str = Precision.BF16
+    model: ModelConfig | str,
+    instance: Instance | str,
+    tp: int,
+    weights: Precision | str = Precision.BF16,
+    *,
+    expert_parallel: bool = False,
 ) -> Deployment:
-    """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError."""
+    """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError.
+
+    `expert_parallel` (MoE only) places whole experts on the ranks instead of slicing every expert
+    `tp` ways; tokens then travel to their experts and back by two all-to-alls per MoE layer.
+    """
     m = get_model(model) if isinstance(model, str) else model
     inst = get_instance(instance) if isinstance(instance, str) else instance
     prec = Precision(weights)
@@ -139,9 +170,29 @@ def make_deployment(
             f"{m.name} weights ({weight_bytes / GIB:.1f} GiB at {prec.value}) do not fit in the "
             f"{hbm * HBM_USABLE_FRACTION / GIB:.1f} GiB usable HBM of tp={tp} on {inst.name}: {hint}"
         )
-    n_links = chips
-    bw_factor = 2.0 * (n_links - 1) / n_links if n_links > 1 else 0.0
+    if expert_parallel and not m.is_moe:
+        raise ConfigurationError(f"expert parallelism needs a mixture-of-experts model; {m.name} is dense")
+    bw_factor = 2.0 * (chips - 1) / chips if chips > 1 else 0.0
     msg_per_token = m.hidden_size * 2.0  # BF16 activations
+    hop_s = inst.hop_latency_us * 1e-6
+    allreduce_s = _allreduce_steps(inst, chips, tp) * hop_s
+    allreduce_bytes = bw_factor * msg_per_token
+    expert_flops = float(m.moe_layers * m.experts_per_token * m.expert_params())
+    if expert_parallel:
+        # MoE layers: the attention all-reduce, then dispatch + combine all-to-alls of k copies per token.
+        a2a_s = _alltoall_steps(inst, chips) * hop_s
+        a2a_bytes = m.experts_per_token * msg_per_token * (chips - 1) / chips if chips > 1 else 0.0
+        dense = m.num_layers - m.moe_layers
+        latency_per_layer = (dense * 2 * allreduce_s + m.moe_layers * (allreduce_s + 2 * a2a_s)) / m.num_layers
+        bytes_per_layer = (
+            dense * 2 * allreduce_bytes + m.moe_layers * (allreduce_bytes + 2 * a2a_bytes)
+        ) / m.num_layers
+    else:
+        latency_per_layer = 2 * allreduce_s
+        bytes_per_layer = 2 * allreduce_bytes
+        if m.is_moe and m.moe_intermediate_size / tp < PE_COLUMNS:
+            # Every expert sliced tp ways: shards narrower than the PE array waste its columns.
+            expert_flops *= PE_COLUMNS * tp / m.moe_intermediate_size
     return Deployment(
         model=m,
         instance=inst,
@@ -156,10 +207,11 @@ def make_deployment(
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
-        linear_flops_per_token=2.0 * (always + embed + m.moe_layers * m.experts_per_token * m.expert_params()),
+        linear_flops_per_token=2.0 * (always + embed + expert_flops),
         attention_flops_per_qk=4.0 * heads * m.head_dim * m.num_layers,
-        collective_s_per_layer_token=2 * bw_factor * msg_per_token / chip.link_bandwidth_bytes_per_s,
-        collective_latency_s_per_layer=2 * _allreduce_steps(inst, chips, tp) * inst.hop_latency_us * 1e-6,
+        collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
+        collective_latency_s_per_layer=latency_per_layer,
         hbm_bytes=hbm,
         kv_capacity_tokens=int(free // kv_per_token),
+        expert_parallel=expert_parallel,
     )

@@ -82,11 +82,13 @@ def simulate_point(
     output_len: int,
     weights: Precision | str = Precision.BF16,
     coefficients: Coefficients | None = None,
+    *,
+    expert_parallel: bool = False,
 ) -> PointResult:
     """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch."""
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
-    dep = make_deployment(model, instance, tp, weights)
+    dep = make_deployment(model, instance, tp, weights, expert_parallel=expert_parallel)
     need = batch * (input_len + output_len)
     if dep.instance.chip.static_shapes:
         need = int(bucket(batch, minimum=1)[()] * bucket(input_len + output_len)[()])
