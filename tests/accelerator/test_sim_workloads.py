@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from switchyard.accelerator.workloads import (
+    agentic_workload,
     bursty_workload,
     load_azure_trace,
     parse_workload,
@@ -55,3 +56,16 @@ def test_parse_workload_specs() -> None:
     assert len(parse_workload("bursty:n=60,rate=2,burst=4")) == 60
     with pytest.raises(ValueError, match="needs n= and rate="):
         parse_workload("poisson:n=5")
+
+
+def test_scaling_and_repeating_keep_every_request_field() -> None:
+    base = agentic_workload(10, session_rate_per_s=1.0, seed=1)
+    for out in (scale_rate(base, 2.0), repeat_workload(base, 2)[: len(base)]):
+        for a, b in zip(base, out, strict=True):
+            assert (a.prefix_id, a.prefix_tokens, a.session, a.tenant, a.priority) == (
+                b.prefix_id,
+                b.prefix_tokens,
+                b.session,
+                b.tenant,
+                b.priority,
+            )

@@ -111,6 +111,7 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 @click.option("--rate-scale", type=float, default=1.0, show_default=True, help="multiply the arrival rate")
 @click.option("--policy", type=click.Choice([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
 @click.option("--max-batch", type=int, default=64, show_default=True, help="sequences per replica")
+@click.option("--fair-share", is_flag=True, help="admit by priority tier, then fair share across tenants")
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -133,6 +134,7 @@ def run(
     rate_scale: float,
     policy: str,
     max_batch: int,
+    fair_share: bool,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
     seed: int,
@@ -149,7 +151,7 @@ def run(
     With --decode-instance the fleet is disaggregated: the --instance pool runs prefills, KV caches cross
     the network, and the decode pool generates.
     """
-    config = EngineConfig(max_batch=max_batch)
+    config = EngineConfig(max_batch=max_batch, fair_share=fair_share)
     try:
         dep = make_deployment(model, instance, tp, weights)
         requests = parse_workload(workload)

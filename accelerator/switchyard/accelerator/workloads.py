@@ -143,6 +143,7 @@ def agentic_workload(
                     context,
                     n_out,
                     session=f"session-{s}",
+                    tenant=f"tenant-{agent}",  # one agent per tenant
                     prefix_id=f"agent-{agent}",
                     prefix_tokens=system_prompt_tokens,
                 )
@@ -150,20 +151,14 @@ def agentic_workload(
             context += n_out
             at += n_out * seconds_per_output_token + rng.expovariate(1 / tool_pause_s_mean)
     out.sort(key=lambda r: r.arrival_s)
-    return [
-        Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.session, r.tenant, r.prefix_id, r.prefix_tokens)
-        for i, r in enumerate(out)
-    ]
+    return [replace(r, request_id=i) for i, r in enumerate(out)]
 
 
 def scale_rate(requests: Sequence[Request], factor: float) -> list[Request]:
     """The same requests arriving `factor` times faster (factor 2: twice the load)."""
     if factor <= 0:
         raise ValueError("rate factor must be positive")
-    return [
-        Request(r.request_id, r.arrival_s / factor, r.prompt_tokens, r.output_tokens, r.session, r.tenant)
-        for r in requests
-    ]
+    return [replace(r, arrival_s=r.arrival_s / factor) for r in requests]
 
 
 def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
