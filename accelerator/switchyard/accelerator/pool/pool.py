@@ -54,6 +54,9 @@ class AcceleratorPool:
         except KeyError:
             raise UnknownNameError("model", model, sorted(self._backends)) from None
 
+    def backends(self) -> list[Backend]:
+        return list(self._backends.values())
+
     def models(self, tenant: str | None = None) -> list[DeploymentSpec]:
         """Specs of the models ``tenant`` may use (all of them when ``tenant`` is None)."""
         specs = [b.spec for b in self._backends.values()]

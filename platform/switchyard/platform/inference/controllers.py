@@ -10,10 +10,11 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
+from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentPrincipal, CurrentTenant
-from switchyard.platform.http.errors import ApiError
+from switchyard.platform.http.errors import ApiError, InvalidRequest
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.inference.gateway import Admitted, InferenceGateway
 from switchyard.platform.inference.responses import (
@@ -24,6 +25,7 @@ from switchyard.platform.inference.responses import (
     tool_call_deltas,
     usage_object,
 )
+from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.inference.schemas import ChatCompletionCreate, ModelList, ModelPublic
 
 __all__ = ["ChatController", "FleetController", "ModelController"]
@@ -144,4 +146,14 @@ class FleetController(Controller):
     @get(opt=access("operator"), summary="Fleet status")
     async def get_fleet(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
         """Every served model: backend, instance type, replicas with utilisation, queue depth and KV usage."""
+        return {"object": "fleet", "deployments": _gateway(request).status()}
+
+    @post("/reload", opt=access("operator"), summary="Reload the fleet", status_code=200)
+    async def reload_fleet(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        """Re-read the fleet file and serve from the new fleet; running requests finish on the old one."""
+        try:
+            pool = build_pool(request.app.state.settings)
+        except SimulatorError as exc:
+            raise InvalidRequest(f"fleet file rejected, nothing changed: {exc}", code="invalid_fleet") from None
+        await _gateway(request).reload(pool)
         return {"object": "fleet", "deployments": _gateway(request).status()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 
@@ -12,7 +14,9 @@ from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
 
-__all__ = ["start_gateway", "stop_gateway"]
+__all__ = ["build_pool", "start_gateway", "stop_gateway"]
+
+log = logging.getLogger(__name__)
 
 
 async def start_gateway(state: Any, settings: Settings, database: Database) -> InferenceGateway:
@@ -22,7 +26,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
     rate_limiter, concurrency, redis_client = limiters_for(redis_url)
     gateway = InferenceGateway(
-        pool=AcceleratorPool.from_specs(specs, time_scale=settings.time_scale),
+        pool=build_pool(settings),
         database=database,
         settings=settings,
         rate_limiter=rate_limiter,
@@ -31,12 +35,32 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     state.gateway = gateway
     state.redis = redis_client
     state.started_at = time.time()
+    state.flusher = asyncio.get_running_loop().create_task(_flush_periodically(gateway))
     return gateway
+
+
+FLUSH_EVERY_S = 60.0
+
+
+def build_pool(settings: Settings) -> AcceleratorPool:
+    """The pool described by the fleet file (or the default fleet); raises ConfigurationError when it is wrong."""
+    return AcceleratorPool.from_specs(load_fleet(settings.fleet_file), time_scale=settings.time_scale)
+
+
+async def _flush_periodically(gateway: InferenceGateway) -> None:
+    while True:
+        await asyncio.sleep(FLUSH_EVERY_S)
+        try:
+            await gateway.flush_fleet_busy()
+        except Exception:
+            log.exception("could not record fleet busy time; will retry")
 
 
 async def stop_gateway(state: Any) -> None:
     gateway: InferenceGateway = state.gateway
+    state.flusher.cancel()
     await gateway.drain()
+    await gateway.flush_fleet_busy()
     await gateway.pool.aclose()
     if state.redis is not None:
         await state.redis.aclose()

@@ -1,0 +1,167 @@
+"""/v1/chat/completions through the app: admission refusals change nothing, and every request is metered once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from switchyard.platform.db import UNSCOPED
+from switchyard.platform.models import FleetBusy, UsageEvent
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _chat(content: str = "hi", **extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "messages": [{"role": "user", "content": content}], "max_tokens": 8, **extra}
+
+
+async def _usage_events(client: Any) -> list[UsageEvent]:
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        return list((await session.execute(select(UsageEvent))).scalars())
+
+
+async def test_each_completion_is_metered_once_and_receipts_sum_to_fleet_busy_time(
+    client: Any, make_tenant: Any
+) -> None:
+    tenant = await make_tenant()
+    responses = await asyncio.gather(
+        *(
+            client.post("/v1/chat/completions", json=_chat(f"q{n}"), headers=tenant.headers("developer"))
+            for n in range(12)
+        )
+    )
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    receipts = {r.json()["id"]: r.json()["usage"]["compute"]["chip_us"] for r in responses}
+    await client.app.state.gateway.drain()
+    events = await _usage_events(client)
+    assert {e.event_id: e.chip_us for e in events} == receipts
+    assert all(e.tenant_id == tenant.id and e.completion_tokens == 8 for e in events)
+
+    flushed = await client.app.state.gateway.flush_fleet_busy()
+    assert flushed == sum(receipts.values())
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        busy = (await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one()
+    assert busy == sum(receipts.values())
+    assert await client.app.state.gateway.flush_fleet_busy() == 0  # nothing new: nothing recorded twice
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "param", "code"),
+    [
+        (_chat(model="no-such-model"), 404, "model", "model_not_found"),
+        (_chat(max_tokens=10**6), 400, "max_tokens", "invalid_value"),
+        (_chat("word " * 140_000, max_tokens=None), 400, "messages", "context_length_exceeded"),
+        (_chat(n=2), 400, "n", "invalid_value"),
+        (_chat(temperature=5), 400, "temperature", "invalid_value"),
+        (_chat(frobnicate=True), 400, "frobnicate", "invalid_value"),
+        ({"model": MODEL, "messages": []}, 400, "messages", "invalid_value"),
+        ({"model": MODEL, "messages": [{"role": "tool", "content": "x", "tool_call_id": "nope"}]}, 400, None, None),
+        (_chat(tool_choice={"type": "function", "function": {"name": "missing"}}), 400, None, None),
+    ],
+)
+async def test_refused_requests_use_no_compute(
+    client: Any, make_tenant: Any, body: dict[str, Any], status: int, param: str | None, code: str | None
+) -> None:
+    tenant = await make_tenant()
+    body = {k: v for k, v in body.items() if v is not None}
+    response = await client.post("/v1/chat/completions", json=body, headers=tenant.headers("developer"))
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["message"]
+    if param:
+        assert error["param"] == param
+    if code:
+        assert error["code"] == code
+    await client.app.state.gateway.drain()
+    assert await _usage_events(client) == []
+
+
+async def test_viewer_keys_cannot_run_inference_but_can_list_models(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    assert (
+        await client.post("/v1/chat/completions", json=_chat(), headers=tenant.headers("viewer"))
+    ).status_code == 403
+    models = (await client.get("/v1/models", headers=tenant.headers("viewer"))).json()
+    assert MODEL in [m["id"] for m in models["data"]]
+
+
+async def test_hard_budget_refuses_with_402_before_any_work(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    budget = await client.post("/v1/budgets", json={"limit_minor": 1, "currency": "USD"}, headers=tenant.headers())
+    assert budget.status_code in (200, 201), budget.text
+    response = await client.post("/v1/chat/completions", json=_chat(max_tokens=4000), headers=tenant.headers())
+    assert response.status_code == 402, response.text
+    error = response.json()["error"]
+    assert error["code"] == "budget_exceeded"
+    assert budget.json()["id"] in error["message"]
+    await client.app.state.gateway.drain()
+    assert await _usage_events(client) == []
+
+
+async def test_stream_dropped_by_the_client_is_still_metered_once(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    body = _chat(stream=True, max_tokens=50)
+    async with client.stream("POST", "/v1/chat/completions", json=body, headers=tenant.headers()) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                first = json.loads(line[5:])
+                break
+    await client.app.state.gateway.drain()
+    events = await _usage_events(client)
+    assert [e.event_id for e in events] == [first["id"]]
+    assert events[0].completion_tokens == 50
+
+
+async def test_tenant_concurrency_cap_is_429(settings: Any, make_tenant: Any, client: Any) -> None:
+    from switchyard.platform.auth import Principal, Role
+    from switchyard.platform.db import TenantScope
+    from switchyard.platform.http.errors import RateLimited
+    from switchyard.platform.inference.schemas import ChatCompletionCreate
+
+    settings.tenant_max_concurrency = 2
+    gateway = client.app.state.gateway
+    tenant = await make_tenant()
+    caller = Principal(key_id="key_test", scope=TenantScope(tenant.id), role=Role.OWNER)
+    body = ChatCompletionCreate.model_validate(_chat())
+    held = [await gateway.admit(principal=caller, body=body, request_id=f"chatcmpl-{n}") for n in range(2)]
+    with pytest.raises(RateLimited) as refused:
+        await gateway.admit(principal=caller, body=body, request_id="chatcmpl-3")
+    assert refused.value.code == "concurrency_limit_exceeded"
+    over_http = await client.post("/v1/chat/completions", json=_chat(), headers=tenant.headers())
+    assert over_http.status_code == 429
+    assert over_http.headers["retry-after"] == "1"
+    for admitted in held:  # finishing a request gives its slot back
+        async for _event in gateway.events(gateway.run(admitted)):
+            pass
+    await gateway.drain()
+    assert (await client.post("/v1/chat/completions", json=_chat(), headers=tenant.headers())).status_code == 200
+
+
+async def test_fleet_view_and_reload(client: Any, operator_headers: dict[str, str], tmp_path: Path) -> None:
+    fleet = (await client.get("/v1/admin/fleet", headers=operator_headers)).json()
+    names = [d["model"] for d in fleet["deployments"]]
+    assert MODEL in names
+    assert all(d["replicas"] for d in fleet["deployments"])
+    settings = client.app.state.settings
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"deployments": [{"name": "x", "model": "nope/nope"}]}')
+    settings.fleet_file = str(bad)
+    refused = await client.post("/v1/admin/fleet/reload", headers=operator_headers)
+    assert refused.status_code == 400
+    assert "nope/nope" in refused.json()["error"]["message"]
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps(
+            {"deployments": [{"name": "tiny", "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.3xlarge", "tp": 4}]}
+        )
+    )
+    settings.fleet_file = str(good)
+    reloaded = await client.post("/v1/admin/fleet/reload", headers=operator_headers)
+    assert reloaded.status_code == 200, reloaded.text
+    assert [d["model"] for d in reloaded.json()["deployments"]] == ["tiny"]
