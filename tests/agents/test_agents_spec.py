@@ -69,6 +69,7 @@ def _with(**changes: Any) -> dict[str, Any]:
             ),
             "duplicate MCP server_label",
         ),
+        (_with(tools=[{"type": "http_request", "allowed_hosts": ["x.com"], "allowed_ports": [0]}]), "allowed_ports"),
         (_with(model_params={"temperature": 3}), "temperature"),
         (_with(model_params={"max_tokens": 0}), "max_tokens"),
         (_with(limits={"max_steps": 0}), "max_steps"),

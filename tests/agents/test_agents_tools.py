@@ -123,6 +123,9 @@ async def test_http_request_enforces_allow_list_and_methods(http_server) -> None
         await tool.call({"url": "http://169.254.169.254/"}, CTX)
     with pytest.raises(ValueError, match="allowed host"):
         HttpRequestTool(allowed_hosts=[])
+    ported = _http_tool(http_server.port, allowed_ports=[443])
+    with pytest.raises(ToolExecutionError, match="port not allowed"):
+        await ported.call({"url": f"http://app.test:{http_server.port}/ok"}, CTX)
 
 
 def test_registry_rejects_duplicates_and_lists_definitions() -> None:

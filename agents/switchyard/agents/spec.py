@@ -72,6 +72,7 @@ class HttpRequestToolSpec(_Strict):
     type: Literal["http_request"] = "http_request"
     name: str = Field(default="http_request", pattern=_NAME_PATTERN)
     allowed_hosts: list[str] = Field(min_length=1, description="host names or '*.example.com' patterns")
+    allowed_ports: list[int] | None = Field(default=None, description="restrict ports (default: any)")
     methods: list[Literal["GET", "POST"]] = Field(default=["GET"], min_length=1)
     max_response_bytes: int = Field(default=1_000_000, gt=0, le=10_000_000)
     timeout_s: float = Field(default=10.0, gt=0, le=120)
@@ -86,6 +87,13 @@ class HttpRequestToolSpec(_Strict):
             if not bare or "/" in bare or ":" in bare or "@" in bare or "*" in bare:
                 raise ValueError(f"allowed_hosts entries are host names or '*.domain' patterns, got {host!r}")
         return [h.lower() for h in value]
+
+    @field_validator("allowed_ports")
+    @classmethod
+    def _ports(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and (not value or any(not 0 < p < 65536 for p in value)):
+            raise ValueError("allowed_ports entries are ports between 1 and 65535")
+        return value
 
 
 class McpToolSpec(_Strict):

@@ -50,6 +50,7 @@ async def build_tools(
             registry.add(
                 HttpRequestTool(
                     allowed_hosts=tool.allowed_hosts,
+                    allowed_ports=tool.allowed_ports,
                     methods=tool.methods,
                     limits=FetchLimits(
                         max_redirects=tool.max_redirects,

@@ -32,6 +32,7 @@ class HttpRequestTool:
         self,
         *,
         allowed_hosts: Sequence[str],
+        allowed_ports: Sequence[int] | None = None,
         methods: Sequence[str] = ("GET",),
         limits: FetchLimits | None = None,
         resolver: Resolver | None = None,
@@ -47,7 +48,9 @@ class HttpRequestTool:
             raise ValueError("http_request supports GET and POST only")
         self.limits = limits or FetchLimits()
         self.requires_approval = requires_approval
-        self._guard = SSRFGuard(resolver=resolver, allowed_hosts=allowed_hosts, allow_loopback=allow_loopback)
+        self._guard = SSRFGuard(
+            resolver=resolver, allowed_hosts=allowed_hosts, allowed_ports=allowed_ports, allow_loopback=allow_loopback
+        )
         self._inner_transport = inner_transport
         self.definition = ToolDefinition(
             name=name,
