@@ -25,7 +25,6 @@ A worker that dies at any point resumes by loading the last stored state and cal
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from switchyard.agents.context import TokenCounter, assemble_context
@@ -421,8 +420,3 @@ class RunLoop:
             model=self.spec.model, messages=context.messages, tools=tools, params=params, request_id=step.id
         )
         return CallModel(step_id=step.id, request=request)
-
-
-def dumps_state(state: RunState) -> str:
-    """The state as compact JSON text (what a database column holds)."""
-    return json.dumps(state.to_json(), separators=(",", ":"), sort_keys=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import ModelRequest
@@ -116,8 +116,6 @@ class RunState(BaseModel):
     ``messages`` are the messages this run produced (assistant answers and tool results), in order; the
     thread's earlier messages are passed to the loop separately on every call.
     """
-
-    model_config = ConfigDict(validate_assignment=False)
 
     run_id: str
     status: RunStatus = RunStatus.QUEUED
