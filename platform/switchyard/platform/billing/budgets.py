@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import case, or_, select, update
+from sqlalchemy import BigInteger, case, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.billing.errors import BudgetExceeded, ReservationNotFound
@@ -86,7 +86,7 @@ def limit_micros(budget: Budget) -> int:
 
 def _rolled(period: datetime, column: Any) -> Any:
     """``column`` as of ``period``: zero when the budget's stored month is older (a new month began)."""
-    return case((Budget.period_start < period, 0), else_=column)
+    return case((Budget.period_start < period, literal(0, BigInteger)), else_=column)
 
 
 def _period_value(period: datetime) -> Any:
@@ -288,10 +288,10 @@ async def settle(
             held = row.amount_micros
         elif not await _close(session, row.id, row.tenant_id, "expired", values):
             return Reservation.of(await _load(session, scope, reservation_id))
-        if row.budget_ids:
+        for budget_id in sorted(row.budget_ids):  # one row at a time, in id order: no lock-order deadlocks
             await session.execute(
                 update(Budget)
-                .where(Budget.id.in_(row.budget_ids), Budget.tenant_id == row.tenant_id)
+                .where(Budget.id == budget_id, Budget.tenant_id == row.tenant_id)
                 .values(
                     spent_micros=_rolled(period, Budget.spent_micros) + actual,
                     period_start=_period_value(period),
@@ -300,7 +300,7 @@ async def settle(
                 )
                 .execution_options(synchronize_session=False)
             )
-            await _fire_alerts(session, row.budget_ids, row.tenant_id, now)
+        await _fire_alerts(session, row.budget_ids, row.tenant_id, now)
         return Reservation.of(await _load(session, scope, reservation_id))
 
 
@@ -312,7 +312,7 @@ async def release(
     async with own_transaction(target, scope) as session:
         row = await _load(session, scope, reservation_id)
         if await _close(session, row.id, row.tenant_id, "held", {"status": "released", "closed_at": now}):
-            for budget_id in row.budget_ids:
+            for budget_id in sorted(row.budget_ids):
                 await _uncharge(session, budget_id, row.tenant_id, row.amount_micros)
         return Reservation.of(await _load(session, scope, reservation_id))
 
@@ -325,9 +325,13 @@ async def expire_reservations(target: Database | AsyncSession, *, now: datetime 
             BudgetReservation.status == "held", BudgetReservation.expires_at < now
         )
         expired = 0
+        give_back: dict[tuple[str, str], int] = {}
         for row in list((await session.execute(statement)).scalars()):
             if await _close(session, row.id, row.tenant_id, "held", {"status": "expired", "closed_at": now}):
                 expired += 1
                 for budget_id in row.budget_ids:
-                    await _uncharge(session, budget_id, row.tenant_id, row.amount_micros)
+                    key = (budget_id, row.tenant_id)
+                    give_back[key] = give_back.get(key, 0) + row.amount_micros
+        for (budget_id, tenant_id), amount in sorted(give_back.items()):  # budgets in id order, once each
+            await _uncharge(session, budget_id, tenant_id, amount)
         return expired

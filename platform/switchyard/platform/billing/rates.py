@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
+from functools import cache
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,6 +48,7 @@ added by operators override it from their ``effective_from`` on."""
 _QUANTUM = Decimal(1).scaleb(-PRICE_DECIMAL_PLACES)
 
 
+@cache
 def default_prices() -> dict[str, tuple[Decimal, str]]:
     """Instance type → (USD per chip-hour, source) from the accelerator's hardware catalog."""
     from switchyard.accelerator import list_instances
@@ -150,7 +152,9 @@ async def cards_for(session: AsyncSession, *, instance_type: str) -> list[RateCa
     """Every card of an instance type, seeding the catalog baseline card when it is missing."""
     statement = select(RateCard).where(RateCard.instance_type == instance_type)
     cards = list((await session.execute(statement)).scalars())
-    if not any(map(_is_baseline, cards)) and await ensure_default_rate_cards(session, instance_types=[instance_type]):
+    if not any(map(_is_baseline, cards)) and instance_type in default_prices():
+        # Another transaction may have seeded it since our read: read again whether or not we inserted.
+        await ensure_default_rate_cards(session, instance_types=[instance_type])
         cards = list((await session.execute(statement)).scalars())
     return cards
 
