@@ -26,6 +26,11 @@ def attribute_chip_us(total_chip_us: int, work: Sequence[int | float]) -> list[i
     for w in work:
         if w < 0 or (isinstance(w, float) and not math.isfinite(w)):
             raise ValueError(f"work must be finite and non-negative, got {w!r}")
+    first = work[0]
+    if isinstance(first, int) and first > 0 and all(w == first and isinstance(w, int) for w in work):
+        # Equal shares (a decode step): the largest-remainder rule gives the leftover to the first ones.
+        q, r = divmod(total_chip_us, n)
+        return [q + 1] * r + [q] * (n - r)
     if all(isinstance(w, int) for w in work):
         weights: list[int] = [int(w) for w in work]
     else:
