@@ -1,8 +1,10 @@
 """Simulator speed: the Azure conversation trace (19,366 requests) served by 4 replicas of a Llama-2-70B
-class deployment, played 1x, 4x and 16x back to back. Prints simulated requests per wall-clock second,
-simulated time / wall time, and the cost per request relative to 1x (1.0 = perfectly linear).
+class deployment, played 1x, 4x and 16x back to back. Prints simulated requests per wall-clock second
+and per CPU second of this process (the simulator is single-threaded; CPU time is less disturbed by
+other work on the machine), simulated time / wall time, and the CPU cost per request relative to 1x
+(1.0 = perfectly linear). Each scale runs `--repeat` times; the fastest run is reported.
 
-    .venv/bin/python benchmarks/sim_speed.py [--trace PATH] [--instance trn2.48xlarge --tp 64]
+    .venv/bin/python benchmarks/sim_speed.py [--trace PATH] [--instance trn2.48xlarge --tp 64] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> None:
     parser.add_argument("--tp", type=int, default=64)
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
 
     base = load_azure_trace(args.trace)
@@ -34,23 +37,30 @@ def main() -> None:
         f"{args.replicas} x {args.instance} tp={args.tp}, {args.model}; trace {args.trace.name} ({len(base)} requests)"
     )
     print(
-        f"{'scale':>5} {'requests':>9} {'wall s':>8} {'req/wall s':>11} {'req/wall min':>13} "
-        f"{'sim s/wall s':>13} {'iterations':>11} {'cost/req vs 1x':>15}"
+        f"{'scale':>5} {'requests':>9} {'wall s':>8} {'cpu s':>7} {'req/wall s':>11} {'req/cpu s':>10} "
+        f"{'req/wall min':>13} {'sim s/wall s':>13} {'iterations':>11} {'cpu/req vs 1x':>14}"
     )
     per_request_1x = None
     for scale in (int(s) for s in args.scales.split(",")):
         reqs = repeat_workload(base, scale)
-        cluster = Cluster(dep, args.replicas, "least_load")
-        t0 = time.perf_counter()
-        finished = cluster.run(reqs)
-        wall = time.perf_counter() - t0
-        assert len(finished) == len(reqs)
-        per_request = wall / len(reqs)
+        best: tuple[float, float, Cluster] | None = None
+        for _ in range(max(1, args.repeat)):
+            cluster = Cluster(dep, args.replicas, "least_load")
+            w0, c0 = time.perf_counter(), time.process_time()
+            finished = cluster.run(reqs)
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            assert len(finished) == len(reqs)
+            if best is None or cpu < best[1]:
+                best = (wall, cpu, cluster)
+        assert best is not None
+        wall, cpu, cluster = best
+        per_request = cpu / len(reqs)
         per_request_1x = per_request_1x or per_request
         iterations = sum(r.iterations for r in cluster.replicas)
         print(
-            f"{scale:>5} {len(reqs):>9} {wall:>8.2f} {len(reqs) / wall:>11.0f} {60 * len(reqs) / wall:>13.0f} "
-            f"{cluster.makespan_s / wall:>13.0f} {iterations:>11} {per_request / per_request_1x:>15.2f}"
+            f"{scale:>5} {len(reqs):>9} {wall:>8.2f} {cpu:>7.2f} {len(reqs) / wall:>11.0f} {len(reqs) / cpu:>10.0f} "
+            f"{60 * len(reqs) / wall:>13.0f} {cluster.makespan_s / wall:>13.0f} {iterations:>11} "
+            f"{per_request / per_request_1x:>14.2f}"
         )
 
 
