@@ -135,90 +135,6 @@ async def client(settings: Any) -> AsyncIterator[Any]:
         yield test_client
 
 
-class _FakeUpstream:
-    """A tiny OpenAI-compatible server on 127.0.0.1 (raw ASGI under uvicorn in a thread): it answers instantly.
-
-    Chat completions echo ``words`` words (or a tool call when tools are offered) in OpenAI's JSON or SSE shape.
-    """
-
-    def __init__(self, words: int = 5) -> None:
-        self.words = words
-        self.requests: list[dict[str, Any]] = []
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        import json as _json
-
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = _json.loads(body or b"{}")
-        self.requests.append(request)
-        if "/fail/" in scope["path"]:
-            await self._send(send, 500, b'{"error": {"message": "boom"}}', b"application/json")
-            return
-        content = " ".join(f"w{i}" for i in range(self.words))
-        tool_calls = None
-        if request.get("tools"):
-            name = request["tools"][0]["function"]["name"]
-            tool_calls = [
-                {
-                    "index": 0,
-                    "id": "call_up_1",
-                    "type": "function",
-                    "function": {"name": name, "arguments": '{"q": "x"}'},
-                }
-            ]
-        usage = {"prompt_tokens": 7, "completion_tokens": self.words, "total_tokens": 7 + self.words}
-        if request.get("stream"):
-            chunks = []
-            base = {"id": "up-1", "object": "chat.completion.chunk", "created": 0, "model": request.get("model")}
-            if tool_calls:
-                delta: dict[str, Any] = {"role": "assistant", "tool_calls": tool_calls}
-                chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-                finish = "tool_calls"
-            else:
-                for i, word in enumerate(content.split(" ")):
-                    piece = word if i == 0 else " " + word
-                    chunks.append(
-                        {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-                    )
-                finish = "stop"
-            chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-            chunks.append({**base, "choices": [], "usage": usage})
-            payload = b"".join(b"data: " + _json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-            await self._send(send, 200, payload, b"text/event-stream")
-            return
-        message_out: dict[str, Any] = {"role": "assistant", "content": None if tool_calls else content}
-        if tool_calls:
-            message_out["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in tool_calls]
-        reply = {
-            "id": "up-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": request.get("model"),
-            "choices": [{"index": 0, "message": message_out, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": usage,
-        }
-        await self._send(send, 200, _json.dumps(reply).encode(), b"application/json")
-
-    @staticmethod
-    async def _send(send: Any, status: int, payload: bytes, content_type: bytes) -> None:
-        headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
-
-
 @pytest.fixture(scope="session")
 def fake_upstream() -> Iterator[Any]:
     """Base URL (``http://127.0.0.1:<port>/v1``) of a running fake OpenAI-compatible upstream."""
@@ -231,7 +147,9 @@ def fake_upstream() -> Iterator[Any]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    app = _FakeUpstream()
+    from switchyard.accelerator.pool.echo_upstream import EchoUpstream
+
+    app = EchoUpstream()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

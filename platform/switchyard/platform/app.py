@@ -14,6 +14,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController
+from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.middleware import ApiKeyAuthentication
 from switchyard.platform.billing.controllers import (
     BudgetController,
@@ -46,6 +47,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         if settings.uses_sqlite:
             settings.ensure_data_dir()
         app.state.database = Database(settings.database_url)
+        app.state.key_cache = KeyCache(settings.auth_cache_seconds)
         await start_gateway(app.state, settings, app.state.database)
         try:
             yield

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
         default=True, description="Whether `switchyard up` starts a Celery worker process beside the API."
     )
     log_level: str = Field(default="info", description="Log level of the API and worker processes.")
+    auth_cache_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="How long a verified API key is cached in each API process; a key revoked through another "
+        "process stops working within this time (0: no cache).",
+    )
     fleet_file: str = Field(
         default="",
         description='JSON fleet file (`{"deployments": [...]}`: served models, backends, instances, replicas); '

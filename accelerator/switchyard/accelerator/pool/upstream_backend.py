@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
@@ -44,12 +45,13 @@ class UpstreamDeployment:
     def __init__(self, spec: DeploymentSpec, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.spec = spec
         headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
         self._client = httpx.AsyncClient(
             base_url=spec.base_url.rstrip("/"),
             headers=headers,
             timeout=httpx.Timeout(spec.timeout_s, connect=5.0),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-            transport=transport,
+            # httpx's API on aiohttp's connection pool: several times the throughput of httpx's own transport.
+            transport=transport or AiohttpTransport(limits=limits),
         )
 
     @property
@@ -91,7 +93,7 @@ class UpstreamDeployment:
                 response = await self._client.send(
                     self._client.build_request("POST", "/chat/completions", json=body), stream=True
                 )
-            except httpx.ConnectError as exc:
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
                 if attempt == CONNECT_RETRIES:
                     raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}") from exc
                 await asyncio.sleep(0.05 * 2**attempt)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, post
+from typing import Any
+
+from litestar import Controller, Request, delete, get, post
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK
 
@@ -46,6 +48,7 @@ class ApiKeyController(Controller):
     @delete("/{key_id:str}", opt=access(Role.ADMIN), status_code=HTTP_200_OK, summary="Revoke an API key")
     async def revoke_api_key(
         self,
+        request: Request[Any, Any, Any],
         db_session: DbSession,
         tenant: CurrentTenant,
         actor: CurrentActor,
@@ -54,5 +57,10 @@ class ApiKeyController(Controller):
     ) -> ApiKeyPublic:
         """Revoke a key; requests with it fail with 401 from now on."""
         return await service.revoke_key(
-            db_session, scope=tenant, actor=actor, actor_role=principal.tenant_role, key_id=key_id
+            db_session,
+            scope=tenant,
+            actor=actor,
+            actor_role=principal.tenant_role,
+            key_id=key_id,
+            key_cache=request.app.state.key_cache,
         )

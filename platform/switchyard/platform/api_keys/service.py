@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.api_keys.schemas import ApiKeyCreated, ApiKeyPublic
 from switchyard.platform.audit.service import record
+from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.keys import issue_key
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
@@ -64,7 +65,13 @@ async def list_keys(session: AsyncSession, *, scope: TenantScope, params: Cursor
 
 
 async def revoke_key(
-    session: AsyncSession, *, scope: TenantScope, actor: Actor, actor_role: Role, key_id: str
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    actor: Actor,
+    actor_role: Role,
+    key_id: str,
+    key_cache: KeyCache | None = None,
 ) -> ApiKeyPublic:
     """Revoke a key; effective on the next request. Revoking an already revoked key changes nothing."""
     row = (
@@ -85,4 +92,6 @@ async def revoke_key(
             target_id=row.id,
         )
         await session.flush()
+    if key_cache is not None:
+        key_cache.forget(row.short_id)
     return ApiKeyPublic.of(row)

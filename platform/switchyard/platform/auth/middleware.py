@@ -6,6 +6,7 @@ from litestar.connection import ASGIConnection
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 from sqlalchemy import select
 
+from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.keys import parse_key, secret_matches
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.auth.roles import Role
@@ -25,6 +26,14 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
         parsed = parse_key(token.strip())
         if parsed is None:
             raise AuthenticationFailed("malformed API key")
+        cache: KeyCache = connection.app.state.key_cache
+        cached = cache.get(parsed.short_id)
+        if cached is not None:
+            if not secret_matches(parsed.secret, cached.secret_sha256):
+                raise AuthenticationFailed("invalid API key")
+            if cached.expires_at is not None and cached.expires_at <= utc_now():
+                raise AuthenticationFailed("API key has expired")
+            return AuthenticationResult(user=cached.principal, auth=cached.principal)
         database = connection.app.state.database
         async with database.session() as session:
             scope_session(session, UNSCOPED)  # the key decides the tenant, so the lookup cannot be scoped
@@ -40,4 +49,5 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
             principal = Principal(key_id=row.id, scope=TenantScope(row.tenant_id), role=Role(row.role))
         else:
             principal = Principal(key_id=row.id, scope=None, role=None)
+        cache.put(parsed.short_id, principal, row.secret_sha256, row.expires_at)
         return AuthenticationResult(user=principal, auth=principal)

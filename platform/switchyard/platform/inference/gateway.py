@@ -14,10 +14,13 @@ import logging
 import math
 import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from sqlalchemy import select
 
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import (
@@ -34,17 +37,19 @@ from switchyard.platform.auth.principal import Principal
 from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.fleet import record_fleet_busy
-from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
+from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
+from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.schemas import ChatCompletionCreate
 from switchyard.platform.limits import ConcurrencyLimiter, Decision, RateLimiter
-from switchyard.platform.models import utc_now
+from switchyard.platform.models import Budget, utc_now
 from switchyard.platform.settings import Settings
 
 __all__ = ["Admitted", "InferenceGateway"]
 
 log = logging.getLogger(__name__)
+BUDGET_CACHE_S = 1.0
 NODE = f"{socket.gethostname()}:{os.getpid()}"  # each API process simulates its own copy of the fleet
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
@@ -85,6 +90,8 @@ class InferenceGateway:
         self.rate_limiter = rate_limiter
         self.concurrency = concurrency
         self._tasks: set[asyncio.Task[None]] = set()
+        self.meter = MeterBatcher(database)
+        self._budgeted: dict[str, tuple[bool, float]] = {}
         self._flushed: dict[str, int] = {}
         self._slice_start: dict[str, datetime] = {}
 
@@ -132,6 +139,15 @@ class InferenceGateway:
                 headers={"retry-after": "1"},
             )
         try:
+            if not await self._has_budgets(scope.tenant_id):
+                return Admitted(
+                    self._request(body, request_id, scope, backend, messages, tools, output_cap),
+                    backend,
+                    scope,
+                    principal.key_id,
+                    None,
+                    headers,
+                )
             reservation = await budgets.reserve(
                 self.database,
                 scope=scope,
@@ -148,7 +164,20 @@ class InferenceGateway:
         except BaseException:
             await self.concurrency.release(slot)
             raise
-        request = InferenceRequest(
+        request = self._request(body, request_id, scope, backend, messages, tools, output_cap)
+        return Admitted(request, backend, scope, principal.key_id, reservation.id, headers)
+
+    @staticmethod
+    def _request(
+        body: ChatCompletionCreate,
+        request_id: str,
+        scope: TenantScope,
+        backend: Backend,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        output_cap: int | None,
+    ) -> InferenceRequest:
+        return InferenceRequest(
             request_id=request_id,
             tenant=scope.tenant_id,
             model=backend.name,
@@ -160,7 +189,18 @@ class InferenceGateway:
             priority=_PRIORITIES[body.priority or "standard"],
             session=body.user,
         )
-        return Admitted(request, backend, scope, principal.key_id, reservation.id, headers)
+
+    async def _has_budgets(self, tenant_id: str) -> bool:
+        """Whether the tenant has any budget (cached ``BUDGET_CACHE_S``: a new budget applies within that time)."""
+        now = time.monotonic()
+        cached = self._budgeted.get(tenant_id)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        async with self.database.unit_of_work(TenantScope(tenant_id)) as session:
+            statement = select(Budget.id).where(Budget.tenant_id == tenant_id).limit(1)
+            found = (await session.execute(statement)).first() is not None
+        self._budgeted[tenant_id] = (found, now + BUDGET_CACHE_S)
+        return found
 
     async def _check_rates(self, key_id: str, tenant_id: str, tokens: int) -> dict[str, str]:
         requests = await self.rate_limiter.hit(
@@ -198,11 +238,12 @@ class InferenceGateway:
         return queue
 
     async def _execute(self, admitted: Admitted, queue: asyncio.Queue[PoolEvent | Exception | None]) -> None:
-        receipt: ComputeReceipt | None = None
+        metered = False
         try:
             async for event in self.pool.submit(admitted.request):
                 if isinstance(event, ComputeReceipt):
-                    receipt = event
+                    await self._meter(admitted, event)  # durable before the client sees the end of the answer
+                    metered = True
                 await queue.put(event)
         except UpstreamError as exc:
             await queue.put(ServiceUnavailable(str(exc), code="upstream_error"))
@@ -211,17 +252,14 @@ class InferenceGateway:
             await queue.put(exc)
         finally:
             try:
-                await self._settle(admitted, receipt)
+                if not metered and admitted.reservation_id:
+                    await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
             finally:
                 await self.concurrency.release(f"tenant:{admitted.scope.tenant_id}")
                 await queue.put(None)
 
-    async def _settle(self, admitted: Admitted, receipt: ComputeReceipt | None) -> None:
-        """Meter a finished request (usage event + budget settlement in one transaction), or release its hold."""
-        if receipt is None:
-            if admitted.reservation_id:
-                await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
-            return
+    async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
+        """The usage event and the budget settlement of a finished request, committed with others in a batch."""
         event = UsageEventCreate(
             event_id=admitted.request.request_id,
             api_key_id=admitted.api_key_id,
@@ -232,15 +270,7 @@ class InferenceGateway:
             completion_tokens=receipt.completion_tokens,
             occurred_at=utc_now(),
         )
-        async with self.database.unit_of_work(admitted.scope) as session:
-            await record_usage(session, scope=admitted.scope, event=event)
-            if admitted.reservation_id:
-                await budgets.settle(
-                    session,
-                    scope=admitted.scope,
-                    reservation_id=admitted.reservation_id,
-                    actual_chip_us=receipt.chip_us,
-                )
+        await self.meter.write(Metering(admitted.scope, event, admitted.reservation_id))
 
     async def drain(self) -> None:
         """Wait for requests still running (their metering included); called at shutdown."""

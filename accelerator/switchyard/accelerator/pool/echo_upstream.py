@@ -1,0 +1,92 @@
+"""A tiny OpenAI-compatible upstream that answers instantly: for tests, benchmarks and local demos.
+
+Serve it with any ASGI server (``uvicorn switchyard.accelerator.pool.echo_upstream:app``). Chat completions
+answer ``words`` words (or one tool call when tools are offered) in OpenAI's JSON or SSE shape; a path
+containing ``/fail/`` answers 500. Every request body is kept in ``requests`` (up to ``keep`` of them).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["EchoUpstream", "app"]
+
+Scope = dict[str, Any]
+
+
+class EchoUpstream:
+    def __init__(self, words: int = 5, keep: int = 1000) -> None:
+        self.words = words
+        self.keep = keep
+        self.requests: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request: dict[str, Any] = json.loads(body or b"{}")
+        if len(self.requests) < self.keep:
+            self.requests.append(request)
+        if "/fail/" in scope["path"]:
+            await _send(send, 500, b'{"error": {"message": "upstream failure on purpose"}}', b"application/json")
+        elif request.get("stream"):
+            await _send(send, 200, self._stream(request), b"text/event-stream")
+        else:
+            await _send(send, 200, json.dumps(self._completion(request)).encode(), b"application/json")
+
+    def _tool_calls(self, request: dict[str, Any]) -> list[dict[str, Any]] | None:
+        if not request.get("tools"):
+            return None
+        name = request["tools"][0]["function"]["name"]
+        return [{"index": 0, "id": "call_echo_1", "type": "function", "function": {"name": name, "arguments": "{}"}}]
+
+    def _usage(self) -> dict[str, int]:
+        return {"prompt_tokens": 7, "completion_tokens": self.words, "total_tokens": 7 + self.words}
+
+    def _completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        calls = self._tool_calls(request)
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else self._text()}
+        if calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        base = {"id": "echo-1", "object": "chat.completion", "created": 0, "model": request.get("model")}
+        return {**base, "choices": [choice], "usage": self._usage()}
+
+    def _text(self) -> str:
+        return " ".join(f"w{i}" for i in range(self.words))
+
+    def _stream(self, request: dict[str, Any]) -> bytes:
+        base = {"id": "echo-1", "object": "chat.completion.chunk", "created": 0, "model": request.get("model")}
+        calls = self._tool_calls(request)
+        deltas: list[dict[str, Any]] = []
+        if calls:
+            deltas.append({"role": "assistant", "tool_calls": calls})
+        else:
+            words = self._text().split(" ")
+            deltas += [{"content": w if i == 0 else " " + w} for i, w in enumerate(words)]
+        chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        finish = "tool_calls" if calls else "stop"
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        chunks.append({**base, "choices": [], "usage": self._usage()})
+        return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+async def _send(send: Any, status: int, payload: bytes, content_type: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+app = EchoUpstream()

@@ -1,0 +1,232 @@
+"""Gateway overhead: Switchyard's /v1/chat/completions in front of an instant upstream, side by side with
+calling the upstream directly and with the LiteLLM proxy in front of the same upstream.
+
+    .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16]
+
+Every server is a separate process with one worker on 127.0.0.1; the load generator (aiohttp) runs here. It
+measures added latency at concurrency 1 and throughput at a fixed concurrency, with metering on (usage events,
+budget reservations) and prints ratios, which are what is comparable on a shared, noisy machine. The LiteLLM
+column appears when `litellm[proxy]` is installed (`pip install 'litellm[proxy]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+MODEL = "echo"
+BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 5}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    key: str
+
+
+@dataclass
+class Result:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+async def _one(session: aiohttp.ClientSession, target: Target) -> float:
+    started = time.perf_counter()
+    async with session.post(target.url, json=BODY, headers={"Authorization": f"Bearer {target.key}"}) as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{target.name}: HTTP {response.status}")
+    return (time.perf_counter() - started) * 1e3
+
+
+async def measure(target: Target, seconds: float, concurrency: int, serial_requests: int) -> Result:
+    connector = aiohttp.TCPConnector(limit=concurrency * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(50):  # warm up connections and caches
+            await _one(session, target)
+        latencies = [await _one(session, target) for _ in range(serial_requests)]
+        done = 0
+        errors = 0
+        deadline = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            nonlocal done, errors
+            while time.perf_counter() < deadline:
+                try:
+                    await _one(session, target)
+                    done += 1
+                except Exception:
+                    errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return Result(done / elapsed, statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1], errors)
+
+
+def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="throughput phase per target")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--serial", type=int, default=300, help="requests at concurrency 1 (latency)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sy-gateway-bench-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    bin_dir = Path(sys.executable).parent
+    try:
+        up_port = free_port()
+        procs.append(
+            start(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "switchyard.accelerator.pool.echo_upstream:app",
+                    "--port",
+                    str(up_port),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                ],
+                {},
+                work / "upstream.log",
+            )
+        )
+        wait_listening(up_port, procs[-1])
+        upstream = f"http://127.0.0.1:{up_port}/v1"
+        targets = [Target("upstream direct", f"{upstream}/chat/completions", "none")]
+
+        fleet = work / "fleet.json"
+        fleet.write_text(
+            json.dumps(
+                {"deployments": [{"name": MODEL, "backend": "openai-compatible", "base_url": upstream, "chips": 1}]}
+            )
+        )
+        sy_port = free_port()
+        env = {
+            "SWITCHYARD_DATA_DIR": str(work / "sy"),
+            "SWITCHYARD_FLEET_FILE": str(fleet),
+            "SWITCHYARD_PORT": str(sy_port),
+            "SWITCHYARD_LOG_LEVEL": "warning",
+            "SWITCHYARD_KEY_REQUESTS_PER_MINUTE": "100000000",
+            "SWITCHYARD_TENANT_TOKENS_PER_MINUTE": "1000000000",
+            "SWITCHYARD_TENANT_MAX_CONCURRENCY": "10000",
+        }
+        switchyard = str(bin_dir / "switchyard")
+        subprocess.run([switchyard, "db", "upgrade"], env={**os.environ, **env}, check=True, capture_output=True)
+        created = subprocess.run(
+            [switchyard, "tenant", "create", "bench"],
+            env={**os.environ, **env},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        key = re.search(r"owner key:\s+(\S+)", created).group(1)  # type: ignore[union-attr]
+        procs.append(start([switchyard, "api"], env, work / "switchyard.log"))
+        wait_listening(sy_port, procs[-1])
+        targets.append(Target("switchyard", f"http://127.0.0.1:{sy_port}/v1/chat/completions", key))
+
+        litellm = shutil.which("litellm", path=str(bin_dir))
+        if litellm:
+            ll_port = free_port()
+            config = work / "litellm.yaml"
+            config.write_text(
+                "model_list:\n"
+                f"  - model_name: {MODEL}\n"
+                "    litellm_params:\n"
+                f"      model: openai/{MODEL}\n"
+                f"      api_base: {upstream}\n"
+                "      api_key: none\n"
+            )
+            master_key = "sk-" + secrets.token_hex(32)
+            ll_env = {
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "HF_HUB_OFFLINE": "1",
+                "LITELLM_LOG": "ERROR",
+                "LITELLM_MASTER_KEY": master_key,
+            }
+            procs.append(
+                start(
+                    [litellm, "--config", str(config), "--port", str(ll_port), "--num_workers", "1"],
+                    ll_env,
+                    work / "litellm.log",
+                )
+            )
+            wait_listening(ll_port, procs[-1], timeout_s=180)
+            targets.append(Target("litellm proxy", f"http://127.0.0.1:{ll_port}/chat/completions", master_key))
+        else:
+            print("litellm proxy: not installed (pip install 'litellm[proxy]'), column left out\n")
+
+        results = {t.name: asyncio.run(measure(t, args.seconds, args.concurrency, args.serial)) for t in targets}
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+    direct = results["upstream direct"]
+    print(
+        f"non-streaming chat completions, {args.concurrency} connections for {args.seconds:.0f} s; "
+        f"latency at concurrency 1 over {args.serial} requests\n"
+    )
+    header = f"{'target':<16} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'errors':>7}"
+    print(header)
+    print("-" * len(header))
+    for name, r in results.items():
+        print(
+            f"{name:<16} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
+            f"{r.p50_ms - direct.p50_ms:>8.2f} {r.errors:>7}"
+        )
+    if "litellm proxy" in results:
+        ratio = results["switchyard"].rps / results["litellm proxy"].rps
+        print(f"\nswitchyard / litellm proxy throughput: {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

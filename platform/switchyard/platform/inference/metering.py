@@ -1,0 +1,71 @@
+"""Group commit of finished requests: usage events and budget settlements, many requests per transaction.
+
+A request's response is released only after its usage event is committed (the outbox): if the process dies
+first, the client gets no answer and nothing is billed; once the client has the answer, the usage is durable.
+Batching only changes how many requests share one transaction, never whether a request is metered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from switchyard.platform.billing import budgets
+from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
+from switchyard.platform.db import UNSCOPED, Database, TenantScope
+
+__all__ = ["MeterBatcher", "Metering"]
+
+log = logging.getLogger(__name__)
+MAX_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Metering:
+    scope: TenantScope
+    event: UsageEventCreate
+    reservation_id: str | None
+
+
+class MeterBatcher:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._pending: list[tuple[Metering, asyncio.Future[None]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+
+    async def write(self, metering: Metering) -> None:
+        """Return once ``metering`` is committed (raises if its transaction failed)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((metering, future))
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+        await future
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+            try:
+                async with self._database.unit_of_work(UNSCOPED) as session:
+                    by_tenant: dict[TenantScope, list[UsageEventCreate]] = {}
+                    for item, _future in batch:
+                        by_tenant.setdefault(item.scope, []).append(item.event)
+                    for scope, events in by_tenant.items():
+                        await record_usage_bulk(session, scope=scope, events=events)
+                    for item, _future in batch:
+                        if item.reservation_id:
+                            await budgets.settle(
+                                session,
+                                scope=item.scope,
+                                reservation_id=item.reservation_id,
+                                actual_chip_us=item.event.chip_us,
+                            )
+            except Exception as exc:
+                log.exception("metering a batch of %d requests failed", len(batch))
+                for _item, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for _item, future in batch:
+                if not future.done():
+                    future.set_result(None)
