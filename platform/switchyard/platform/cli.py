@@ -68,6 +68,11 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
         click.echo(f"  demo tenant {first.tenant_id} owner key: {first.tenant_key}")
         click.echo("\nTry it:")
         click.echo(f"  curl -s -H 'Authorization: Bearer {first.tenant_key}' {url}/v1/members")
+        body = '{"model": "meta-llama/Llama-3.1-8B-Instruct", "messages": [{"role": "user", "content": "Hello"}]}'
+        click.echo(
+            f"  curl -s -H 'Authorization: Bearer {first.tenant_key}' -H 'content-type: application/json' "
+            f"-d '{body}' {url}/v1/chat/completions"
+        )
     else:
         click.echo("Keys were printed at first start; make more with `switchyard key create`.")
     click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\n")
