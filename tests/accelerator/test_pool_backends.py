@@ -116,3 +116,21 @@ async def test_upstream_errors_and_unreachable_upstreams_raise(fake_upstream: An
             await _run(pool, _request(1, model="gone"))
     finally:
         await pool.aclose()
+
+
+async def test_on_the_wall_clock_text_streams_while_it_is_generated() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=1.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    arrivals: list[float] = []
+    receipt = None
+    async for event in pool.submit(_request(1, max_tokens=40)):
+        if isinstance(event, TextDelta):
+            arrivals.append(loop.time() - started)
+        elif isinstance(event, ComputeReceipt):
+            receipt = event
+    assert receipt is not None
+    assert len(arrivals) == 40
+    # Tokens arrive over the simulated decode time, not all at once at the end.
+    assert arrivals[-1] - arrivals[0] > 0.5 * receipt.decode_ms / 1e3
+    assert arrivals[0] < arrivals[-1] / 2

@@ -92,6 +92,13 @@ class Cluster:
         if math.isfinite(t):
             self.now = max(self.now, t)
 
+    def progress(self) -> dict[int, int]:
+        """Output tokens generated so far by each running request, over all replicas."""
+        merged: dict[int, int] = {}
+        for r in self.replicas:
+            merged.update(r.progress())
+        return merged
+
     def collect(self) -> list[FinishedRequest]:
         """Requests finished since the last call, ordered by finish time then id."""
         done = [f for r in self.replicas for f in r.collect()]

@@ -97,6 +97,10 @@ class ReplicaEngine:
         self._waiting.push(seq)
         self.outstanding_tokens += req.prompt_tokens + req.output_tokens
 
+    def progress(self) -> dict[int, int]:
+        """Output tokens generated so far by each running request (for streaming on a wall clock)."""
+        return {s.req.request_id: s.generated for s in self._running}
+
     def collect(self) -> list[FinishedRequest]:
         """Requests finished since the last call, in finishing order."""
         done, self._done = self._done, []

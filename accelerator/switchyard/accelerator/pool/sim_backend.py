@@ -48,6 +48,7 @@ class SimulatedDeployment:
         self._origin = clock()
         self._ids = itertools.count(1)
         self._waiters: dict[int, asyncio.Future[FinishedRequest]] = {}
+        self._progress: dict[int, tuple[int, asyncio.Event]] = {}
         self._driver: asyncio.Task[None] | None = None
         self._drain_scheduled = False
 
@@ -93,13 +94,28 @@ class SimulatedDeployment:
         )
         future: asyncio.Future[FinishedRequest] = asyncio.get_running_loop().create_future()
         self._waiters[job.job_id] = future
+        progressed = asyncio.Event()
+        self._progress[job.job_id] = (0, progressed)
         self.dispatcher.offer(job, job.arrival_s)
         self._wake()
+        sent = 0
         try:
-            result = await future
+            # On a wall clock, text streams as the simulated replica generates it; tool calls come whole at the end.
+            while not future.done():
+                waiting: asyncio.Future[Any] = asyncio.ensure_future(progressed.wait())
+                pending: list[asyncio.Future[Any]] = [future, waiting]
+                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                progressed.clear()
+                generated = self._progress[job.job_id][0]
+                while sent < min(generated, len(completion.text_tokens)):
+                    yield TextDelta(completion.text_tokens[sent])
+                    sent += 1
+            result = future.result()
         finally:
             self._waiters.pop(job.job_id, None)
-        for event in self._deltas(completion):
+            self._progress.pop(job.job_id, None)
+        for event in self._deltas(completion)[sent:]:
             yield event
         yield self._receipt(request, job, result, completion)
 
@@ -149,6 +165,11 @@ class SimulatedDeployment:
     async def _drive(self) -> None:
         while not self.dispatcher.idle:
             self._resolve(self.dispatcher.advance(self._sim_now()))
+            for job_id, generated in self.cluster.progress().items():
+                seen = self._progress.get(job_id)
+                if seen is not None and generated > seen[0]:
+                    self._progress[job_id] = (generated, seen[1])
+                    seen[1].set()
             await asyncio.sleep(TICK_S)
 
     def status(self) -> dict[str, Any]:
