@@ -134,3 +134,38 @@ async def test_on_the_wall_clock_text_streams_while_it_is_generated() -> None:
     # Tokens arrive over the simulated decode time, not all at once at the end.
     assert arrivals[-1] - arrivals[0] > 0.5 * receipt.decode_ms / 1e3
     assert arrivals[0] < arrivals[-1] / 2
+
+
+async def test_cancelled_request_stops_and_reports_the_compute_it_used() -> None:
+    pool = AcceleratorPool.from_specs([SMALL], time_scale=1.0)
+    backend: Any = pool.backend("small")
+    received: list[Any] = []
+    async for event in pool.submit(_request(7, max_tokens=400)):
+        received.append(event)
+        if sum(isinstance(e, TextDelta) for e in received) == 5:
+            backend.cancel("r7")
+    receipt = received[-1]
+    assert isinstance(receipt, ComputeReceipt)
+    assert receipt.finish_reason == "cancelled"
+    assert 5 <= receipt.completion_tokens < 400
+    assert receipt.chip_us > 0
+    assert receipt.decode_ms < 400 * 7  # stopped long before 400 tokens' worth of decoding
+    assert sum(r.chip_us_total for r in backend.cluster.replicas) == receipt.chip_us
+    assert backend.cluster.idle
+
+
+async def test_cancelling_a_queued_request_costs_nothing() -> None:
+    spec = DeploymentSpec(name="one", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, max_batch=1)
+    pool = AcceleratorPool.from_specs([spec], time_scale=1.0)
+    backend: Any = pool.backend("one")
+    first = asyncio.create_task(_run(pool, _request(1, model="one", max_tokens=30)))
+    second = asyncio.create_task(_run(pool, _request(2, model="one", max_tokens=30)))
+    await asyncio.sleep(0.05)
+    assert len(backend.dispatcher.queue) == 1  # one batch slot: the second waits
+    backend.cancel("r2")
+    _, receipt = await second
+    assert receipt.finish_reason == "cancelled"
+    assert receipt.chip_us == 0
+    assert receipt.completion_tokens == 0
+    _, done = await first
+    assert done.finish_reason == "length"

@@ -53,6 +53,21 @@ class WaitQueue:
         self._last_tag[r.tenant] = tag
         heapq.heappush(self._heap, (-r.priority, tag, next(self._order), start, seq))
 
+    def remove(self, request_id: int) -> SeqState | None:
+        """Take a request out of the queue wherever it waits; ``None`` if it is not here."""
+        for queue in (self._front, self._fifo):
+            for seq in queue:
+                if seq.req.request_id == request_id:
+                    queue.remove(seq)
+                    return seq
+        for index, entry in enumerate(self._heap):
+            if entry[4].req.request_id == request_id:
+                self._heap[index] = self._heap[-1]
+                self._heap.pop()
+                heapq.heapify(self._heap)
+                return entry[4]
+        return None
+
     def push_front(self, seq: SeqState) -> None:
         self._front.appendleft(seq)
 

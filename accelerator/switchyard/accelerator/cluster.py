@@ -92,6 +92,10 @@ class Cluster:
         if math.isfinite(t):
             self.now = max(self.now, t)
 
+    def abort(self, request_id: int) -> bool:
+        """Stop a request wherever it is; it shows up in collect() as ``cancelled``. False if it is unknown."""
+        return any(r.abort(request_id) for r in self.replicas)
+
     def progress(self) -> dict[int, int]:
         """Output tokens generated so far by each running request, over all replicas."""
         merged: dict[int, int] = {}

@@ -97,6 +97,21 @@ class ReplicaEngine:
         self._waiting.push(seq)
         self.outstanding_tokens += req.prompt_tokens + req.output_tokens
 
+    def abort(self, request_id: int) -> bool:
+        """Stop a request at once (its client went away): it leaves the batch or the queue, its KV blocks are
+        freed, and it finishes (``cancelled``) with the tokens it got and the chip-µs it used so far."""
+        seq = self._waiting.remove(request_id)
+        if seq is None:
+            seq = next((s for s in self._running if s.req.request_id == request_id), None)
+            if seq is None:
+                return False
+            self._running.remove(seq)
+        self.free_blocks += seq.blocks
+        seq.blocks = 0
+        self._release_prefix(seq)
+        self._finish(seq, cancelled=True)
+        return True
+
     def progress(self) -> dict[int, int]:
         """Output tokens generated so far by each running request (for streaming on a wall clock)."""
         return {s.req.request_id: s.generated for s in self._running}
@@ -286,7 +301,7 @@ class ReplicaEngine:
                 keep.append(s)
         self._running = keep
 
-    def _finish(self, seq: SeqState, rejected: str | None = None) -> None:
+    def _finish(self, seq: SeqState, rejected: str | None = None, cancelled: bool = False) -> None:
         r = seq.req
         self.outstanding_tokens -= r.prompt_tokens + r.output_tokens
         at = self.now
@@ -305,5 +320,6 @@ class ReplicaEngine:
                 recomputed_tokens=seq.recomputed,
                 rejected=rejected,
                 cached_tokens=seq.cached,
+                cancelled=cancelled,
             )
         )

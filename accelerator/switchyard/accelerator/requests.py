@@ -39,6 +39,7 @@ class FinishedRequest:
     recomputed_tokens: int = 0
     rejected: str | None = None  # why the request could never run (e.g. longer than the KV cache)
     cached_tokens: int = 0  # prompt tokens served from the prefix cache instead of being computed
+    cancelled: bool = False  # stopped by abort(): output_tokens and chip_us are what it got and used so far
 
     @property
     def queue_s(self) -> float:

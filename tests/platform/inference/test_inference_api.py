@@ -165,3 +165,31 @@ async def test_fleet_view_and_reload(client: Any, operator_headers: dict[str, st
     reloaded = await client.post("/v1/admin/fleet/reload", headers=operator_headers)
     assert reloaded.status_code == 200, reloaded.text
     assert [d["model"] for d in reloaded.json()["deployments"]] == ["tiny"]
+
+
+async def test_client_disconnect_mid_stream_cancels_and_meters_the_partial_compute_once(
+    settings: Any, client: Any, make_tenant: Any
+) -> None:
+    from switchyard.platform.auth import Principal, Role
+    from switchyard.platform.db import TenantScope
+    from switchyard.platform.inference.controllers import _stream
+    from switchyard.platform.inference.runtime import build_pool
+    from switchyard.platform.inference.schemas import ChatCompletionCreate
+
+    settings.time_scale = 1.0  # tokens take their simulated time, so there is a middle of the stream
+    gateway = client.app.state.gateway
+    await gateway.reload(build_pool(settings))
+    tenant = await make_tenant()
+    caller = Principal(key_id="key_test", scope=TenantScope(tenant.id), role=Role.OWNER)
+    body = ChatCompletionCreate.model_validate(_chat(max_tokens=500, stream=True))
+    admitted = await gateway.admit(principal=caller, body=body, request_id="chatcmpl-gone")
+    stream = _stream(gateway, admitted, gateway.run(admitted), "chatcmpl-gone", 0, False)
+    for _ in range(4):  # the role chunk and three tokens, then the client goes away
+        await stream.__anext__()
+    await stream.aclose()
+    await gateway.drain()
+    (event,) = await _usage_events(client)
+    assert event.event_id == "chatcmpl-gone"
+    assert 3 <= event.completion_tokens < 500
+    assert event.chip_us > 0
+    assert await gateway.flush_fleet_busy() == event.chip_us  # the partial compute is the replica's busy time

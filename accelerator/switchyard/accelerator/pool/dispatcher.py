@@ -76,6 +76,14 @@ class Dispatcher:
             if math.isfinite(now_s) or not admitted:
                 return done
 
+    def abort(self, job_id: int) -> Job | None:
+        """Give up on a job. Still queued: it is removed and returned (it used no compute). Running: the
+        cluster stops it and the next ``advance`` returns it as ``cancelled`` with the compute it used."""
+        queued = self.queue.remove(lambda job: job.job_id == job_id)
+        if queued is None and job_id in self.running:
+            self.cluster.abort(job_id)
+        return queued
+
     def _admit(self, now_s: float) -> int:
         admitted = 0
         while len(self.running) < self.capacity:

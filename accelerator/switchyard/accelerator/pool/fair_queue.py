@@ -57,6 +57,18 @@ class FairQueue(Generic[T]):
         self._virtual_time = max(self._virtual_time, start)
         return item
 
+    def remove(self, match: Callable[[T], bool]) -> T | None:
+        """Take out the first queued item that ``match``es (a request given up on); ``None`` if none does."""
+        for key, queue in self._queues.items():
+            for entry in queue:
+                if match(entry[2]):
+                    queue.remove(entry)
+                    if not queue:
+                        del self._queues[key]
+                    self._size -= 1
+                    return entry[2]
+        return None
+
     def queued_by_tenant(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for (_priority, tenant), queue in self._queues.items():

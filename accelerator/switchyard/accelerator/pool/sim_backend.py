@@ -12,6 +12,7 @@ import itertools
 import math
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 from switchyard.accelerator.cluster import Cluster
@@ -49,6 +50,7 @@ class SimulatedDeployment:
         self._ids = itertools.count(1)
         self._waiters: dict[int, asyncio.Future[FinishedRequest]] = {}
         self._progress: dict[int, tuple[int, asyncio.Event]] = {}
+        self._jobs: dict[str, Job] = {}
         self._driver: asyncio.Task[None] | None = None
         self._drain_scheduled = False
 
@@ -94,6 +96,7 @@ class SimulatedDeployment:
         )
         future: asyncio.Future[FinishedRequest] = asyncio.get_running_loop().create_future()
         self._waiters[job.job_id] = future
+        self._jobs[request.request_id] = job
         progressed = asyncio.Event()
         self._progress[job.job_id] = (0, progressed)
         self.dispatcher.offer(job, job.arrival_s)
@@ -115,9 +118,24 @@ class SimulatedDeployment:
         finally:
             self._waiters.pop(job.job_id, None)
             self._progress.pop(job.job_id, None)
-        for event in self._deltas(completion)[sent:]:
-            yield event
+            self._jobs.pop(request.request_id, None)
+        if not result.cancelled:
+            for event in self._deltas(completion)[sent:]:
+                yield event
         yield self._receipt(request, job, result, completion)
+
+    def cancel(self, request_id: str) -> None:
+        """Stop a request whose client went away; its receipt then carries the compute used so far."""
+        job = self._jobs.get(request_id)
+        if job is None:
+            return
+        queued = self.dispatcher.abort(job.job_id)
+        if queued is not None:  # never reached the cluster: nothing was computed
+            now = self._sim_now()
+            never_ran = FinishedRequest(job.job_id, -1, job.arrival_s, now, now, now, job.prompt_tokens, 0, 0)
+            self._resolve([(job, replace(never_ran, cancelled=True))])
+        else:
+            self._wake()
 
     @staticmethod
     def _deltas(completion: Completion) -> list[PoolEvent]:
@@ -136,12 +154,12 @@ class SimulatedDeployment:
             replica=f"{self.spec.name}/{result.replica}",
             chip_us=result.chip_us,
             prompt_tokens=job.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
+            completion_tokens=result.output_tokens if result.cancelled else completion.completion_tokens,
             queue_ms=max(0.0, (result.scheduled_s - job.arrival_s) * 1e3),
             ttft_ms=(result.first_token_s - job.arrival_s) * 1e3,
             decode_ms=(result.finish_s - result.first_token_s) * 1e3,
-            finish_reason=completion.finish_reason,
-            tool_calls=completion.tool_calls,
+            finish_reason="cancelled" if result.cancelled else completion.finish_reason,
+            tool_calls=() if result.cancelled else completion.tool_calls,
         )
 
     def _wake(self) -> None:

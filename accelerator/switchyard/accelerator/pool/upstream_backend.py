@@ -44,6 +44,7 @@ class UpstreamError(RuntimeError):
 class UpstreamDeployment:
     def __init__(self, spec: DeploymentSpec, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.spec = spec
+        self._cancelled: dict[str, asyncio.Event] = {}
         headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
         self._client = httpx.AsyncClient(
@@ -61,6 +62,12 @@ class UpstreamDeployment:
     @property
     def context_window(self) -> int:
         return self.spec.context_window
+
+    def cancel(self, request_id: str) -> None:
+        """Stop reading a request's answer (its client went away); the upstream connection is closed."""
+        event = self._cancelled.get(request_id)
+        if event is not None:
+            event.set()
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
         """A bound for budget reservations: the upstream's time is unknown until it answers."""
@@ -113,8 +120,12 @@ class UpstreamDeployment:
         finish_reason = "stop"
         calls: dict[int, dict[str, str]] = {}
         response = await self._open(self._body(request))
+        cancelled = self._cancelled.setdefault(request.request_id, asyncio.Event())
         try:
             async for line in response.aiter_lines():
+                if cancelled.is_set():
+                    finish_reason = "cancelled"
+                    break
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
@@ -137,6 +148,7 @@ class UpstreamDeployment:
                         slot["arguments"] += function.get("arguments") or ""
                     finish_reason = choice.get("finish_reason") or finish_reason
         finally:
+            self._cancelled.pop(request.request_id, None)
             await response.aclose()
         finished = time.monotonic()
         tool_calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items()))

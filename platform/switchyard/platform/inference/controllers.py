@@ -116,8 +116,9 @@ async def _stream(
     gateway: InferenceGateway, admitted: Admitted, queue: Any, completion_id: str, created: int, include_usage: bool
 ) -> AsyncIterator[bytes]:
     model = admitted.backend.name
-    yield sse(chunk(completion_id, created, model, {"role": "assistant", "content": "", "refusal": None}, None))
+    finished = False
     try:
+        yield sse(chunk(completion_id, created, model, {"role": "assistant", "content": "", "refusal": None}, None))
         async for event in gateway.events(queue):
             if isinstance(event, TextDelta):
                 yield sse(chunk(completion_id, created, model, {"content": event.text}, None))
@@ -133,8 +134,13 @@ async def _stream(
                         "usage": usage_object(event),
                     }
                     yield sse(usage)
+        finished = True
     except ApiError as exc:
+        finished = True
         yield sse({"error": {"message": exc.message, "type": exc.error_type, "param": exc.param, "code": exc.code}})
+    finally:
+        if not finished:  # the client disconnected mid-stream
+            gateway.cancel(admitted)
     yield sse("[DONE]")
 
 

@@ -237,6 +237,10 @@ class InferenceGateway:
         task.add_done_callback(self._tasks.discard)
         return queue
 
+    def cancel(self, admitted: Admitted) -> None:
+        """The client went away: stop the request in the pool; what it used so far is still metered once."""
+        admitted.backend.cancel(admitted.request.request_id)
+
     async def _execute(self, admitted: Admitted, queue: asyncio.Queue[PoolEvent | Exception | None]) -> None:
         metered = False
         try:
