@@ -57,7 +57,7 @@ def _fresh_venv(path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("part", "allowed"), [("sdk", {"httpx", "pydantic"}), ("accelerator", {"click", "numpy", "httpx"})]
+    ("part", "allowed"), [("sdk", {"httpx", "pydantic"}), ("accelerator", {"click", "numpy", "httpx", "httpx-aiohttp"})]
 )
 def test_part_installs_and_imports_alone(wheels: dict[str, Path], tmp_path: Path, part: str, allowed: set[str]) -> None:
     python = _fresh_venv(tmp_path / "venv")
