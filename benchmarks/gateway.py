@@ -111,6 +111,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="throughput phase per target")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--serial", type=int, default=300, help="requests at concurrency 1 (latency)")
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help="Switchyard's database (default: SQLite in a temporary directory); "
+        "an empty PostgreSQL database, e.g. postgresql://postgres@127.0.0.1:5432/sy_bench",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sy-gateway-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
