@@ -12,6 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
+from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController
 from switchyard.platform.auth.key_cache import KeyCache
@@ -31,8 +32,11 @@ from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
 from switchyard.platform.members.controllers import MemberController
+from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
+from switchyard.platform.runs.dispatch import drain_inline_runs
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.tenants.controllers import TenantAdminController
+from switchyard.platform.threads.controllers import ThreadController
 
 __all__ = ["create_app"]
 
@@ -52,6 +56,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         try:
             yield
         finally:
+            await drain_inline_runs(app.state)
             await stop_gateway(app.state)
             await app.state.database.dispose()
 
@@ -70,6 +75,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ModelController,
             ChatController,
             FleetController,
+            AgentController,
+            ThreadController,
+            RunController,
+            ThreadAndRunController,
         ],
         dependencies=dependencies(),
         middleware=[

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     )
     key_requests_per_minute: int = Field(default=6_000, ge=1, description="Inference requests per API key per minute.")
     max_output_tokens: int = Field(default=16_384, ge=1, description="Largest `max_tokens` a request may ask for.")
+    agent_run_lease_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a worker holds an agent run without checkpointing; past it the sweeper "
+        "(`runs.sweep`, every 15 s) re-enqueues the run for another worker.",
+    )
 
     @model_validator(mode="after")
     def _fill_embedded_defaults(self) -> Settings:

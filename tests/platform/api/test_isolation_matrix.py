@@ -22,6 +22,7 @@ from switchyard.platform.auth import Role
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import ApiKey, OperatorKey
 from switchyard.platform.settings import Settings
+from tests.platform.agents_api.factories import AGENT_FACTORIES
 from tests.platform.billing.factories import BILLING_FACTORIES
 
 _APP = create_app(Settings())
@@ -40,6 +41,11 @@ class Operation:
     @property
     def path_params(self) -> list[str]:
         return re.findall(r"{(\w+)}", self.path)
+
+    @property
+    def body_refs(self) -> list[str]:
+        """Required body fields naming another resource (``agent_id``): made by their factory, like path ids."""
+        return [name for name in (self.request_schema or {}).get("required", []) if name in BODY_REFS]
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
@@ -92,11 +98,15 @@ def _example(prop: dict[str, Any]) -> Any:
     return None
 
 
-def _example_body(operation: Operation) -> dict[str, Any] | None:
+def _example_body(operation: Operation, ids: dict[str, str] | None = None) -> dict[str, Any] | None:
     if operation.request_schema is None:
         return None
     properties = operation.request_schema.get("properties", {})
-    return {name: _example(properties[name]) for name in operation.request_schema.get("required", [])}
+    ids = ids or {}
+    return {
+        name: ids[name] if name in ids else _example(properties[name])
+        for name in operation.request_schema.get("required", [])
+    }
 
 
 # ---- factories: one per path parameter, making a resource in the given tenant ----
@@ -133,6 +143,8 @@ FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tena
 SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
+FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id
+BODY_REFS = {"agent_id"}
 
 
 # ---- meta-tests: the matrix covers every route ----
@@ -166,7 +178,7 @@ def test_matrix_is_not_empty() -> None:
 
 async def _call(client: Any, op: Operation, ids: dict[str, str], headers: dict[str, str]) -> Any:
     path = op.path.format(**ids)
-    return await client.request(op.method, path, json=_example_body(op), headers=headers)
+    return await client.request(op.method, path, json=_example_body(op, ids), headers=headers)
 
 
 def _bearer(key: str) -> dict[str, str]:
@@ -211,7 +223,7 @@ async def test_isolation(client: Any, make_tenant: Any, operator_key: str, op: O
         return
 
     allowed = _bearer(operator_key) if op.access == "operator" else mine.headers(op.access)
-    first_ids = {p: await FACTORIES[p](client, mine) for p in op.path_params}
+    first_ids = {p: await FACTORIES[p](client, mine) for p in op.path_params + op.body_refs}
 
     # 401: no key, revoked key, expired key
     _assert_error(await _call(client, op, first_ids, {}), 401, op, "without a key")
@@ -227,11 +239,14 @@ async def test_isolation(client: Any, make_tenant: Any, operator_key: str, op: O
             _assert_error(await _call(client, op, first_ids, mine.headers(role)), 403, op, f"as {role}")
 
     # 404: another tenant's ids (for operators: ids that do not exist)
-    if op.path_params:
+    if op.path_params or op.body_refs:
         if op.access == "operator":
             foreign = {p: f"{first_ids[p][:4]}01nonexistent" for p in op.path_params}
         else:
-            foreign = {p: SHARED[p] if p in SHARED else await FACTORIES[p](client, other) for p in op.path_params}
+            foreign = {
+                p: SHARED[p] if p in SHARED else await FACTORIES[p](client, other)
+                for p in op.path_params + op.body_refs
+            }
         _assert_error(await _call(client, op, foreign, allowed), 404, op, "with another tenant's ids")
 
     # positive control: the caller's own ids work

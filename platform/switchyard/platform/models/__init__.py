@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from switchyard.platform.models.agent import Agent
+from switchyard.platform.models.agent_version import AgentVersion
 from switchyard.platform.models.api_key import ApiKey
 from switchyard.platform.models.audit_event import AuditEvent
 from switchyard.platform.models.base import TenantOwned, utc_now
@@ -15,10 +17,16 @@ from switchyard.platform.models.invoice_line import InvoiceLine
 from switchyard.platform.models.member import Member
 from switchyard.platform.models.operator_key import OperatorKey
 from switchyard.platform.models.rate_card import RateCard
+from switchyard.platform.models.run import Run
+from switchyard.platform.models.run_event import RunEventRecord
 from switchyard.platform.models.tenant import Tenant
+from switchyard.platform.models.thread import Thread
+from switchyard.platform.models.thread_message import ThreadMessage
 from switchyard.platform.models.usage_event import UsageEvent
 
 __all__ = [
+    "Agent",
+    "AgentVersion",
     "ApiKey",
     "AuditEvent",
     "Budget",
@@ -31,8 +39,12 @@ __all__ = [
     "Member",
     "OperatorKey",
     "RateCard",
+    "Run",
+    "RunEventRecord",
     "Tenant",
     "TenantOwned",
+    "Thread",
+    "ThreadMessage",
     "UsageEvent",
     "utc_now",
 ]

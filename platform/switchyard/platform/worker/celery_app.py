@@ -34,7 +34,9 @@ def create_celery(settings: Settings | None = None) -> Celery:
     app.conf.switchyard_settings = settings
     app.autodiscover_tasks(["switchyard.platform.worker"], related_name="tasks", force=True)
     app.autodiscover_tasks(["switchyard.platform.billing"], related_name="tasks", force=True)
+    app.autodiscover_tasks(["switchyard.platform.runs"], related_name="tasks", force=True)
     from switchyard.platform.billing.tasks import BEAT_SCHEDULE as BILLING_BEAT_SCHEDULE
+    from switchyard.platform.runs.tasks import BEAT_SCHEDULE as RUNS_BEAT_SCHEDULE
 
-    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), **BILLING_BEAT_SCHEDULE}
+    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), **BILLING_BEAT_SCHEDULE, **RUNS_BEAT_SCHEDULE}
     return app

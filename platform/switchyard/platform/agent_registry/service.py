@@ -1,0 +1,187 @@
+"""Agents and their versions: create, read, change (a new version), delete (hidden, versions kept)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.agents import AgentSpec
+from switchyard.platform.agent_registry.schemas import (
+    AgentCreate,
+    AgentDeleted,
+    AgentPublic,
+    AgentUpdate,
+    AgentVersionPublic,
+)
+from switchyard.platform.audit.service import record
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.errors import InvalidRequest, NotFound
+from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.models import Agent, AgentVersion, utc_now
+
+__all__ = [
+    "ModelCheck",
+    "create_agent",
+    "delete_agent",
+    "get_agent",
+    "get_version",
+    "list_agents",
+    "list_versions",
+    "update_agent",
+]
+
+ModelCheck = Callable[[str], Any]
+"""Raises ``NotFound`` (``model_not_found``) when the tenant may not use the model."""
+
+
+async def _agent_row(session: AsyncSession, scope: TenantScope, agent_id: str) -> Agent:
+    statement = select(Agent).where(Agent.tenant_id == scope.tenant_id, Agent.id == agent_id)
+    row = (await session.execute(statement)).scalar_one_or_none()
+    if row is None or row.deleted_at is not None:
+        raise NotFound(f"no agent {agent_id!r}", param="agent_id")
+    return row
+
+
+async def get_version(
+    session: AsyncSession, *, scope: TenantScope, agent_id: str, version: int | None = None
+) -> tuple[Agent, AgentVersion]:
+    """The agent and one of its versions (the latest when ``version`` is ``None``)."""
+    agent = await _agent_row(session, scope, agent_id)
+    wanted = agent.latest_version if version is None else version
+    statement = select(AgentVersion).where(
+        AgentVersion.tenant_id == scope.tenant_id, AgentVersion.agent_id == agent_id, AgentVersion.version == wanted
+    )
+    row = (await session.execute(statement)).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"agent {agent_id!r} has no version {wanted}", param="agent_version")
+    return agent, row
+
+
+def _add_version(session: AsyncSession, scope: TenantScope, agent: Agent, spec: AgentSpec) -> AgentVersion:
+    row = AgentVersion(
+        id=new_id("agv"),
+        tenant_id=scope.tenant_id,
+        agent_id=agent.id,
+        version=agent.latest_version,
+        definition=spec.model_dump(mode="json"),
+    )
+    session.add(row)
+    return row
+
+
+async def create_agent(
+    session: AsyncSession, *, scope: TenantScope, actor: Actor, data: AgentCreate, check_model: ModelCheck
+) -> AgentPublic:
+    check_model(data.model)
+    spec = AgentSpec.model_validate(data.model_dump())
+    agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
+    session.add(agent)
+    version = _add_version(session, scope, agent, spec)
+    record(
+        session,
+        tenant_id=scope.tenant_id,
+        actor=actor,
+        action="agent.create",
+        target_type="agent",
+        target_id=agent.id,
+        details={"version": 1, "model": spec.model},
+    )
+    await session.flush()
+    return AgentPublic.of(agent, version)
+
+
+async def get_agent(session: AsyncSession, *, scope: TenantScope, agent_id: str) -> AgentPublic:
+    agent, version = await get_version(session, scope=scope, agent_id=agent_id)
+    return AgentPublic.of(agent, version)
+
+
+async def list_agents(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[AgentPublic]:
+    statement = select(Agent).where(Agent.tenant_id == scope.tenant_id, Agent.deleted_at.is_(None))  # type: ignore[union-attr]
+    page = await paginate(session, statement, Agent.id, params, lambda row: row)
+    if not page.data:
+        return Page[AgentPublic](data=[], first_id=None, last_id=None, has_more=False)
+    keys = [(a.id, a.latest_version) for a in page.data]
+    versions = (
+        (
+            await session.execute(
+                select(AgentVersion).where(
+                    AgentVersion.tenant_id == scope.tenant_id,
+                    AgentVersion.agent_id.in_([k[0] for k in keys]),  # type: ignore[attr-defined]
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
+    by_key = {(v.agent_id, v.version): v for v in versions}
+    data = [AgentPublic.of(a, by_key[(a.id, a.latest_version)]) for a in page.data]
+    return Page[AgentPublic](data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
+
+
+async def update_agent(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    actor: Actor,
+    agent_id: str,
+    data: AgentUpdate,
+    check_model: ModelCheck,
+) -> AgentPublic:
+    """Apply the fields present in ``data``; a new version only when the definition actually changes."""
+    agent, current = await get_version(session, scope=scope, agent_id=agent_id)
+    definition = dict(current.definition)
+    for field in data.model_fields_set:
+        value = getattr(data, field)
+        if value is None:
+            if field in ("name", "model"):
+                raise InvalidRequest(f"{field} cannot be null", param=field, code="invalid_value")
+            definition.pop(field, None)
+        else:
+            definition[field] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+            if field == "tools":
+                definition[field] = [t.model_dump(mode="json") for t in value]
+    try:
+        spec = AgentSpec.model_validate(definition)
+    except ValueError as exc:
+        raise InvalidRequest(f"invalid agent definition: {exc}", code="invalid_value") from None
+    if spec.model_dump(mode="json") == AgentSpec.model_validate(current.definition).model_dump(mode="json"):
+        return AgentPublic.of(agent, current)
+    if "model" in data.model_fields_set:
+        check_model(spec.model)
+    agent.latest_version += 1
+    agent.name = spec.name
+    agent.updated_at = utc_now()
+    version = _add_version(session, scope, agent, spec)
+    record(
+        session,
+        tenant_id=scope.tenant_id,
+        actor=actor,
+        action="agent.update",
+        target_type="agent",
+        target_id=agent.id,
+        details={"version": agent.latest_version, "fields": sorted(data.model_fields_set)},
+    )
+    await session.flush()
+    return AgentPublic.of(agent, version)
+
+
+async def delete_agent(session: AsyncSession, *, scope: TenantScope, actor: Actor, agent_id: str) -> AgentDeleted:
+    agent = await _agent_row(session, scope, agent_id)
+    agent.deleted_at = utc_now()
+    record(
+        session, tenant_id=scope.tenant_id, actor=actor, action="agent.delete", target_type="agent", target_id=agent_id
+    )
+    await session.flush()
+    return AgentDeleted(id=agent_id)
+
+
+async def list_versions(
+    session: AsyncSession, *, scope: TenantScope, agent_id: str, params: CursorParams
+) -> Page[AgentVersionPublic]:
+    await _agent_row(session, scope, agent_id)
+    statement = select(AgentVersion).where(AgentVersion.tenant_id == scope.tenant_id, AgentVersion.agent_id == agent_id)
+    return await paginate(session, statement, AgentVersion.id, params, AgentVersionPublic.of)

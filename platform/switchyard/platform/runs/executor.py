@@ -1,0 +1,268 @@
+"""Executing a run on a worker: claim it (a lease), drive the run loop, checkpoint every transition.
+
+Called by the Celery task ``runs.execute`` (and in-process by the inline dispatcher). Safe to call any number
+of times for one run: a run that is finished or waits for the client is left alone, a run leased by another
+live worker is skipped, and a worker killed mid-run leaves the last checkpoint for the next one (see
+``docs/agents.md``, "Durability").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+
+from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.pool import AcceleratorPool
+from switchyard.agents import (
+    TERMINAL_STATUSES,
+    AgentSpec,
+    Model,
+    RunLoop,
+    RunState,
+    RunStatus,
+    ToolRegistry,
+    build_tools,
+    drive_run,
+)
+from switchyard.agents.pool_model import PoolModel, pool_token_counter
+from switchyard.agents.runner import wall_clock_ms
+from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
+from switchyard.platform.runs.persist import RunContext, StaleRun, save_transition
+from switchyard.platform.threads.service import history
+
+__all__ = ["RunEnvironment", "client_loop", "execute_run", "worker_identity"]
+
+log = logging.getLogger(__name__)
+
+ModelFactory = Callable[[str, str], Model]
+"""``(tenant_id, thread_id) -> Model``: replaces the pool's model (tests)."""
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class RunEnvironment:
+    """What executing runs needs: the database, the pool, the lease length, and test seams."""
+
+    database: Database
+    pool: AcceleratorPool
+    lease_s: float = 120.0
+    worker_id: str = field(default_factory=worker_identity)
+    model_factory: ModelFactory | None = None
+    tool_options: dict[str, Any] = field(default_factory=dict)
+    """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
+    dispatch: Callable[[str, str], None] | None = None
+    """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
+
+
+def client_loop(spec: AgentSpec) -> RunLoop:
+    """A loop for client transitions (tool outputs, approvals, cancel), which use neither tools nor the model."""
+    return RunLoop(spec, ToolRegistry(), context_window_tokens=1)
+
+
+async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[Run, AgentVersion] | str:
+    """Take the run's lease; or say why not (finished, awaiting the client, leased, behind another run)."""
+    now = utc_now()
+    async with env.database.unit_of_work(scope) as session:
+        run = (
+            await session.execute(select(Run).where(Run.tenant_id == scope.tenant_id, Run.id == run_id))
+        ).scalar_one_or_none()
+        if run is None:
+            return "missing"
+        state = RunState.model_validate(run.state)
+        if state.status in TERMINAL_STATUSES:
+            return "finished"
+        if state.status is RunStatus.REQUIRES_ACTION and not run.cancel_requested:
+            action = state.required_action
+            if action is None or action.expires_at_ms > wall_clock_ms():
+                return "awaiting_client"
+        earlier = (
+            await session.execute(
+                select(Run.id)
+                .where(
+                    Run.tenant_id == scope.tenant_id,
+                    Run.thread_id == run.thread_id,
+                    Run.id < run.id,
+                    Run.status.in_(("queued", "in_progress", "requires_action")),  # type: ignore[attr-defined]
+                )
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+        if earlier is not None:
+            return "behind_another_run"
+        values: dict[str, Any] = {
+            "lease_owner": env.worker_id,
+            "lease_expires_at": now + timedelta(seconds=env.lease_s),
+            "attempts": Run.attempts + 1,
+        }
+        if run.history_position < 0:
+            last = (
+                await session.execute(
+                    select(func.max(ThreadMessage.position)).where(
+                        ThreadMessage.tenant_id == scope.tenant_id, ThreadMessage.thread_id == run.thread_id
+                    )
+                )
+            ).scalar_one_or_none()
+            values["history_position"] = -1 if last is None else int(last)
+        claimed = await session.execute(
+            update(Run)
+            .where(
+                Run.tenant_id == scope.tenant_id,
+                Run.id == run_id,
+                Run.revision == run.revision,
+                or_(
+                    Run.lease_expires_at.is_(None),  # type: ignore[union-attr]
+                    Run.lease_expires_at < now,  # type: ignore[operator]
+                    Run.lease_owner == env.worker_id,
+                ),
+            )
+            .values(values)
+            .execution_options(synchronize_session=False)
+        )
+        if claimed.rowcount != 1:  # type: ignore[attr-defined]
+            return "leased"
+        await session.refresh(run)
+        version = (
+            await session.execute(
+                select(AgentVersion).where(
+                    AgentVersion.tenant_id == scope.tenant_id,
+                    AgentVersion.agent_id == run.agent_id,
+                    AgentVersion.version == run.agent_version,
+                )
+            )
+        ).scalar_one()
+        return run, version
+
+
+async def _release(env: RunEnvironment, scope: TenantScope, run_id: str) -> None:
+    async with env.database.unit_of_work(scope) as session:
+        await session.execute(
+            update(Run)
+            .where(Run.tenant_id == scope.tenant_id, Run.id == run_id, Run.lease_owner == env.worker_id)
+            .values(lease_owner=None, lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
+
+
+async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> str:
+    """Advance the run as far as it goes (a final status or ``requires_action``); returns what happened."""
+    scope = TenantScope(tenant_id)
+    claimed = await _claim(env, scope, run_id)
+    if isinstance(claimed, str):
+        return claimed
+    run, version = claimed
+    try:
+        outcome = await _drive(env, scope, run, version)
+    except StaleRun as exc:
+        log.info("run %s: %s", run_id, exc)
+        return "stale"
+    finally:
+        await _release(env, scope, run_id)
+    if outcome in {s.value for s in TERMINAL_STATUSES} and env.dispatch is not None:
+        next_run = await _next_queued(env, scope, run.thread_id)
+        if next_run is not None:
+            env.dispatch(tenant_id, next_run)
+    return outcome
+
+
+async def _next_queued(env: RunEnvironment, scope: TenantScope, thread_id: str) -> str | None:
+    async with env.database.unit_of_work(scope) as session:
+        statement = (
+            select(Run.id)
+            .where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id, Run.status == "queued")
+            .order_by(Run.id)
+            .limit(1)
+        )
+        return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: AgentVersion) -> str:
+    spec = AgentSpec.model_validate(version.definition)
+    state = RunState.model_validate(run.state)
+    instance_type = "unknown"
+    failure: tuple[str, str] | None = None
+    try:
+        backend = env.pool.backend(spec.model)
+        instance_type = backend.spec.instance
+        if backend.spec.tenants and scope.tenant_id not in backend.spec.tenants:
+            failure = ("model_not_found", f"the model {spec.model!r} is not available to this tenant")
+    except UnknownNameError:
+        failure = ("model_not_found", f"the model {spec.model!r} is not served")
+    ctx = RunContext(
+        run_id=run.id,
+        thread_id=run.thread_id,
+        agent_id=run.agent_id,
+        agent_version=run.agent_version,
+        api_key_id=run.api_key_id,
+        instance_type=instance_type,
+    )
+    current = state
+
+    async def checkpoint(new: RunState) -> None:
+        nonlocal current
+        async with env.database.unit_of_work(scope) as session:
+            await save_transition(
+                session,
+                scope=scope,
+                ctx=ctx,
+                before=current,
+                after=new,
+                lease_owner=env.worker_id,
+                lease_s=env.lease_s,
+            )
+        current = new
+
+    tools = ToolRegistry()
+    if failure is None:
+        try:
+            tools = await build_tools(spec, **env.tool_options)
+        except Exception as exc:  # an MCP server that cannot be listed fails the run, with the reason
+            failure = ("tool_setup_error", f"{type(exc).__name__}: {exc}")
+    if failure is not None:
+        failed = client_loop(spec).fail(state, code=failure[0], message=failure[1], now_ms=wall_clock_ms())
+        await checkpoint(failed)
+        return failed.status.value
+    loop = RunLoop(
+        spec,
+        tools,
+        context_window_tokens=backend.context_window,
+        token_counter=pool_token_counter,
+        reserved_output_tokens=1024,
+    )
+    async with env.database.unit_of_work(scope) as session:
+        thread = await history(session, scope=scope, thread_id=run.thread_id, up_to_position=run.history_position)
+
+    async def cancel_requested() -> bool:
+        async with env.database.unit_of_work(scope) as session:
+            flag = (
+                await session.execute(
+                    select(Run.cancel_requested).where(Run.tenant_id == scope.tenant_id, Run.id == run.id)
+                )
+            ).scalar_one()
+        return bool(flag)
+
+    model: Model = (
+        env.model_factory(scope.tenant_id, run.thread_id)
+        if env.model_factory is not None
+        else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id)
+    )
+    final, _action = await drive_run(
+        loop,
+        state,
+        thread=thread,
+        model=model,
+        checkpoint=checkpoint,
+        tenant_id=scope.tenant_id,
+        cancel_requested=cancel_requested,
+    )
+    return final.status.value

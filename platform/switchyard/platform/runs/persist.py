@@ -1,0 +1,153 @@
+"""Writing one run transition: the new state, its events, its messages and its usage, in one transaction.
+
+Every write is conditional on the stored ``revision`` (and, for a worker, on still holding the lease), so of
+two writers racing on one run exactly one succeeds and the other learns it lost (``StaleRun``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.agents import RunState, StepType, events_between
+from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.models import Run, RunEventRecord, utc_now
+from switchyard.platform.threads.service import append_messages
+
+__all__ = ["RunContext", "StaleRun", "initial_events", "save_transition"]
+
+
+class StaleRun(Exception):
+    """The run changed under us (another writer, a cancel) or our lease passed: stop working on it."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a transition's side records need to know about the run."""
+
+    run_id: str
+    thread_id: str
+    agent_id: str
+    agent_version: int
+    api_key_id: str | None
+    instance_type: str
+
+
+def _ms_time(ms: int | None) -> datetime:
+    return utc_now() if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+
+
+async def _append_events(
+    session: AsyncSession, scope: TenantScope, ctx: RunContext, before: RunState | None, after: RunState
+) -> int:
+    events = events_between(before, after)
+    if not events:
+        return 0
+    last = (
+        await session.execute(
+            select(func.max(RunEventRecord.sequence_number)).where(
+                RunEventRecord.tenant_id == scope.tenant_id, RunEventRecord.run_id == ctx.run_id
+            )
+        )
+    ).scalar_one_or_none() or 0
+    for offset, event in enumerate(events, start=1):
+        session.add(
+            RunEventRecord(
+                id=new_id("evt"),
+                tenant_id=scope.tenant_id,
+                run_id=ctx.run_id,
+                sequence_number=last + offset,
+                event=event.event,
+                data={**event.data, "thread_id": ctx.thread_id},
+            )
+        )
+    return len(events)
+
+
+def initial_events(session: AsyncSession, scope: TenantScope, ctx: RunContext, state: RunState) -> None:
+    """The ``thread.run.created`` / ``queued`` events of a new run (numbered from 1)."""
+    for number, event in enumerate(events_between(None, state), start=1):
+        session.add(
+            RunEventRecord(
+                id=new_id("evt"),
+                tenant_id=scope.tenant_id,
+                run_id=ctx.run_id,
+                sequence_number=number,
+                event=event.event,
+                data={**event.data, "thread_id": ctx.thread_id},
+            )
+        )
+
+
+async def _bill_model_steps(
+    session: AsyncSession, scope: TenantScope, ctx: RunContext, before: RunState, after: RunState
+) -> None:
+    billed = {s.id for s in before.steps if s.usage is not None}
+    for step in after.steps:
+        if step.type is not StepType.MODEL_CALL or step.usage is None or step.id in billed:
+            continue
+        await record_usage(
+            session,
+            scope=scope,
+            event=UsageEventCreate(
+                event_id=step.id,
+                api_key_id=ctx.api_key_id,
+                agent_id=ctx.agent_id,
+                agent_version=ctx.agent_version,
+                run_id=ctx.run_id,
+                model=step.model or "unknown",
+                instance_type=ctx.instance_type,
+                chip_us=step.chip_us,
+                prompt_tokens=step.usage.input_tokens,
+                completion_tokens=step.usage.output_tokens,
+                occurred_at=_ms_time(step.completed_at_ms),
+            ),
+        )
+
+
+async def save_transition(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    ctx: RunContext,
+    before: RunState,
+    after: RunState,
+    lease_owner: str | None = None,
+    lease_s: float | None = None,
+) -> None:
+    """Store ``after`` (which follows ``before``), its events, new messages and model-step usage.
+
+    Raises ``StaleRun`` when the stored revision is not ``before.revision`` or (with ``lease_owner``) the
+    lease is held by someone else. The caller commits.
+    """
+    if after.revision == before.revision:
+        return
+    now = utc_now()
+    values: dict[str, object] = {
+        "state": after.to_json(),
+        "revision": after.revision,
+        "status": after.status.value,
+        "chip_us": after.chip_us,
+        "input_tokens": after.usage.input_tokens,
+        "output_tokens": after.usage.output_tokens,
+        "updated_at": now,
+    }
+    statement = update(Run).where(
+        Run.tenant_id == scope.tenant_id, Run.id == ctx.run_id, Run.revision == before.revision
+    )
+    if lease_owner is not None:
+        statement = statement.where(Run.lease_owner == lease_owner)
+        if lease_s is not None:
+            values["lease_expires_at"] = now + timedelta(seconds=lease_s)
+    result = await session.execute(statement.values(values).execution_options(synchronize_session=False))
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        raise StaleRun(f"run {ctx.run_id} is no longer at revision {before.revision}")
+    new_messages = after.messages[len(before.messages) :]
+    if new_messages:
+        await append_messages(session, scope=scope, thread_id=ctx.thread_id, messages=new_messages, run_id=ctx.run_id)
+    await _append_events(session, scope, ctx, before, after)
+    await _bill_model_steps(session, scope, ctx, before, after)

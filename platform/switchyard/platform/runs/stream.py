@@ -1,0 +1,79 @@
+"""Server-sent events of a run, replayed from the stored events and followed live by polling the database.
+
+Each event: ``id: <sequence_number>``, ``event: <dotted name>``, ``data: <JSON with sequence_number>``.
+A comment line ``: ping`` every ``PING_S``; the stream ends with ``event: done`` / ``data: [DONE]`` once the
+run is finished or waits for the client, and every event up to then was sent. Polling the database makes the
+fan-out work across API and worker processes without any broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+from sqlalchemy import select
+
+from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.models import Run, RunEventRecord
+
+__all__ = ["PING_S", "POLL_S", "run_events"]
+
+POLL_S = 0.2
+PING_S = 10.0
+_PAUSED = {"requires_action", "completed", "failed", "cancelled", "incomplete", "expired"}
+
+
+def format_event(sequence_number: int, name: str, data: dict[str, object]) -> bytes:
+    payload = json.dumps({**data, "sequence_number": sequence_number}, separators=(",", ":"))
+    return f"id: {sequence_number}\nevent: {name}\ndata: {payload}\n\n".encode()
+
+
+async def run_events(
+    database: Database,
+    scope: TenantScope,
+    run_id: str,
+    *,
+    starting_after: int = 0,
+    poll_s: float = POLL_S,
+    ping_s: float = PING_S,
+) -> AsyncIterator[bytes]:
+    """Events of the run numbered after ``starting_after``, live until the run pauses or ends."""
+    last = starting_after
+    last_sent = time.monotonic()
+    while True:
+        async with database.unit_of_work(scope) as session:
+            # the status first: events committed with a final status are then certain to be read below
+            status = (
+                await session.execute(select(Run.status).where(Run.tenant_id == scope.tenant_id, Run.id == run_id))
+            ).scalar_one()
+            rows = (
+                (
+                    await session.execute(
+                        select(RunEventRecord)
+                        .where(
+                            RunEventRecord.tenant_id == scope.tenant_id,
+                            RunEventRecord.run_id == run_id,
+                            RunEventRecord.sequence_number > last,
+                        )
+                        .order_by(RunEventRecord.sequence_number)  # type: ignore[arg-type]
+                        .limit(500)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        for row in rows:
+            yield format_event(row.sequence_number, row.event, row.data)
+            last = row.sequence_number
+            last_sent = time.monotonic()
+        if len(rows) == 500:
+            continue
+        if status in _PAUSED:
+            yield b"event: done\ndata: [DONE]\n\n"
+            return
+        if time.monotonic() - last_sent >= ping_s:
+            yield b": ping\n\n"
+            last_sent = time.monotonic()
+        await asyncio.sleep(poll_s)

@@ -1,0 +1,120 @@
+"""Celery jobs of runs: ``runs.execute`` (drive one run) and ``runs.sweep`` (re-enqueue runs past their lease).
+
+Tasks are synchronous; each worker thread keeps one event loop, one database and one accelerator pool, so the
+pool's state (queues, replicas) lives across tasks. Delivery is at-least-once: a redelivered
+``runs.execute`` finds the run finished, waiting for the client, or leased, and does nothing; otherwise it
+resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from celery import current_app, shared_task
+from sqlalchemy import and_, or_, select
+
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.inference.runtime import build_pool
+from switchyard.platform.models import Run, utc_now
+from switchyard.platform.runs.dispatch import EXECUTE_TASK
+from switchyard.platform.runs.executor import RunEnvironment, execute_run
+from switchyard.platform.settings import Settings, load_settings
+
+__all__ = ["BEAT_SCHEDULE", "execute_run_task", "sweep_runs", "sweep_task"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SWEEP_EVERY_S = 15
+BEAT_SCHEDULE: dict[str, dict[str, Any]] = {"runs-sweep": {"task": "runs.sweep", "schedule": SWEEP_EVERY_S}}
+"""Merged into Celery beat's schedule by ``worker.celery_app``."""
+
+_local = threading.local()
+
+
+def _settings() -> Settings:
+    settings = getattr(current_app.conf, "switchyard_settings", None)
+    return settings if isinstance(settings, Settings) else load_settings()
+
+
+def _send(tenant_id: str, run_id: str) -> None:
+    current_app.send_task(EXECUTE_TASK, args=[tenant_id, run_id])
+
+
+def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
+    """This thread's loop and run environment (built once: database engine and accelerator pool)."""
+    cached = getattr(_local, "env", None)
+    if cached is None:
+        settings = _settings()
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        env = RunEnvironment(
+            database=Database(settings.database_url),
+            pool=build_pool(settings),
+            lease_s=settings.agent_run_lease_seconds,
+            dispatch=_send,
+        )
+        cached = (loop, env)
+        _local.env = cached
+    return cached
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    loop, _ = _environment()
+    return loop.run_until_complete(coroutine)
+
+
+@shared_task(name="runs.execute")
+def execute_run_task(tenant_id: str, run_id: str) -> str:
+    """Drive the run until it finishes or waits for the client. Redelivery: resumes from the last checkpoint,
+    or does nothing when the run is finished, waiting, or leased by a live worker."""
+    _, env = _environment()
+    return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+
+
+async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, str]]:
+    """Runs to re-enqueue: active with a lease that passed, never picked up within ``grace_s``, or waiting for
+    the client past their deadline (a worker records the expiry). Returns ``(tenant_id, run_id)`` pairs."""
+    now = utc_now()
+    unclaimed_before = now - timedelta(seconds=grace_s)
+    async with database.unit_of_work(UNSCOPED) as session:
+        rows = (
+            await session.execute(
+                select(Run.tenant_id, Run.id, Run.status, Run.state)
+                .where(
+                    Run.status.in_(("queued", "in_progress", "requires_action")),  # type: ignore[attr-defined]
+                    or_(
+                        Run.lease_expires_at < now,  # type: ignore[operator]
+                        and_(Run.lease_expires_at.is_(None), Run.updated_at < unclaimed_before),  # type: ignore[union-attr]
+                    ),
+                )
+                .order_by(Run.id)
+                .limit(1000)
+            )
+        ).all()
+    now_ms = int(now.timestamp() * 1000)
+    due = []
+    for tenant_id, run_id, status, state in rows:
+        if status == "requires_action":
+            action = (state or {}).get("required_action") or {}
+            if int(action.get("expires_at_ms", now_ms + 1)) > now_ms:
+                continue
+        due.append((tenant_id, run_id))
+    return due
+
+
+@shared_task(name="runs.sweep")
+def sweep_task() -> int:
+    """Re-enqueue stuck runs. Redelivery: at worst a run is enqueued twice; the lease lets one worker in."""
+    _, env = _environment()
+    due = _run(sweep_runs(env.database, grace_s=env.lease_s))
+    for tenant_id, run_id in due:
+        _send(tenant_id, run_id)
+    if due:
+        log.info("re-enqueued %d runs", len(due))
+    return len(due)
