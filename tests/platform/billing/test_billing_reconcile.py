@@ -16,11 +16,12 @@ from switchyard.platform.auth.principal import Actor
 from switchyard.platform.billing.fleet import record_fleet_busy
 from switchyard.platform.billing.invoices import finalize_due
 from switchyard.platform.billing.ledger import record_usage
-from switchyard.platform.billing.tasks import rate_events_task, sweep_task
 from switchyard.platform.cli import main
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.models import InvoiceLine, UsageEvent
+from switchyard.platform.settings import Settings
 from switchyard.platform.tenants.service import create_tenant
+from switchyard.platform.worker import create_celery
 from tests.platform.billing.factories import receipt
 
 T = TypeVar("T")
@@ -59,21 +60,20 @@ async def _month_of_usage(database: Database) -> TenantScope:
 
 
 @pytest.fixture
-def cli(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("SWITCHYARD_DATABASE_URL", database_url)  # for the Celery jobs run in-process
-    monkeypatch.setenv("SWITCHYARD_DATA_DIR", str(tmp_path / "data"))
+def cli(database_url: str, tmp_path: Path) -> CliRunner:
     return CliRunner(env={"SWITCHYARD_DATABASE_URL": database_url, "SWITCHYARD_DATA_DIR": str(tmp_path / "data")})
 
 
-def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, cli: CliRunner) -> None:
+def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, cli: CliRunner, tmp_path: Path) -> None:
     run(database_url, _month_of_usage)
     unrated = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
     assert unrated.exit_code == 1
     assert "3 usage events are pending, not rated" in unrated.output
 
-    assert rate_events_task.apply().get() == {"rated": 3, "unpriced": 0}
-    assert rate_events_task.apply().get() == {"rated": 0, "unpriced": 0}  # a redelivery changes nothing
-    assert sweep_task.apply().get()["events"] == 0
+    tasks = create_celery(Settings(data_dir=tmp_path / "data", database_url=database_url)).tasks
+    assert tasks["billing.rate_events"].apply().get() == {"rated": 3, "unpriced": 0}
+    assert tasks["billing.rate_events"].apply().get() == {"rated": 0, "unpriced": 0}  # a redelivery: no change
+    assert tasks["billing.sweep"].apply().get()["events"] == 0
     run(database_url, lambda db: finalize_due(db, now=datetime(2026, 12, 3, tzinfo=UTC)))
 
     clean = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from celery import current_app, shared_task
+from celery import Task, shared_task
 from sqlalchemy import select
 
 from switchyard.platform.billing.budgets import expire_reservations
@@ -39,14 +39,15 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
 """Merged into Celery beat's schedule by ``worker.celery_app``: sweep every minute, finalize hourly."""
 
 
-def _settings() -> Settings:
-    settings = getattr(current_app.conf, "switchyard_settings", None)
+def _settings(task: Task) -> Settings:
+    """The settings of the Celery app running ``task`` (``create_celery`` puts them on its conf)."""
+    settings = getattr(task.app.conf, "switchyard_settings", None)
     return settings if isinstance(settings, Settings) else load_settings()
 
 
-def _run(job: Callable[[Database], Awaitable[T]]) -> T:
+def _run(task: Task, job: Callable[[Database], Awaitable[T]]) -> T:
     async def go() -> T:
-        database = Database(_settings().database_url)
+        database = Database(_settings(task).database_url)
         try:
             return await job(database)
         finally:
@@ -55,8 +56,8 @@ def _run(job: Callable[[Database], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
-@shared_task(name="billing.rate_events")
-def rate_events_task(event_ids: list[str] | None = None) -> dict[str, int]:
+@shared_task(name="billing.rate_events", bind=True)
+def rate_events_task(self: Task, event_ids: list[str] | None = None) -> dict[str, int]:
     """Rate the given events (or the oldest pending ones). Redelivery: events already rated are skipped by the
     conditional update, so nothing is priced twice."""
 
@@ -65,11 +66,11 @@ def rate_events_task(event_ids: list[str] | None = None) -> dict[str, int]:
             result = await rate_events(session, event_ids=event_ids, limit=BATCH)
         return {"rated": result.rated, "unpriced": result.unpriced}
 
-    return _run(job)
+    return _run(self, job)
 
 
-@shared_task(name="billing.sweep")
-def sweep_task() -> dict[str, int]:
+@shared_task(name="billing.sweep", bind=True)
+def sweep_task(self: Task) -> dict[str, int]:
     """Re-enqueue ratable events older than ``SWEEP_AGE`` in batches and expire stale reservations.
     Redelivery: at worst the same batch is enqueued twice, and rating it twice is a no-op."""
 
@@ -88,17 +89,17 @@ def sweep_task() -> dict[str, int]:
         expired = await expire_reservations(database)
         return [ids[i : i + BATCH] for i in range(0, len(ids), BATCH)], expired
 
-    batches, expired = _run(job)
+    batches, expired = _run(self, job)
     for batch in batches:
-        rate_events_task.delay(batch)
+        self.app.send_task("billing.rate_events", args=[batch])
     return {"batches": len(batches), "events": sum(map(len, batches)), "expired_reservations": expired}
 
 
-@shared_task(name="billing.finalize_invoices")
-def finalize_invoices_task() -> dict[str, Any]:
+@shared_task(name="billing.finalize_invoices", bind=True)
+def finalize_invoices_task(self: Task) -> dict[str, Any]:
     """Finalize every draft past its month's grace period. Redelivery: finalized invoices are skipped (the
     status flip is conditional), so each is finalized exactly once."""
-    finalized = _run(lambda database: finalize_due(database))
+    finalized = _run(self, lambda database: finalize_due(database))
     if finalized:
         log.info("finalized %d invoices", len(finalized))
     return {"finalized": finalized}
