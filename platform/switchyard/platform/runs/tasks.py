@@ -25,7 +25,7 @@ from switchyard.platform.runs.dispatch import EXECUTE_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["BEAT_SCHEDULE", "execute_run_task", "sweep_runs", "sweep_task"]
+__all__ = ["BEAT_SCHEDULE", "TOOL_OPTIONS", "execute_run_task", "sweep_runs", "sweep_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,6 +35,10 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {"runs-sweep": {"task": "runs.sweep",
 """Merged into Celery beat's schedule by ``worker.celery_app``."""
 
 _local = threading.local()
+
+TOOL_OPTIONS: dict[str, Any] = {}
+"""Extra ``build_tools`` options for the runs of this worker process (tests set a resolver and the loopback
+allowance in the process they start; production leaves it empty)."""
 
 
 def _settings() -> Settings:
@@ -58,6 +62,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
             pool=build_pool(settings),
             lease_s=settings.agent_run_lease_seconds,
             dispatch=_send,
+            tool_options=TOOL_OPTIONS,
         )
         cached = (loop, env)
         _local.env = cached

@@ -1,0 +1,317 @@
+"""Durable agent runs on real Celery worker processes, killed with SIGKILL at random points.
+
+50 runs of an agent with a calculator, an ``http_request`` tool and an MCP tool (servers on 127.0.0.1, reached
+through the SSRF guard with a loopback allowance that exists only in this test's worker process) are sent to
+a worker; the test kills the worker at random moments while runs progress, starts a new one, and plays the
+sweeper. Every run must complete, every model step must be billed exactly once, and the MCP tool (not
+idempotent: at most once) must never have run twice for one run.
+
+Run as a script, this file is the worker: ``python test_agent_runs_durable.py`` starts ``switchyard worker``
+with the test resolver and loopback allowance installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RESOLVER = {"mcp.test": ["127.0.0.1"], "api.test": ["127.0.0.1"]}
+RUNS = 50
+KILLS = 8
+MCP_HITS: list[str] = []
+HTTP_HITS: list[str] = []
+
+
+def _worker_main() -> None:
+    from switchyard.agents import StaticResolver
+    from switchyard.platform.cli import main
+    from switchyard.platform.runs import tasks
+
+    tasks.TOOL_OPTIONS.update(resolver=StaticResolver(RESOLVER), allow_loopback=True)
+    main(["worker", "--pool", "solo"])
+
+
+if __name__ == "__main__":
+    _worker_main()
+    sys.exit(0)
+
+pytestmark = pytest.mark.slow
+
+
+def _serve(app: Any) -> tuple[Any, threading.Thread, int]:
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "test server did not start"
+        time.sleep(0.01)
+    return server, thread, int(server.servers[0].sockets[0].getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def mcp_port() -> Iterator[int]:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    mcp = MCPServer("switchyard-chaos")
+
+    @mcp.tool()
+    def record(key: str) -> str:
+        """Record a key (a side effect: not idempotent)."""
+        MCP_HITS.append(key)
+        return f"recorded {key}"
+
+    app = mcp.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(allowed_hosts=["mcp.test:*"], allowed_origins=[]),
+    )
+    server, thread, port = _serve(app)
+    yield port
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        HTTP_HITS.append(self.path)
+        body = b'{"item": "ok"}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def http_port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.postgres])])
+def chaos_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """SQLite database + SQLite broker (the embedded default), or PostgreSQL + Redis (production)."""
+    if request.param == "sqlite":
+        path = tmp_path / "switchyard.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        database_url, broker_url = f"sqlite+aiosqlite:///{path}", ""
+    else:
+        database_url, broker_url = request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")
+        import redis
+
+        redis.Redis.from_url(broker_url).flushdb()
+    return {
+        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHYARD_DATABASE_URL": database_url,
+        "SWITCHYARD_BROKER_URL": broker_url,
+        "SWITCHYARD_RESULT_BACKEND": "",
+        "SWITCHYARD_TIME_SCALE": "0",
+        "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": "2",
+        "SWITCHYARD_LOG_LEVEL": "warning",
+    }
+
+
+class Workers:
+    """Starts worker processes (this file as a script) and kills them with SIGKILL."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = {**os.environ, **env}
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0
+
+    def start(self) -> None:
+        log = open(self.log_dir / f"worker-{self.started}.log", "wb")  # noqa: SIM115 (the process owns it)
+        self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.started += 1
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+async def _progress(database: Any) -> tuple[int, int]:
+    """(sum of run revisions, runs finished): grows as workers checkpoint."""
+    from sqlalchemy import func, select
+
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import Run
+
+    async with database.unit_of_work(UNSCOPED) as session:
+        revisions = (await session.execute(select(func.coalesce(func.sum(Run.revision), 0)))).scalar_one()
+        finished = (
+            await session.execute(
+                select(func.count()).where(
+                    Run.status.in_(("completed", "failed", "cancelled", "incomplete", "expired"))
+                )  # type: ignore[attr-defined]
+            )
+        ).scalar_one()
+    return int(revisions), int(finished)
+
+
+async def test_runs_survive_kill_9(chaos_env: dict[str, str], mcp_port: int, http_port: int, tmp_path: Path) -> None:
+    from litestar.testing import AsyncTestClient
+    from sqlalchemy import select
+
+    from switchyard.agents import INTERRUPTED_OUTPUT, RunState, StepStatus, StepType
+    from switchyard.platform.app import create_app
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import Run, RunEventRecord, UsageEvent
+    from switchyard.platform.runs.tasks import sweep_runs
+    from switchyard.platform.settings import Settings
+    from switchyard.platform.tenants.service import create_operator_key
+    from switchyard.platform.worker import create_celery
+
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    print(f"chaos seed {seed}")
+    MCP_HITS.clear()
+    HTTP_HITS.clear()
+    settings = Settings(
+        data_dir=Path(chaos_env["SWITCHYARD_DATA_DIR"]),
+        database_url=chaos_env["SWITCHYARD_DATABASE_URL"],
+        broker_url=chaos_env["SWITCHYARD_BROKER_URL"],
+        time_scale=0,
+        agent_run_lease_seconds=2,
+    )
+    celery = create_celery(settings)
+    workers = Workers(chaos_env, tmp_path)
+    async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
+        database = client.app.state.database
+        async with database.unit_of_work(UNSCOPED) as session:
+            operator = await create_operator_key(session, name="chaos")
+        created = await client.post(
+            "/v1/admin/tenants", json={"name": "chaos"}, headers={"Authorization": f"Bearer {operator}"}
+        )
+        headers = {"Authorization": f"Bearer {created.json()['owner_key']['value']}"}
+        agent = await client.post(
+            "/v1/agents",
+            json={
+                "name": "chaos",
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "instructions": "Use the tool you are asked to use, then answer.",
+                "tools": [
+                    {"type": "calculator"},
+                    {"type": "http_request", "allowed_hosts": ["api.test"], "allowed_ports": [http_port]},
+                    {"type": "mcp", "server_label": "svc", "server_url": f"http://mcp.test:{mcp_port}/mcp"},
+                ],
+            },
+            headers=headers,
+        )
+        assert agent.status_code == 201, agent.text
+        prompts = [
+            "please use svc__record key=k{i}",
+            "please use http_request url=http://api.test:{port}/item/{i}",
+            "please use calculator expression={i}*7",
+        ]
+        run_ids = []
+        for i in range(RUNS):
+            content = prompts[i % 3].format(i=i, port=http_port)
+            response = await client.post(
+                "/v1/runs",
+                json={"agent_id": agent.json()["id"], "thread": {"messages": [{"content": content}]}},
+                headers=headers,
+            )
+            assert response.status_code == 201, response.text
+            run_ids.append(response.json()["id"])
+
+        kills = 0
+        workers.start()
+        deadline = time.monotonic() + 300
+        last_sweep = time.monotonic()
+        try:
+            while True:
+                revisions, finished = await _progress(database)
+                if finished == RUNS:
+                    break
+                assert time.monotonic() < deadline, f"runs stuck: {finished}/{RUNS} finished (seed {seed})"
+                if kills < KILLS:
+                    # wait until the worker is checkpointing, then kill it at a random moment
+                    while (await _progress(database))[0] == revisions and time.monotonic() < deadline:  # noqa: ASYNC110
+                        await asyncio.sleep(0.02)
+                    await asyncio.sleep(rng.uniform(0, 0.3))
+                    workers.kill()
+                    kills += 1
+                    workers.start()
+                else:
+                    await asyncio.sleep(0.2)
+                if time.monotonic() - last_sweep > 1:
+                    last_sweep = time.monotonic()
+                    for tenant_id, run_id in await sweep_runs(database, grace_s=10):
+                        celery.send_task("runs.execute", args=[tenant_id, run_id])
+        finally:
+            workers.stop()
+
+        async with database.unit_of_work(UNSCOPED) as session:
+            runs = (await session.execute(select(Run).where(Run.id.in_(run_ids)))).scalars().all()  # type: ignore[attr-defined]
+            usage = (await session.execute(select(UsageEvent))).scalars().all()
+            events = (await session.execute(select(RunEventRecord.run_id, RunEventRecord.sequence_number))).all()
+
+    assert kills == KILLS
+    assert sorted(r.status for r in runs) == ["completed"] * RUNS, f"seed {seed}"
+    assert max(r.attempts for r in runs) >= 2, "no run was resumed by another worker: the kills missed"
+    usage_by_run: dict[str | None, list[UsageEvent]] = collections.defaultdict(list)
+    for event in usage:
+        usage_by_run[event.run_id].append(event)
+    sequences: dict[str, list[int]] = collections.defaultdict(list)
+    for run_id, number in events:
+        sequences[run_id].append(number)
+    for run in runs:
+        state = RunState.model_validate(run.state)
+        assert all(s.status is not StepStatus.IN_PROGRESS for s in state.steps)
+        model_steps = [s for s in state.steps if s.type is StepType.MODEL_CALL]
+        billed = usage_by_run[run.id]
+        assert sorted(e.event_id for e in billed) == sorted(s.id for s in model_steps), f"run {run.id}"
+        assert sum(e.chip_us for e in billed) == state.chip_us == run.chip_us
+        assert sorted(sequences[run.id]) == list(range(1, len(sequences[run.id]) + 1))
+    hits = collections.Counter(MCP_HITS)
+    assert hits, "the MCP tool never ran"
+    assert max(hits.values()) == 1, f"an at-most-once MCP call ran twice: {hits.most_common(3)}"
+    mcp_runs = [RunState.model_validate(r.state) for r in runs]
+    recorded = [
+        s
+        for state in mcp_runs
+        for s in state.steps
+        if s.tool_call is not None and s.tool_call.name == "svc__record" and s.output != INTERRUPTED_OUTPUT
+    ]
+    assert len(recorded) == len(MCP_HITS)  # every completed MCP call ran once; interrupted ones at most once
+    assert len(HTTP_HITS) >= sum(1 for i in range(RUNS) if i % 3 == 1)
+    resumed = sum(1 for r in runs if r.attempts >= 2)
+    interrupted = sum(1 for s in (s for st in mcp_runs for s in st.steps) if s.output == INTERRUPTED_OUTPUT)
+    print(
+        f"chaos: {kills} kills, {resumed} runs resumed, {interrupted} MCP calls interrupted, "
+        f"{len(usage)} model steps billed once, seed {seed}"
+    )
