@@ -31,7 +31,7 @@ from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bu
 from switchyard.platform.billing.periods import month_start, next_month
 from switchyard.platform.billing.reconcile import reconcile
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
-from switchyard.platform.models import UsageEvent
+from switchyard.platform.models import UsageAggregate, UsageEvent
 from switchyard.platform.settings import Settings
 from switchyard.platform.tenants.service import create_tenant
 from switchyard.platform.worker import create_celery
@@ -170,10 +170,17 @@ def test_kill_9_while_metering_loses_and_duplicates_nothing(
         await finalize_due(database, now=next_month(now) + timedelta(days=2))
         async with database.unit_of_work(UNSCOPED) as session:
             report = await reconcile(session, period_start=month_start(now))
-        return counts, report
+            daily = await session.execute(
+                select(func.sum(UsageAggregate.chip_us)).where(UsageAggregate.bucket_width == "1d")
+            )
+        return counts, report, daily.scalar_one()
 
+    # The periodic roll-up catches aggregate jobs the kills lost: daily buckets then equal the receipts.
+    refreshed = celery.send_task("billing.aggregate").get(timeout=120)
+    assert refreshed["tenants"] == 1
     celery.control.purge()  # leave no messages for workers of later tests on a shared broker
-    counts, report = run(url, check)
+    counts, report, daily_chip_us = run(url, check)
+    assert daily_chip_us == sum(r.chip_us for r in receipts)
     assert [(status, count, int(total)) for status, count, total in counts] == [
         ("rated", REQUESTS, sum(r.chip_us for r in receipts))
     ]

@@ -122,3 +122,14 @@ def test_the_float_scan_can_fail() -> None:
     assert _float_uses(ast.parse("y = float(z)"))
     assert _float_uses(ast.parse("a = b / c"))
     assert not _float_uses(ast.parse("a = Decimal(b) / c"))
+
+
+def test_public_names_of_the_billing_package() -> None:
+    import switchyard.platform.billing as billing
+
+    assert billing.__all__ == sorted(billing.__all__)
+    for name in billing.__all__:
+        assert hasattr(billing, name), name
+    assert {"record_usage", "reserve", "settle", "release", "price_chip_us", "record_fleet_busy"} <= set(
+        billing.__all__
+    )

@@ -10,7 +10,14 @@ from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing import render, service
-from switchyard.platform.billing.schemas import BudgetPublic, BudgetSet, RateCardCreate, RateCardPublic, UsagePage
+from switchyard.platform.billing.schemas import (
+    BudgetPublic,
+    BudgetSet,
+    InvoicePublic,
+    RateCardCreate,
+    RateCardPublic,
+    UsagePage,
+)
 from switchyard.platform.billing.usage import GROUP_BY_FIELDS
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest
@@ -95,7 +102,9 @@ class InvoiceController(Controller):
     guards = [require_access]
 
     @get(opt=access(Role.ADMIN), summary="List invoices")
-    async def list_invoices(self, db_session: DbSession, tenant: CurrentTenant, page: PageParams) -> Page[Any]:
+    async def list_invoices(
+        self, db_session: DbSession, tenant: CurrentTenant, page: PageParams
+    ) -> Page[InvoicePublic]:
         """The tenant's invoices, newest first; drafts show their provisional lines."""
         return await service.list_invoices(db_session, scope=tenant, params=page)
 

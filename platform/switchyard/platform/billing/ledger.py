@@ -98,11 +98,12 @@ async def record_usage(session: AsyncSession, *, scope: TenantScope, event: Usag
 
 @dataclass
 class RatingResult:
-    """What one rating pass did; ``touched`` are the (tenant, month) pairs whose draft invoices changed."""
+    """What one rating pass did: ``touched`` (tenant, month) drafts changed, ``hours`` (tenant, hour) buckets."""
 
     rated: int = 0
     unpriced: int = 0
     touched: set[tuple[str, datetime]] = field(default_factory=set)
+    hours: set[tuple[str, datetime]] = field(default_factory=set)
 
 
 async def rate_events(
@@ -153,5 +154,6 @@ async def rate_events(
         if card is not None and changed.rowcount == 1:  # type: ignore[attr-defined]
             result.rated += 1
             result.touched.add((event.tenant_id, event.period_start))
+            result.hours.add((event.tenant_id, event.hour_start))
     await ensure_drafts(session, result.touched)
     return result

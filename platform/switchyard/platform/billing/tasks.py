@@ -9,21 +9,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from celery import Task, shared_task
 from sqlalchemy import select
 
+from switchyard.platform.billing.aggregates import recent_hours, refresh_aggregates
 from switchyard.platform.billing.budgets import expire_reservations
 from switchyard.platform.billing.invoices import finalize_due
-from switchyard.platform.billing.ledger import RATABLE, rate_events
+from switchyard.platform.billing.ledger import RATABLE, RatingResult, rate_events
 from switchyard.platform.billing.tx import own_transaction
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import UsageEvent, utc_now
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["BEAT_SCHEDULE", "finalize_invoices_task", "rate_events_task", "sweep_task"]
+__all__ = ["BEAT_SCHEDULE", "aggregate_task", "finalize_invoices_task", "rate_events_task", "sweep_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,11 +33,16 @@ BATCH = 500
 SWEEP_AGE = timedelta(seconds=30)
 """The sweeper leaves events younger than this to the ``billing.rate_events`` sent right after their commit."""
 
+REFRESH_WINDOW = timedelta(hours=2)
+"""The periodic ``billing.aggregate`` recomputes buckets of events recorded this recently (catching lost jobs)."""
+
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "billing-sweep": {"task": "billing.sweep", "schedule": 60},
+    "billing-aggregate-recent": {"task": "billing.aggregate", "schedule": 600},
     "billing-finalize-invoices": {"task": "billing.finalize_invoices", "schedule": 3600},
 }
-"""Merged into Celery beat's schedule by ``worker.celery_app``: sweep every minute, finalize hourly."""
+"""Merged into Celery beat's schedule by ``worker.celery_app``: sweep every minute, roll-ups every 10 minutes,
+finalize hourly."""
 
 
 def _settings(task: Task) -> Settings:
@@ -58,13 +64,39 @@ def _run(task: Task, job: Callable[[Database], Awaitable[T]]) -> T:
 
 @shared_task(name="billing.rate_events", bind=True)
 def rate_events_task(self: Task, event_ids: list[str] | None = None) -> dict[str, int]:
-    """Rate the given events (or the oldest pending ones). Redelivery: events already rated are skipped by the
-    conditional update, so nothing is priced twice."""
+    """Rate the given events (or the oldest pending ones), then send ``billing.aggregate`` for the hours rated.
+    Redelivery: events already rated are skipped by the conditional update, so nothing is priced twice."""
+
+    async def job(database: Database) -> RatingResult:
+        async with own_transaction(database, UNSCOPED) as session:
+            return await rate_events(session, event_ids=event_ids, limit=BATCH)
+
+    result = _run(self, job)
+    by_tenant: dict[str, list[str]] = {}
+    for tenant_id, hour in sorted(result.hours):
+        by_tenant.setdefault(tenant_id, []).append(hour.isoformat())
+    for tenant_id, hours in by_tenant.items():  # sent after the rating committed
+        self.app.send_task("billing.aggregate", args=[tenant_id, hours])
+    return {"rated": result.rated, "unpriced": result.unpriced}
+
+
+@shared_task(name="billing.aggregate", bind=True)
+def aggregate_task(self: Task, tenant_id: str | None = None, hours: list[str] | None = None) -> dict[str, int]:
+    """Recompute usage roll-ups: the given hour buckets (and their days) of a tenant, or, with no arguments,
+    every bucket that received events in the last ``REFRESH_WINDOW``. Redelivery: buckets are recomputed
+    from the ledger, so the rows come out the same."""
 
     async def job(database: Database) -> dict[str, int]:
-        async with own_transaction(database, UNSCOPED) as session:
-            result = await rate_events(session, event_ids=event_ids, limit=BATCH)
-        return {"rated": result.rated, "unpriced": result.unpriced}
+        if tenant_id is not None:
+            wanted = {tenant_id: [datetime.fromisoformat(hour) for hour in hours or []]}
+        else:
+            async with database.unit_of_work(UNSCOPED) as session:
+                wanted = await recent_hours(session, since=utc_now() - REFRESH_WINDOW)
+        written = 0
+        for tenant, tenant_hours in sorted(wanted.items()):
+            async with own_transaction(database, UNSCOPED) as session:
+                written += await refresh_aggregates(session, tenant_id=tenant, hours=tenant_hours)
+        return {"tenants": len(wanted), "rows": written}
 
     return _run(self, job)
 

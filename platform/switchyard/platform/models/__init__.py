@@ -22,6 +22,7 @@ from switchyard.platform.models.run_event import RunEventRecord
 from switchyard.platform.models.tenant import Tenant
 from switchyard.platform.models.thread import Thread
 from switchyard.platform.models.thread_message import ThreadMessage
+from switchyard.platform.models.usage_aggregate import UsageAggregate
 from switchyard.platform.models.usage_event import UsageEvent
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "TenantOwned",
     "Thread",
     "ThreadMessage",
+    "UsageAggregate",
     "UsageEvent",
     "utc_now",
 ]
