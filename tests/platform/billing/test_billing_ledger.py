@@ -123,3 +123,11 @@ async def test_most_specific_card_wins(database: Database) -> None:
         assert price == Decimal(4)
         price = await price_chip_us(session, instance_type="inf2.xlarge", model="x", tenant_tier="standard", at=at)
         assert price == Decimal(1)
+
+
+async def test_bulk_insert_of_thousands_in_one_transaction(database: Database, new_tenant: Any) -> None:
+    scope = await new_tenant()
+    events = [receipt(event_id=f"bulk_{i}", chip_us=i) for i in range(2_500)]
+    async with database.unit_of_work(scope) as session:
+        assert await record_usage_bulk(session, scope=scope, events=events) == (2_500, 0)
+        assert await record_usage_bulk(session, scope=scope, events=events[:700]) == (0, 700)

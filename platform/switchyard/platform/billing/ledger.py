@@ -29,6 +29,7 @@ __all__ = ["RatingResult", "UsageEventCreate", "rate_events", "record_usage", "r
 log = logging.getLogger(__name__)
 
 RATABLE = ("pending", "unpriced")
+INSERT_CHUNK = 500
 
 
 class UsageEventCreate(BaseModel):
@@ -83,10 +84,14 @@ async def record_usage_bulk(
         return 0, 0
     now = utc_now()
     rows = [_row(scope, event, now) for event in events]
-    statement = (
-        insert_ignore(session, UsageEvent, ["tenant_id", "event_id"]).values(rows).returning(UsageEvent.event_id)
-    )
-    inserted = len((await session.execute(statement)).all())
+    inserted = 0
+    for start in range(0, len(rows), INSERT_CHUNK):  # stay under the databases' bound-parameter limits
+        statement = (
+            insert_ignore(session, UsageEvent, ["tenant_id", "event_id"])
+            .values(rows[start : start + INSERT_CHUNK])
+            .returning(UsageEvent.event_id)
+        )
+        inserted += len((await session.execute(statement)).all())
     return inserted, len(events) - inserted
 
 
