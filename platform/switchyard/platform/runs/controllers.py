@@ -149,6 +149,7 @@ class RunController(Controller):
     @post("/{run_id:str}/cancel", opt=access(Role.DEVELOPER), status_code=HTTP_200_OK, summary="Cancel a run")
     async def cancel_run(
         self,
+        request: Request[Any, Any, Any],
         db_session: DbSession,
         tenant: CurrentTenant,
         actor: CurrentActor,
@@ -157,7 +158,14 @@ class RunController(Controller):
     ) -> RunPublic:
         """Idempotent. A queued or waiting run is cancelled at once; a running one shows `cancelling` until its
         worker stops at the next step."""
-        return await service.cancel_run(db_session, scope=tenant, actor=actor, thread_id=thread_id, run_id=run_id)
+        return await service.cancel_run(
+            db_session,
+            scope=tenant,
+            actor=actor,
+            thread_id=thread_id,
+            run_id=run_id,
+            dispatcher=dispatcher_for(request.app.state),
+        )
 
     @post(
         "/{run_id:str}/submit_tool_outputs",

@@ -90,7 +90,7 @@ async def create_run(
                 f"thread {thread_id!r} has an active run {active!r}", param="thread_id", code="thread_has_active_run"
             )
         if data.multitask_strategy == "interrupt":
-            await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active)
+            await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active, dispatcher=None)
     run_id = new_id("run")
     state = client_loop(spec).new_run(run_id, now_ms=wall_clock_ms())
     history_position = -1  # fixed when a worker first picks the run up (after any run ahead of it)
@@ -129,8 +129,8 @@ async def create_run(
         details={"thread_id": thread_id, "agent_id": agent.id, "agent_version": version.version},
     )
     await session.flush()
-    if active is None:
-        dispatch_after_commit(session, dispatcher, scope.tenant_id, run_id)
+    # Behind another run, the worker leaves it queued; the run ahead starts it when it ends (or the sweeper).
+    dispatch_after_commit(session, dispatcher, scope.tenant_id, run_id)
     return run
 
 
@@ -176,7 +176,13 @@ async def list_steps(
 
 
 async def cancel_run(
-    session: AsyncSession, *, scope: TenantScope, actor: Actor, thread_id: str, run_id: str
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    actor: Actor,
+    thread_id: str,
+    run_id: str,
+    dispatcher: RunDispatcher | None,
 ) -> RunPublic:
     """Cancel (idempotent). A run no worker holds is cancelled at once; a running one at its next step."""
     run = await run_row(session, scope, thread_id, run_id)
@@ -196,10 +202,26 @@ async def cancel_run(
         # meanwhile and sees the flag at its next step.
         with contextlib.suppress(StaleRun):
             await save_transition(session, scope=scope, ctx=_context(run), before=state, after=cancelled)
+            if dispatcher is not None:
+                await _start_next_queued(session, scope, thread_id, dispatcher)
     record(session, tenant_id=scope.tenant_id, actor=actor, action="run.cancel", target_type="run", target_id=run_id)
     await session.flush()
     await session.refresh(run)
     return RunPublic.of(run)
+
+
+async def _start_next_queued(
+    session: AsyncSession, scope: TenantScope, thread_id: str, dispatcher: RunDispatcher
+) -> None:
+    statement = (
+        select(Run.id)
+        .where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id, Run.status == "queued")
+        .order_by(Run.id)
+        .limit(1)
+    )
+    next_run = (await session.execute(statement)).scalar_one_or_none()
+    if next_run is not None:
+        dispatch_after_commit(session, dispatcher, scope.tenant_id, next_run)
 
 
 def _outputs_error(exc: ToolOutputsError) -> Exception:
