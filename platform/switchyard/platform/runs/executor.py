@@ -8,6 +8,8 @@ live worker is skipped, and a worker killed mid-run leaves the last checkpoint f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -144,6 +146,23 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         return run, version
 
 
+async def _heartbeat(env: RunEnvironment, scope: TenantScope, run_id: str) -> None:
+    """Extend the lease every third of its length while this worker drives the run (a long model call must
+    not look like a dead worker); a killed worker stops extending it, and the sweeper takes over."""
+    while True:
+        await asyncio.sleep(env.lease_s / 3)
+        try:
+            async with env.database.unit_of_work(scope) as session:
+                await session.execute(
+                    update(Run)
+                    .where(Run.tenant_id == scope.tenant_id, Run.id == run_id, Run.lease_owner == env.worker_id)
+                    .values(lease_expires_at=utc_now() + timedelta(seconds=env.lease_s))
+                    .execution_options(synchronize_session=False)
+                )
+        except Exception:  # the next beat, or the checkpoints, extend it
+            log.warning("could not extend the lease of run %s", run_id, exc_info=True)
+
+
 async def _release(env: RunEnvironment, scope: TenantScope, run_id: str) -> None:
     async with env.database.unit_of_work(scope) as session:
         await session.execute(
@@ -161,12 +180,16 @@ async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> st
     if isinstance(claimed, str):
         return claimed
     run, version = claimed
+    heartbeat = asyncio.get_running_loop().create_task(_heartbeat(env, scope, run_id))
     try:
         outcome = await _drive(env, scope, run, version)
     except StaleRun as exc:
         log.info("run %s: %s", run_id, exc)
         return "stale"
     finally:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
         await _release(env, scope, run_id)
     if outcome in {s.value for s in TERMINAL_STATUSES} and env.dispatch is not None:
         next_run = await _next_queued(env, scope, run.thread_id)

@@ -1,0 +1,72 @@
+"""Leases and the sweeper: which runs are re-enqueued, and a worker's heartbeat during a long model call."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import update
+
+from switchyard.agents import Message, ModelRequest, ModelResponse, Usage
+from switchyard.platform.db import UNSCOPED
+from switchyard.platform.models import Run, utc_now
+from switchyard.platform.runs.executor import RunEnvironment, execute_run
+from switchyard.platform.runs.tasks import sweep_runs
+from tests.platform.agents_api.factories import make_agent
+
+
+class _Nowhere:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def dispatch(self, tenant_id: str, run_id: str) -> None:
+        self.sent.append(run_id)
+
+
+class _SlowModel:
+    """Answers after ``delay_s`` (an upstream slower than the lease)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(self.delay_s)
+        return ModelResponse(message=Message.assistant("late but fine"), usage=Usage(input_tokens=5), chip_us=50)
+
+
+async def _set_lease(database: Any, run_id: str, owner: str | None, seconds: float | None) -> None:
+    expires = None if seconds is None else utc_now() + timedelta(seconds=seconds)
+    async with database.unit_of_work(UNSCOPED) as session:
+        await session.execute(update(Run).where(Run.id == run_id).values(lease_owner=owner, lease_expires_at=expires))
+
+
+async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
+    client.app.state.run_dispatcher = _Nowhere()
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    agent = await make_agent(client, tenant)
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
+    database = client.app.state.database
+
+    assert (tenant.id, run["id"]) in await sweep_runs(database, grace_s=0)  # never picked up
+    assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=60)  # not yet: its task may be coming
+    await _set_lease(database, run["id"], "dead-worker", -1)
+    assert (tenant.id, run["id"]) in await sweep_runs(database, grace_s=60)  # lease passed
+
+    env = RunEnvironment(database=database, pool=client.app.state.gateway.pool, lease_s=0.3, worker_id="me")
+    await _set_lease(database, run["id"], "live-worker", 30)
+    assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
+    assert await execute_run(env, tenant_id=tenant.id, run_id=run["id"]) == "leased"
+
+    await _set_lease(database, run["id"], "dead-worker", -1)
+    env.model_factory = lambda _tenant, _thread: _SlowModel(delay_s=1.0)
+    task = asyncio.create_task(execute_run(env, tenant_id=tenant.id, run_id=run["id"]))
+    await asyncio.sleep(0.8)  # longer than the lease: the heartbeat keeps it
+    assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
+    assert await task == "completed"
+    body = (await client.get(f"/v1/threads/{run['thread_id']}/runs/{run['id']}", headers=headers)).json()
+    assert body["status"] == "completed"
+    assert body["chip_us"] == 50
+    assert await execute_run(env, tenant_id=tenant.id, run_id=run["id"]) == "finished"  # redelivery: no-op
+    assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
