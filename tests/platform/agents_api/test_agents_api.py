@@ -160,6 +160,12 @@ async def test_function_tool_outputs_and_events(client: Any, tenant: Any) -> Non
     assert names.count("thread.run.step.created") == names.count("thread.run.step.completed") == 3
     final_message = [json.loads(e["data"]) for e in numbered if e["event"] == "thread.message.completed"][-1]
     assert final_message["content"] == "The tool said: forty-two"
+    objects = {e["event"].rsplit(".", 1)[0]: json.loads(e["data"])["object"] for e in numbered}
+    assert objects == {
+        "thread.run": "thread.run",
+        "thread.run.step": "thread.run.step",
+        "thread.message": "thread.message",
+    }
 
     resumed = parse_sse((await client.get(f"{base}/{run['id']}/events?starting_after=5", headers=headers)).text)
     assert [int(e["id"]) for e in resumed[:-1]] == list(range(6, len(numbered) + 1))

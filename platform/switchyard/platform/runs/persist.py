@@ -37,6 +37,17 @@ class RunContext:
     instance_type: str
 
 
+def _payload(name: str, data: dict[str, object], ctx: RunContext) -> dict[str, object]:
+    """The stored event data: the library's payload with the OpenAI-style ``object`` and the thread id."""
+    if name.startswith("thread.run.step."):
+        kind = "thread.run.step"
+    elif name.startswith("thread.message."):
+        kind = "thread.message"
+    else:
+        kind = "thread.run"
+    return {"object": kind, **data, "thread_id": ctx.thread_id}
+
+
 def _ms_time(ms: int | None) -> datetime:
     return utc_now() if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
@@ -62,7 +73,7 @@ async def _append_events(
                 run_id=ctx.run_id,
                 sequence_number=last + offset,
                 event=event.event,
-                data={**event.data, "thread_id": ctx.thread_id},
+                data=_payload(event.event, event.data, ctx),
             )
         )
     return len(events)
@@ -78,7 +89,7 @@ def initial_events(session: AsyncSession, scope: TenantScope, ctx: RunContext, s
                 run_id=ctx.run_id,
                 sequence_number=number,
                 event=event.event,
-                data={**event.data, "thread_id": ctx.thread_id},
+                data=_payload(event.event, event.data, ctx),
             )
         )
 
