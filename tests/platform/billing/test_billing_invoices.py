@@ -79,3 +79,32 @@ async def test_finalize_after_grace_then_late_usage_adjusts_next_invoice(databas
         unbilled = (await session.execute(select(UsageEvent).where(UsageEvent.invoice_line_id.is_(None)))).all()
     assert stored_total == 294 + 447
     assert unbilled == []
+
+
+async def test_an_invoice_that_cannot_finalize_holds_up_only_its_tenant(
+    database: Database, new_tenant: Any, caplog: Any
+) -> None:
+    good, bad = await new_tenant(), await new_tenant()
+    async with database.unit_of_work(UNSCOPED) as session:
+        await create_rate_card(
+            session,
+            instance_type="inf2.xlarge",
+            price_per_chip_hour=Decimal("100"),
+            currency="JPY",
+            effective_from=NOV,
+        )
+    await rated_usage(database, good, receipt(occurred_at=NOV + timedelta(days=1)))
+    await rated_usage(
+        database,
+        bad,
+        receipt(occurred_at=NOV + timedelta(days=1)),
+        receipt(occurred_at=NOV + timedelta(days=2), instance_type="inf2.xlarge"),
+    )
+    finalized = await finalize_due(database, now=DEC + timedelta(days=2))
+    assert [i.status for i in await invoices(database, good)] == ["finalized"]
+    assert [i.status for i in await invoices(database, bad)] == ["draft"]
+    assert len(finalized) == 1
+    assert "mixes currencies" in caplog.text
+    async with database.unit_of_work(bad) as session:
+        unbilled = (await session.execute(select(UsageEvent).where(UsageEvent.invoice_line_id.is_(None)))).all()
+    assert len(unbilled) == 2  # the failed attempt rolled back: nothing was claimed

@@ -283,7 +283,8 @@ async def finalize_due(
     database: Database, *, now: datetime | None = None, grace: timedelta = FINALIZE_GRACE
 ) -> list[str]:
     """Finalize every draft whose month ended at least ``grace`` ago, each in its own transaction, oldest
-    first per tenant; returns the ids finalized. Safe to run concurrently and repeatedly."""
+    first per tenant; returns the ids finalized. Safe to run concurrently and repeatedly. An invoice that
+    fails (logged) stays a draft, with its tenant's later months, and is retried on the next run."""
     now = now or utc_now()
     async with database.unit_of_work(UNSCOPED) as session:
         unbilled = await session.execute(
@@ -306,7 +307,11 @@ async def finalize_due(
         if period_end + grace > now or tenant_id in blocked:
             blocked.add(tenant_id)  # later months of this tenant wait for this one
             continue
-        async with own_transaction(database, UNSCOPED) as session:
-            if await finalize_invoice(session, invoice_id=invoice_id, now=now):
-                finalized.append(invoice_id)
+        try:
+            async with own_transaction(database, UNSCOPED) as session:
+                if await finalize_invoice(session, invoice_id=invoice_id, now=now):
+                    finalized.append(invoice_id)
+        except Exception:  # one bad invoice (e.g. mixed currencies) must not hold up every other tenant's
+            log.exception("invoice %s could not be finalized; it stays a draft", invoice_id)
+            blocked.add(tenant_id)
     return finalized
