@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from switchyard.agents import Message, ModelRequest, ModelResponse, Usage
+from switchyard.agents import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import Run, utc_now
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
@@ -32,6 +32,9 @@ class _SlowModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         await asyncio.sleep(self.delay_s)
+        if request.tools and request.messages[-1].role != "tool":  # first use the calculator, if it has one
+            call = ToolCall(id="call_1", name="calculator", arguments='{"expression": "1+1"}')
+            return ModelResponse(message=Message.assistant(None, [call]), usage=Usage(input_tokens=5), chip_us=50)
         return ModelResponse(message=Message.assistant("late but fine"), usage=Usage(input_tokens=5), chip_us=50)
 
 
@@ -70,3 +73,42 @@ async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
     assert body["chip_us"] == 50
     assert await execute_run(env, tenant_id=tenant.id, run_id=run["id"]) == "finished"  # redelivery: no-op
     assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
+
+
+async def test_cancel_while_a_worker_drives_the_run(client: Any, make_tenant: Any) -> None:
+    client.app.state.run_dispatcher = _Nowhere()
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    agent = await make_agent(client, tenant, tools=[{"type": "calculator"}])
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
+    path = f"/v1/threads/{run['thread_id']}/runs/{run['id']}"
+    env = RunEnvironment(
+        database=client.app.state.database,
+        pool=client.app.state.gateway.pool,
+        lease_s=30,
+        model_factory=lambda _tenant, _thread: _SlowModel(delay_s=0.5),
+    )
+    task = asyncio.create_task(execute_run(env, tenant_id=tenant.id, run_id=run["id"]))
+    for _ in range(100):
+        if (await client.get(path, headers=headers)).json()["status"] == "in_progress":
+            break
+        await asyncio.sleep(0.01)
+    cancelling = await client.post(f"{path}/cancel", headers=headers)
+    assert cancelling.json()["status"] == "cancelling"  # its worker holds it: cancelled at its next step
+    assert await task == "cancelled"
+    body = (await client.get(path, headers=headers)).json()
+    assert body["status"] == "cancelled"
+    assert body["chip_us"] == 50  # the call in flight finished and is billed
+
+
+async def test_cancel_of_a_run_whose_worker_died(client: Any, make_tenant: Any) -> None:
+    client.app.state.run_dispatcher = _Nowhere()
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    agent = await make_agent(client, tenant)
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
+    await _set_lease(client.app.state.database, run["id"], "dead-worker", -1)
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        await session.execute(update(Run).where(Run.id == run["id"]).values(status="in_progress"))
+    cancelled = await client.post(f"/v1/threads/{run['thread_id']}/runs/{run['id']}/cancel", headers=headers)
+    assert cancelled.json()["status"] == "cancelled"

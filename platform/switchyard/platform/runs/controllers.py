@@ -156,8 +156,8 @@ class RunController(Controller):
         thread_id: FromPath[str],
         run_id: FromPath[str],
     ) -> RunPublic:
-        """Idempotent. A queued or waiting run is cancelled at once; a running one shows `cancelling` until its
-        worker stops at the next step."""
+        """Idempotent. A run no live worker holds (queued, waiting, or its worker gone) is cancelled at once; a
+        running one shows `cancelling` until its worker stops at the next step."""
         return await service.cancel_run(
             db_session,
             scope=tenant,

@@ -184,7 +184,7 @@ async def cancel_run(
     run_id: str,
     dispatcher: RunDispatcher | None,
 ) -> RunPublic:
-    """Cancel (idempotent). A run no worker holds is cancelled at once; a running one at its next step."""
+    """Cancel (idempotent). A run no live worker holds is cancelled at once; a running one at its next step."""
     run = await run_row(session, scope, thread_id, run_id)
     state = RunState.model_validate(run.state)
     if state.status in TERMINAL_STATUSES:
@@ -196,7 +196,7 @@ async def cancel_run(
         .execution_options(synchronize_session=False)
     )
     leased = run.lease_expires_at is not None and run.lease_expires_at > utc_now()
-    if state.status is RunStatus.REQUIRES_ACTION or (state.status is RunStatus.QUEUED and not leased):
+    if state.status is RunStatus.REQUIRES_ACTION or not leased:  # no live worker holds it: cancel it now
         cancelled = client_loop(await _spec(session, scope, run)).cancel(state, now_ms=wall_clock_ms())
         # A refused write changes nothing (the conditional UPDATE matched no row): a worker moved the run
         # meanwhile and sees the flag at its next step.
