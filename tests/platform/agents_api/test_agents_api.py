@@ -105,6 +105,20 @@ async def test_run_on_the_pool_bills_each_model_step_once(client: Any, tenant: A
     assert roles == ["user", "assistant", "tool", "assistant"]
     assert messages["data"][-1]["run_id"] == run["id"]
 
+    # the final answer was streamed as deltas before its thread.message.created event
+    events = parse_sse(
+        (await client.get(f"/v1/threads/{run['thread_id']}/runs/{run['id']}/events", headers=headers)).text
+    )
+    final = messages["data"][-1]
+    deltas = [json.loads(e["data"]) for e in events if e.get("event") == "thread.message.delta"]
+    assert deltas
+    assert {d["id"] for d in deltas} == {final["id"]}
+    assert "".join(d["delta"]["content"] for d in deltas) == final["content"]
+    names = [e.get("event") for e in events]
+    created = [i for i, e in enumerate(events) if e.get("event") == "thread.message.created"]
+    assert names.index("thread.message.delta") < created[-1]
+    assert [int(e["id"]) for e in events[:-1]] == list(range(1, len(events)))
+
 
 async def test_function_tool_outputs_and_events(client: Any, tenant: Any) -> None:
     run_inline(client, model_factory=scripted_model)

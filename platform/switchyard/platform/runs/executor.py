@@ -37,6 +37,7 @@ from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
+from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.persist import RunContext, StaleRun, save_transition
 from switchyard.platform.threads.service import history
 
@@ -230,20 +231,24 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         instance_type=instance_type,
     )
     current = state
+    deltas = MessageDeltas(env.database, scope, ctx)
 
     async def checkpoint(new: RunState) -> None:
         nonlocal current
-        async with env.database.unit_of_work(scope) as session:
-            await save_transition(
-                session,
-                scope=scope,
-                ctx=ctx,
-                before=current,
-                after=new,
-                lease_owner=env.worker_id,
-                lease_s=env.lease_s,
-            )
+        async with deltas.lock:
+            await deltas.write_pending()  # a model call's streamed text comes before its message
+            async with env.database.unit_of_work(scope) as session:
+                await save_transition(
+                    session,
+                    scope=scope,
+                    ctx=ctx,
+                    before=current,
+                    after=new,
+                    lease_owner=env.worker_id,
+                    lease_s=env.lease_s,
+                )
         current = new
+        deltas.follow(new)
 
     tools = ToolRegistry()
     if failure is None:
@@ -277,15 +282,18 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     model: Model = (
         env.model_factory(scope.tenant_id, run.thread_id)
         if env.model_factory is not None
-        else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id)
+        else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id, on_event=deltas.on_event)
     )
-    final, _action = await drive_run(
-        loop,
-        state,
-        thread=thread,
-        model=model,
-        checkpoint=checkpoint,
-        tenant_id=scope.tenant_id,
-        cancel_requested=cancel_requested,
-    )
+    try:
+        final, _action = await drive_run(
+            loop,
+            state,
+            thread=thread,
+            model=model,
+            checkpoint=checkpoint,
+            tenant_id=scope.tenant_id,
+            cancel_requested=cancel_requested,
+        )
+    finally:
+        await deltas.close()
     return final.status.value

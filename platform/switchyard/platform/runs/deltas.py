@@ -1,0 +1,93 @@
+"""``thread.message.delta`` events: the text of the model call in flight, stored in small batches.
+
+The run loop records whole messages; the pool streams tokens. While a model call runs, its text is buffered
+and stored every ``FLUSH_EVERY_S`` as ``thread.message.delta`` events (numbered like every other event), so
+subscribers see the answer as it is produced. They precede the message's ``thread.message.created`` /
+``completed`` events, which carry the whole message. A model call repeated after a crash streams its deltas
+again (its message is stored once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from sqlalchemy import func, select
+
+from switchyard.accelerator.pool import PoolEvent, TextDelta
+from switchyard.agents import RunState, StepStatus, StepType
+from switchyard.platform.db import Database, TenantScope, new_id
+from switchyard.platform.models import RunEventRecord
+from switchyard.platform.runs.persist import RunContext
+
+__all__ = ["FLUSH_EVERY_S", "MessageDeltas"]
+
+FLUSH_EVERY_S = 0.1
+
+
+class MessageDeltas:
+    """Buffers one run's streamed text; ``lock`` serialises its writes with the run's checkpoints."""
+
+    def __init__(self, database: Database, scope: TenantScope, ctx: RunContext) -> None:
+        self.database = database
+        self.scope = scope
+        self.ctx = ctx
+        self.lock = asyncio.Lock()
+        self._message_id: str | None = None
+        self._buffer: list[str] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def follow(self, state: RunState) -> None:
+        """After each checkpoint: deltas belong to the model step now in progress (if any)."""
+        open_calls = [s for s in state.steps if s.type is StepType.MODEL_CALL and s.status is StepStatus.IN_PROGRESS]
+        self._message_id = f"msg_{open_calls[-1].id}" if open_calls else None
+
+    def on_event(self, event: PoolEvent) -> None:
+        if not isinstance(event, TextDelta) or self._message_id is None:
+            return
+        self._buffer.append(event.text)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(FLUSH_EVERY_S)
+        async with self.lock:
+            await self.write_pending()
+
+    async def write_pending(self) -> None:
+        """Store the buffered text as one delta event; call with ``lock`` held."""
+        if not self._buffer or self._message_id is None:
+            self._buffer.clear()
+            return
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        async with self.database.unit_of_work(self.scope) as session:
+            last = (
+                await session.execute(
+                    select(func.max(RunEventRecord.sequence_number)).where(
+                        RunEventRecord.tenant_id == self.scope.tenant_id, RunEventRecord.run_id == self.ctx.run_id
+                    )
+                )
+            ).scalar_one_or_none() or 0
+            session.add(
+                RunEventRecord(
+                    id=new_id("evt"),
+                    tenant_id=self.scope.tenant_id,
+                    run_id=self.ctx.run_id,
+                    sequence_number=last + 1,
+                    event="thread.message.delta",
+                    data={
+                        "object": "thread.message.delta",
+                        "id": self._message_id,
+                        "run_id": self.ctx.run_id,
+                        "thread_id": self.ctx.thread_id,
+                        "delta": {"content": text},
+                    },
+                )
+            )
+
+    async def close(self) -> None:
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
