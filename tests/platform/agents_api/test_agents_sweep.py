@@ -112,3 +112,19 @@ async def test_cancel_of_a_run_whose_worker_died(client: Any, make_tenant: Any) 
         await session.execute(update(Run).where(Run.id == run["id"]).values(status="in_progress"))
     cancelled = await client.post(f"/v1/threads/{run['thread_id']}/runs/{run['id']}/cancel", headers=headers)
     assert cancelled.json()["status"] == "cancelled"
+
+
+async def test_event_stream_pings_while_nothing_happens(client: Any, make_tenant: Any) -> None:
+    from switchyard.platform.db import TenantScope
+    from switchyard.platform.runs.stream import run_events
+
+    client.app.state.run_dispatcher = _Nowhere()  # no worker: the run stays queued
+    tenant = await make_tenant()
+    agent = await make_agent(client, tenant)
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=tenant.headers())).json()
+    stream = run_events(client.app.state.database, TenantScope(tenant.id), run["id"], poll_s=0.01, ping_s=0.05)
+    chunks = [await anext(stream) for _ in range(3)]
+    await stream.aclose()
+    assert chunks[0].startswith(b"id: 1\nevent: thread.run.created\n")
+    assert chunks[1].startswith(b"id: 2\nevent: thread.run.queued\n")
+    assert chunks[2] == b": ping\n\n"
