@@ -37,6 +37,7 @@ from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
+from switchyard.platform.runs.budgeted import BudgetedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.persist import RunContext, StaleRun, save_transition
 from switchyard.platform.threads.service import history
@@ -64,6 +65,8 @@ class RunEnvironment:
     model_factory: ModelFactory | None = None
     tool_options: dict[str, Any] = field(default_factory=dict)
     """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
+    max_output_tokens: int = 16_384
+    """Output cap of a model call with no ``max_tokens`` (budget holds use it; ``Settings.max_output_tokens``)."""
     dispatch: Callable[[str, str], None] | None = None
     """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
 
@@ -232,6 +235,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     )
     current = state
     deltas = MessageDeltas(env.database, scope, ctx)
+    reservations: dict[str, str] = {}
 
     async def checkpoint(new: RunState) -> None:
         nonlocal current
@@ -246,6 +250,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
                     after=new,
                     lease_owner=env.worker_id,
                     lease_s=env.lease_s,
+                    reservations=reservations,
                 )
         current = new
         deltas.follow(new)
@@ -279,10 +284,20 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
             ).scalar_one()
         return bool(flag)
 
-    model: Model = (
+    inner: Model = (
         env.model_factory(scope.tenant_id, run.thread_id)
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id, on_event=deltas.on_event)
+    )
+    model = BudgetedModel(
+        inner,
+        database=env.database,
+        scope=scope,
+        backend=backend,
+        api_key_id=run.api_key_id,
+        agent_id=run.agent_id,
+        max_output_tokens=env.max_output_tokens,
+        reservations=reservations,
     )
     try:
         final, _action = await drive_run(

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.agents import RunState, StepType, events_between
+from switchyard.platform.billing import budgets
 from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.models import Run, RunEventRecord, utc_now
@@ -95,7 +96,12 @@ def initial_events(session: AsyncSession, scope: TenantScope, ctx: RunContext, s
 
 
 async def _bill_model_steps(
-    session: AsyncSession, scope: TenantScope, ctx: RunContext, before: RunState, after: RunState
+    session: AsyncSession,
+    scope: TenantScope,
+    ctx: RunContext,
+    before: RunState,
+    after: RunState,
+    reservations: dict[str, str] | None,
 ) -> None:
     billed = {s.id for s in before.steps if s.usage is not None}
     for step in after.steps:
@@ -118,6 +124,9 @@ async def _bill_model_steps(
                 occurred_at=_ms_time(step.completed_at_ms),
             ),
         )
+        held = (reservations or {}).pop(step.id, None)
+        if held is not None:  # the budget hold of this call becomes its actual spend, with the usage
+            await budgets.settle(session, scope=scope, reservation_id=held, actual_chip_us=step.chip_us)
 
 
 async def save_transition(
@@ -129,11 +138,13 @@ async def save_transition(
     after: RunState,
     lease_owner: str | None = None,
     lease_s: float | None = None,
+    reservations: dict[str, str] | None = None,
 ) -> None:
     """Store ``after`` (which follows ``before``), its events, new messages and model-step usage.
 
-    Raises ``StaleRun`` when the stored revision is not ``before.revision`` or (with ``lease_owner``) the
-    lease is held by someone else. The caller commits.
+    ``reservations`` (step id → budget hold) are settled as their steps are billed. Raises ``StaleRun``
+    when the stored revision is not ``before.revision`` or (with ``lease_owner``) the lease is held by
+    someone else. The caller commits.
     """
     if after.revision == before.revision:
         return
@@ -161,4 +172,4 @@ async def save_transition(
     if new_messages:
         await append_messages(session, scope=scope, thread_id=ctx.thread_id, messages=new_messages, run_id=ctx.run_id)
     await _append_events(session, scope, ctx, before, after)
-    await _bill_model_steps(session, scope, ctx, before, after)
+    await _bill_model_steps(session, scope, ctx, before, after, reservations)

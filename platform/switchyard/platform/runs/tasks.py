@@ -61,6 +61,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
             database=Database(settings.database_url),
             pool=build_pool(settings),
             lease_s=settings.agent_run_lease_seconds,
+            max_output_tokens=settings.max_output_tokens,
             dispatch=_send,
             tool_options=TOOL_OPTIONS,
         )

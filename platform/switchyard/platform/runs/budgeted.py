@@ -1,0 +1,81 @@
+"""Budgets for agent runs: each model call holds its estimated maximum cost, like a gateway request.
+
+Before a model call, the estimated maximum (the backend's bound for the prompt and the output cap) is
+reserved against every budget that applies (tenant, API key, agent); a hard budget that cannot cover it
+refuses the call, and the run fails (``last_error.code = "model_error"``, the message names the budget).
+The hold is settled to the step's actual compute in the checkpoint that bills the step, so spend and usage
+commit together; a call that fails gives the hold back; a worker that dies leaves it to expire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from sqlalchemy import select
+
+from switchyard.accelerator.pool import Backend, count_prompt_tokens
+from switchyard.agents import Model, ModelRequest, ModelResponse
+from switchyard.platform.billing import budgets
+from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.models import Budget
+
+__all__ = ["BudgetedModel"]
+
+log = logging.getLogger(__name__)
+
+
+class BudgetedModel:
+    """Wraps a model: budget holds around each call; ``reservations`` maps step ids to open holds."""
+
+    def __init__(
+        self,
+        inner: Model,
+        *,
+        database: Database,
+        scope: TenantScope,
+        backend: Backend,
+        api_key_id: str | None,
+        agent_id: str,
+        max_output_tokens: int,
+        reservations: dict[str, str] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.database = database
+        self.scope = scope
+        self.backend = backend
+        self.api_key_id = api_key_id
+        self.agent_id = agent_id
+        self.max_output_tokens = max_output_tokens
+        self.reservations = reservations if reservations is not None else {}
+
+    async def _has_budgets(self) -> bool:
+        async with self.database.unit_of_work(self.scope) as session:
+            statement = select(Budget.id).where(Budget.tenant_id == self.scope.tenant_id).limit(1)
+            return (await session.execute(statement)).first() is not None
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        reservation_id = None
+        if await self._has_budgets():
+            prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
+            room = max(1, self.backend.context_window - prompt)
+            output = min(request.params.max_tokens or self.max_output_tokens, room)
+            reservation = await budgets.reserve(
+                self.database,
+                scope=self.scope,
+                api_key_id=self.api_key_id,
+                agent_id=self.agent_id,
+                model=self.backend.name,
+                instance_type=self.backend.spec.instance,
+                estimated_chip_us=self.backend.max_chip_us(prompt, output),
+            )
+            reservation_id = reservation.id
+            self.reservations[request.request_id] = reservation_id
+        try:
+            return await self.inner.request(request)
+        except BaseException:
+            if reservation_id is not None:
+                self.reservations.pop(request.request_id, None)
+                with contextlib.suppress(Exception):
+                    await budgets.release(self.database, scope=self.scope, reservation_id=reservation_id)
+            raise

@@ -1,0 +1,58 @@
+"""Agent runs honour budgets: each model call holds its estimated maximum, settled to its actual compute."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from switchyard.platform.db import TenantScope
+from switchyard.platform.models import BudgetReservation, UsageEvent
+from tests.platform.agents_api.factories import make_agent, wait_for_run
+
+FINAL = {"completed", "failed", "cancelled", "incomplete", "expired"}
+
+
+async def test_budgets_hold_and_settle_each_model_call(client: Any, make_tenant: Any, inline_runs: Any) -> None:
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    budget = await client.post("/v1/budgets", json={"limit_minor": 10**9}, headers=tenant.headers("admin"))
+    assert budget.status_code in (200, 201), budget.text
+    agent = await make_agent(client, tenant, tools=[{"type": "calculator"}])
+    run = (
+        await client.post(
+            "/v1/runs",
+            json={"agent_id": agent["id"], "thread": {"messages": [{"content": "use the calculator expression=1+1"}]}},
+            headers=headers,
+        )
+    ).json()
+    run = await wait_for_run(client, run["thread_id"], run["id"], headers, statuses=FINAL)
+    assert run["status"] == "completed"
+    [row] = (await client.get("/v1/budgets", headers=tenant.headers("admin"))).json()["data"]
+    assert Decimal(row["spent"]) > 0
+    assert Decimal(row["reserved"]) == 0
+    async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
+        holds = (await session.execute(select(BudgetReservation))).scalars().all()
+    assert sorted(h.status for h in holds) == ["settled", "settled"]  # one per model call
+    assert sum(h.actual_chip_us or 0 for h in holds) == run["chip_us"]
+
+
+async def test_a_hard_agent_budget_refuses_the_model_call(client: Any, make_tenant: Any, inline_runs: Any) -> None:
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    agent = await make_agent(client, tenant)
+    refused = await client.post(
+        "/v1/budgets",
+        json={"limit_minor": 0, "scope": "agent", "scope_id": agent["id"], "hard": True},
+        headers=tenant.headers("admin"),
+    )
+    assert refused.status_code in (200, 201), refused.text
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
+    run = await wait_for_run(client, run["thread_id"], run["id"], headers, statuses=FINAL)
+    assert run["status"] == "failed"
+    assert "budget" in run["last_error"]["message"].lower()
+    assert run["chip_us"] == 0
+    async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
+        usage = (await session.execute(select(UsageEvent).where(UsageEvent.run_id == run["id"]))).scalars().all()
+    assert usage == []
