@@ -19,6 +19,7 @@ from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.middleware import ApiKeyAuthentication
 from switchyard.platform.billing.controllers import (
     BudgetController,
+    CreditAdminController,
     InvoiceController,
     RateCardAdminController,
     UsageController,
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             AuditLogController,
             RateCardAdminController,
             BudgetController,
+            CreditAdminController,
             InvoiceController,
             UsageController,
             ModelController,

@@ -9,10 +9,12 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
-from switchyard.platform.billing import render, service
+from switchyard.platform.billing import credits, render, service
 from switchyard.platform.billing.schemas import (
     BudgetPublic,
     BudgetSet,
+    CreditGrant,
+    CreditPublic,
     InvoicePublic,
     RateCardCreate,
     RateCardPublic,
@@ -23,7 +25,13 @@ from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, Pag
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import Page
 
-__all__ = ["BudgetController", "InvoiceController", "RateCardAdminController", "UsageController"]
+__all__ = [
+    "BudgetController",
+    "CreditAdminController",
+    "InvoiceController",
+    "RateCardAdminController",
+    "UsageController",
+]
 
 StartTime = Annotated[
     int | None, QueryParameter(ge=0, description="Window start, Unix seconds (inclusive); default: start of month.")
@@ -182,3 +190,21 @@ class UsageController(Controller):
             media_type="text/csv; charset=utf-8",
             headers={"content-disposition": 'attachment; filename="usage.csv"'},
         )
+
+
+class CreditAdminController(Controller):
+    path = "/v1/admin/tenants/{tenant_id:str}/credits"
+    tags = ["Operator: billing"]
+    guards = [require_access]
+
+    @post(opt=access("operator"), summary="Grant a credit")
+    async def grant_credit(
+        self, db_session: DbSession, actor: CurrentActor, tenant_id: FromPath[str], data: JSONBody[CreditGrant]
+    ) -> CreditPublic:
+        """Give a tenant a credit: a negative line on its next finalized invoice, applied exactly once."""
+        return await credits.grant_credit(db_session, tenant_id=tenant_id, actor=actor, data=data)
+
+    @get(opt=access("operator"), summary="List a tenant's credits")
+    async def list_credits(self, db_session: DbSession, tenant_id: FromPath[str]) -> list[CreditPublic]:
+        """Every credit of the tenant, oldest first, and whether an invoice has applied it."""
+        return await credits.list_credits(db_session, tenant_id=tenant_id)

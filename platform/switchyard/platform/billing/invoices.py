@@ -25,7 +25,7 @@ from switchyard.platform.billing.rates import DEFAULT_CURRENCY
 from switchyard.platform.billing.sql import insert_ignore
 from switchyard.platform.billing.tx import own_transaction
 from switchyard.platform.db import UNSCOPED, Database, new_id
-from switchyard.platform.models import Invoice, InvoiceLine, UsageEvent, utc_now
+from switchyard.platform.models import Credit, Invoice, InvoiceLine, UsageEvent, utc_now
 
 __all__ = [
     "FINALIZE_GRACE",
@@ -56,6 +56,7 @@ class LineDraft:
     priced: list[tuple[int, Decimal]] = field(default_factory=list)
     stored_amount_minor: int | None = None
     stored_unit_price: Decimal | None = None
+    note: str = ""
 
     @property
     def amount_minor(self) -> int:
@@ -74,6 +75,8 @@ class LineDraft:
 
     @property
     def description(self) -> str:
+        if self.kind == "credit":
+            return f"Credit: {self.note}"
         what = f"{self.instance_type} compute for {self.model}"
         if self.kind == "adjustment":
             return f"Late usage from {period_label(self.usage_period_start)}: {what}"
@@ -177,11 +180,29 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
         line.chip_us += int(chip_us)
         line.event_count += int(count)
         line.priced.append((int(chip_us), price))
-    return sorted(lines.values(), key=_order_key)
+    credits = await _open_credits(session, invoice.tenant_id) if with_adjustments else []
+    return sorted(lines.values(), key=_order_key) + [_credit_line(invoice, credit) for credit in credits]
+
+
+async def _open_credits(session: AsyncSession, tenant_id: str) -> list[Credit]:
+    """Credits not yet on an invoice: the tenant's earliest draft shows them, finalizing claims them."""
+    statement = (
+        select(Credit)
+        .where(Credit.tenant_id == tenant_id, Credit.invoice_line_id.is_(None))  # type: ignore[union-attr]
+        .order_by(Credit.id)
+    )
+    return list((await session.execute(statement)).scalars())
+
+
+def _credit_line(invoice: Invoice, credit: Credit) -> LineDraft:
+    line = LineDraft("credit", "", "", invoice.period_start, credit.currency, note=credit.reason)
+    line.stored_amount_minor = -credit.amount_minor
+    return line
 
 
 def _from_stored(line: InvoiceLine) -> LineDraft:
-    draft = LineDraft(line.kind, line.instance_type, line.model, line.usage_period_start, line.currency)
+    note = line.description.removeprefix("Credit: ") if line.kind == "credit" else ""
+    draft = LineDraft(line.kind, line.instance_type, line.model, line.usage_period_start, line.currency, note=note)
     draft.chip_us, draft.event_count = line.chip_us, line.event_count
     draft.stored_amount_minor, draft.stored_unit_price = line.amount_minor, line.unit_price
     return draft
@@ -240,6 +261,16 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
             draft.priced.append((int(chip_us), price))
         if draft.event_count:
             lines.append((line_id, draft))
+    for credit in await _open_credits(session, invoice.tenant_id):
+        line_id = new_id("il")
+        claimed = await session.execute(
+            update(Credit)
+            .where(Credit.id == credit.id, Credit.invoice_line_id.is_(None))  # type: ignore[union-attr]
+            .values(invoice_line_id=line_id)
+            .execution_options(synchronize_session=False)
+        )
+        if claimed.rowcount == 1:  # type: ignore[attr-defined]
+            lines.append((line_id, _credit_line(invoice, credit)))
     currencies = {draft.currency for _, draft in lines}
     if len(currencies) > 1:
         raise ValueError(f"invoice {invoice.id} mixes currencies {sorted(currencies)}: check the rate cards")
@@ -275,8 +306,9 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
     return True
 
 
-def _order_key(line: LineDraft) -> tuple[bool, datetime, str, str]:
-    return (line.kind != "usage", line.usage_period_start, line.instance_type, line.model)
+def _order_key(line: LineDraft) -> tuple[int, datetime, str, str]:
+    rank = {"usage": 0, "adjustment": 1}.get(line.kind, 2)  # credits last
+    return (rank, line.usage_period_start, line.instance_type, line.model)
 
 
 async def finalize_due(

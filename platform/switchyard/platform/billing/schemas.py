@@ -137,7 +137,7 @@ class BudgetPublic(BaseModel):
 
 class InvoiceLinePublic(BaseModel):
     object: Literal["invoice.line"] = "invoice.line"
-    kind: Literal["usage", "adjustment"]
+    kind: Literal["usage", "adjustment", "credit"]
     description: str
     instance_type: str
     model: str
@@ -154,7 +154,7 @@ class InvoiceLinePublic(BaseModel):
     def of(cls, line: LineDraft) -> InvoiceLinePublic:
         amount = line.amount_minor
         return cls(
-            kind="usage" if line.kind == "usage" else "adjustment",
+            kind="credit" if line.kind == "credit" else "usage" if line.kind == "usage" else "adjustment",
             description=line.description,
             instance_type=line.instance_type,
             model=line.model,
@@ -246,3 +246,25 @@ class UsagePage(BaseModel):
     data: list[UsageBucketPublic]
     has_more: bool
     next_page: str | None
+
+
+class CreditGrant(BaseModel):
+    """A credit for a tenant: a negative line on its next finalized invoice."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amount_minor: int = Field(gt=0, le=10**12, description="Minor units of `currency`.", examples=[500])
+    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="Must match the tenant's prices.")
+    reason: str = Field(min_length=1, max_length=300, examples=["Service credit for the 2026-11 outage"])
+
+
+class CreditPublic(BaseModel):
+    object: Literal["credit"] = "credit"
+    id: str
+    tenant_id: str
+    amount_minor: int
+    currency: str
+    reason: str
+    granted_by: str
+    created_at: datetime
+    applied: bool = Field(description="Whether a finalized invoice has taken it.")

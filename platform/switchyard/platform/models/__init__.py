@@ -10,6 +10,7 @@ from switchyard.platform.models.base import TenantOwned, utc_now
 from switchyard.platform.models.budget import Budget
 from switchyard.platform.models.budget_alert import BudgetAlert
 from switchyard.platform.models.budget_reservation import BudgetReservation
+from switchyard.platform.models.credit import Credit
 from switchyard.platform.models.fleet_busy import FleetBusy
 from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
@@ -33,6 +34,7 @@ __all__ = [
     "Budget",
     "BudgetAlert",
     "BudgetReservation",
+    "Credit",
     "FleetBusy",
     "IdempotencyRecord",
     "Invoice",
