@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
 from sqlalchemy import JSON
 from sqlmodel import Field
 
@@ -23,6 +21,3 @@ class Thread(TenantOwned, table=True):
     metadata_json: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
-
-    def public_metadata(self) -> dict[str, Any]:
-        return dict(self.metadata_json or {})
