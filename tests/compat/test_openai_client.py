@@ -159,3 +159,18 @@ def test_rate_limit_surfaces_as_rate_limit_error(live_server: Any) -> None:
             client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16_000)  # type: ignore[arg-type]
     assert limited.value.code == "tokens_per_minute_exceeded"
     assert int(limited.value.response.headers["retry-after"]) >= 1
+
+
+def test_streamed_completion_with_an_idempotency_key_streams_whole_and_replays(live_server: Any) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {live_server.tenant_key}", "Idempotency-Key": "stream-once"}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 12, "stream": True}
+    with httpx.Client(base_url=live_server.base_url) as http:
+        first = http.post("/chat/completions", json=body, headers=headers)
+        again = http.post("/chat/completions", json=body, headers=headers)
+    events = [line for line in first.text.splitlines() if line.startswith("data:")]
+    assert events[-1] == "data: [DONE]"
+    assert sum('"content":"' in e for e in events) >= 12  # the role chunk's empty content plus 12 tokens
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.text == first.text

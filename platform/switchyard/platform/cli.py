@@ -79,7 +79,7 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
     worker = None
     if settings.embedded_worker and not no_worker:
         env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
-        cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1"]
+        cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1", "--beat"]
         worker = subprocess.Popen(cmd, env=env)
     try:
         _serve(settings)
@@ -117,8 +117,9 @@ def api(host: str | None, port: int | None) -> None:
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--concurrency", "-c", default=None, type=int, help="Worker processes/threads.")
 @click.option("--pool", default="threads", show_default=True, help="Celery pool: prefork, threads or solo.")
+@click.option("--beat", is_flag=True, help="Also run the periodic jobs (one process per installation; `up` does).")
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
-def worker(concurrency: int | None, pool: str, celery_args: tuple[str, ...]) -> None:
+def worker(concurrency: int | None, pool: str, beat: bool, celery_args: tuple[str, ...]) -> None:
     """Run a Celery worker; extra arguments go to `celery worker`."""
     from switchyard.platform.worker import create_celery
 
@@ -126,6 +127,8 @@ def worker(concurrency: int | None, pool: str, celery_args: tuple[str, ...]) -> 
     argv = ["worker", "--loglevel", settings.log_level.upper(), "--pool", pool]
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
+    if beat:
+        argv += ["--beat", "--schedule", str(settings.data_dir / "beat-schedule")]
     create_celery(settings).worker_main([*argv, *celery_args])
 
 

@@ -138,7 +138,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         if isinstance(claim, IdempotencyRecord):
             await self._answer_existing(claim, digest, send)
             return
-        await self._run_and_store(scope, body, send, next_app, database, claim.record_id)
+        await self._run_and_store(scope, body, receive, send, next_app, database, claim.record_id)
 
     @staticmethod
     async def _answer_existing(record: IdempotencyRecord, digest: str, send: Send) -> None:
@@ -160,14 +160,14 @@ class IdempotencyMiddleware(ASGIMiddleware):
 
     @staticmethod
     async def _run_and_store(
-        scope: Scope, body: bytes, send: Send, next_app: ASGIApp, database: Database, record_id: str
+        scope: Scope, body: bytes, receive: Receive, send: Send, next_app: ASGIApp, database: Database, record_id: str
     ) -> None:
         replayed = False
 
         async def receive_again() -> Message:
             nonlocal replayed
-            if replayed:
-                return {"type": "http.disconnect"}
+            if replayed:  # the body was read; from now on the only message is the client's disconnect
+                return await receive()
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
