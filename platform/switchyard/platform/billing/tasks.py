@@ -24,7 +24,7 @@ from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import UsageEvent, utc_now
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["BEAT_SCHEDULE", "aggregate_task", "finalize_invoices_task", "rate_events_task", "sweep_task"]
+__all__ = ["aggregate_task", "finalize_invoices_task", "rate_events_task", "sweep_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,14 +35,6 @@ SWEEP_AGE = timedelta(seconds=30)
 
 REFRESH_WINDOW = timedelta(hours=2)
 """The periodic ``billing.aggregate`` recomputes buckets of events recorded this recently (catching lost jobs)."""
-
-BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
-    "billing-sweep": {"task": "billing.sweep", "schedule": 60},
-    "billing-aggregate-recent": {"task": "billing.aggregate", "schedule": 600},
-    "billing-finalize-invoices": {"task": "billing.finalize_invoices", "schedule": 3600},
-}
-"""Merged into Celery beat's schedule by ``worker.celery_app``: sweep every minute, roll-ups every 10 minutes,
-finalize hourly."""
 
 
 def _settings(task: Task) -> Settings:

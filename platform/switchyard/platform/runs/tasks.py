@@ -25,14 +25,11 @@ from switchyard.platform.runs.dispatch import EXECUTE_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["BEAT_SCHEDULE", "TOOL_OPTIONS", "execute_run_task", "sweep_runs", "sweep_task"]
+__all__ = ["TOOL_OPTIONS", "execute_run_task", "sweep_runs", "sweep_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SWEEP_EVERY_S = 15
-BEAT_SCHEDULE: dict[str, dict[str, Any]] = {"runs-sweep": {"task": "runs.sweep", "schedule": SWEEP_EVERY_S}}
-"""Merged into Celery beat's schedule by ``worker.celery_app``."""
 
 _local = threading.local()
 

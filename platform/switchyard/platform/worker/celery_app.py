@@ -9,8 +9,12 @@ from __future__ import annotations
 from celery import Celery
 
 from switchyard.platform.settings import Settings, load_settings
+from switchyard.platform.worker.schedule import BEAT_SCHEDULE
 
-__all__ = ["create_celery"]
+__all__ = ["TASK_PACKAGES", "create_celery"]
+
+TASK_PACKAGES = ["switchyard.platform.worker", "switchyard.platform.billing", "switchyard.platform.runs"]
+"""Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
 
 
 def create_celery(settings: Settings | None = None) -> Celery:
@@ -32,11 +36,6 @@ def create_celery(settings: Settings | None = None) -> Celery:
         worker_hijack_root_logger=False,
     )
     app.conf.switchyard_settings = settings
-    app.autodiscover_tasks(["switchyard.platform.worker"], related_name="tasks", force=True)
-    app.autodiscover_tasks(["switchyard.platform.billing"], related_name="tasks", force=True)
-    app.autodiscover_tasks(["switchyard.platform.runs"], related_name="tasks", force=True)
-    from switchyard.platform.billing.tasks import BEAT_SCHEDULE as BILLING_BEAT_SCHEDULE
-    from switchyard.platform.runs.tasks import BEAT_SCHEDULE as RUNS_BEAT_SCHEDULE
-
-    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), **BILLING_BEAT_SCHEDULE, **RUNS_BEAT_SCHEDULE}
+    app.autodiscover_tasks(TASK_PACKAGES, related_name="tasks", force=True)
+    app.conf.beat_schedule = dict(BEAT_SCHEDULE)
     return app
