@@ -138,12 +138,6 @@ def _kind(invoice: Invoice, usage_period_start: datetime) -> str:
     return "usage" if usage_period_start == invoice.period_start else "adjustment"
 
 
-def _order(lines: Iterable[LineDraft]) -> list[LineDraft]:
-    return sorted(
-        lines, key=lambda line: (line.kind != "usage", line.usage_period_start, line.instance_type, line.model)
-    )
-
-
 async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[LineDraft]:
     """The lines of an invoice: stored ones when finalized, else computed now from the unbilled ledger."""
     if invoice.status == "finalized":

@@ -87,10 +87,6 @@ class Conflict(ApiError):
     error_type = "conflict_error"
 
 
-class Unprocessable(ApiError):
-    status_code = 422
-
-
 class RateLimited(ApiError):
     status_code = 429
     error_type = "rate_limit_error"

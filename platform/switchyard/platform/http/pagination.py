@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 __all__ = ["CursorParams", "Page", "cursor_params", "paginate"]
 
 T = TypeVar("T")
-Row = TypeVar("Row")
 
 
 class Page(BaseModel, Generic[T]):
