@@ -29,7 +29,6 @@ __all__ = ["RatingResult", "UsageEventCreate", "rate_events", "record_usage", "r
 log = logging.getLogger(__name__)
 
 RATABLE = ("pending", "unpriced")
-INSERT_CHUNK = 500
 
 
 class UsageEventCreate(BaseModel):
@@ -84,14 +83,10 @@ async def record_usage_bulk(
         return 0, 0
     now = utc_now()
     rows = [_row(scope, event, now) for event in events]
-    inserted = 0
-    for start in range(0, len(rows), INSERT_CHUNK):  # stay under the databases' bound-parameter limits
-        statement = (
-            insert_ignore(session, UsageEvent, ["tenant_id", "event_id"])
-            .values(rows[start : start + INSERT_CHUNK])
-            .returning(UsageEvent.event_id)
-        )
-        inserted += len((await session.execute(statement)).all())
+    # One statement with the rows as parameters: SQLAlchemy batches them ("insertmanyvalues", within the
+    # databases' bound-parameter limits) and compiles the statement once, whatever the number of rows.
+    statement = insert_ignore(session, UsageEvent, ["tenant_id", "event_id"]).returning(UsageEvent.event_id)
+    inserted = len((await session.execute(statement, rows)).all())
     return inserted, len(events) - inserted
 
 
