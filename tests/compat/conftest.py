@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from switchyard.platform.app import create_app
 from switchyard.platform.bootstrap import bootstrap
 from switchyard.platform.db import Database
 from switchyard.platform.settings import Settings
+from tests.integration.conftest import free_port
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,6 @@ class LiveServer:
         return str(response.json()["owner_key"]["value"])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data = tmp_path_factory.mktemp("live")
@@ -52,7 +46,7 @@ def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory)
         data_dir=data,
         database_url=f"sqlite+aiosqlite:///{data / 'switchyard.db'}",
         time_scale=0,
-        port=_free_port(),
+        port=free_port(),
         tenant_tokens_per_minute=200_000,
     )
 

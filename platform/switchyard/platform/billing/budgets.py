@@ -44,6 +44,7 @@ __all__ = [
     "release",
     "reserve",
     "settle",
+    "tenant_has_budgets",
 ]
 
 RESERVATION_TTL = timedelta(minutes=15)
@@ -138,6 +139,12 @@ async def _refusal(session: AsyncSession, budget: Budget, period: datetime, amou
         budget_id=fresh.id,
         remaining_micros=remaining,
     )
+
+
+async def tenant_has_budgets(session: AsyncSession, *, scope: TenantScope) -> bool:
+    """Whether the tenant has any budget at all (callers skip reservations when it has none)."""
+    statement = select(Budget.id).where(Budget.tenant_id == scope.tenant_id).limit(1)
+    return (await session.execute(statement)).first() is not None
 
 
 async def reserve(

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import (
     AcceleratorPool,
@@ -43,7 +41,7 @@ from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimite
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.schemas import ChatCompletionCreate
 from switchyard.platform.limits import ConcurrencyLimiter, Decision, RateLimiter
-from switchyard.platform.models import Budget, utc_now
+from switchyard.platform.models import utc_now
 from switchyard.platform.settings import Settings
 
 __all__ = ["Admitted", "InferenceGateway"]
@@ -138,25 +136,19 @@ class InferenceGateway:
                 code="concurrency_limit_exceeded",
                 headers={"retry-after": "1"},
             )
+        reservation_id: str | None = None
         try:
-            if not await self._has_budgets(scope.tenant_id):
-                return Admitted(
-                    self._request(body, request_id, scope, backend, messages, tools, output_cap),
-                    backend,
-                    scope,
-                    principal.key_id,
-                    None,
-                    headers,
+            if await self._has_budgets(scope):
+                reservation = await budgets.reserve(
+                    self.database,
+                    scope=scope,
+                    api_key_id=principal.key_id,
+                    agent_id=None,
+                    model=backend.name,
+                    instance_type=backend.spec.instance,
+                    estimated_chip_us=backend.max_chip_us(prompt_tokens, worst_output),
                 )
-            reservation = await budgets.reserve(
-                self.database,
-                scope=scope,
-                api_key_id=principal.key_id,
-                agent_id=None,
-                model=backend.name,
-                instance_type=backend.spec.instance,
-                estimated_chip_us=backend.max_chip_us(prompt_tokens, worst_output),
-            )
+                reservation_id = reservation.id
         except NoApplicablePrice as exc:
             await self.concurrency.release(slot)
             log.error("refusing inference: %s", exc)
@@ -165,7 +157,7 @@ class InferenceGateway:
             await self.concurrency.release(slot)
             raise
         request = self._request(body, request_id, scope, backend, messages, tools, output_cap)
-        return Admitted(request, backend, scope, principal.key_id, reservation.id, headers)
+        return Admitted(request, backend, scope, principal.key_id, reservation_id, headers)
 
     @staticmethod
     def _request(
@@ -190,16 +182,15 @@ class InferenceGateway:
             session=body.user,
         )
 
-    async def _has_budgets(self, tenant_id: str) -> bool:
+    async def _has_budgets(self, scope: TenantScope) -> bool:
         """Whether the tenant has any budget (cached ``BUDGET_CACHE_S``: a new budget applies within that time)."""
         now = time.monotonic()
-        cached = self._budgeted.get(tenant_id)
+        cached = self._budgeted.get(scope.tenant_id)
         if cached is not None and cached[1] > now:
             return cached[0]
-        async with self.database.unit_of_work(TenantScope(tenant_id)) as session:
-            statement = select(Budget.id).where(Budget.tenant_id == tenant_id).limit(1)
-            found = (await session.execute(statement)).first() is not None
-        self._budgeted[tenant_id] = (found, now + BUDGET_CACHE_S)
+        async with self.database.unit_of_work(scope) as session:
+            found = await budgets.tenant_has_budgets(session, scope=scope)
+        self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
         return found
 
     async def _check_rates(self, key_id: str, tenant_id: str, tokens: int) -> dict[str, str]:

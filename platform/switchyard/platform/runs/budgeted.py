@@ -12,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy import select
-
 from switchyard.accelerator.pool import Backend, count_prompt_tokens
 from switchyard.agents import Model, ModelRequest, ModelResponse
 from switchyard.platform.billing import budgets
 from switchyard.platform.db import Database, TenantScope
-from switchyard.platform.models import Budget
 
 __all__ = ["BudgetedModel"]
 
@@ -51,8 +48,7 @@ class BudgetedModel:
 
     async def _has_budgets(self) -> bool:
         async with self.database.unit_of_work(self.scope) as session:
-            statement = select(Budget.id).where(Budget.tenant_id == self.scope.tenant_id).limit(1)
-            return (await session.execute(statement)).first() is not None
+            return await budgets.tenant_has_budgets(session, scope=self.scope)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         reservation_id = None
