@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration import calibrate, fit_coefficients, read_benchmarks
-from switchyard.accelerator.calibration_data import load_coefficients
+from switchyard.accelerator.calibration import STACK_SCOPED, calibrate, fit_coefficients, read_benchmarks
+from switchyard.accelerator.calibration_data import coefficients_for, load_coefficients
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES
 from switchyard.accelerator.fitting import bounded_lstsq, nnls
+from switchyard.accelerator.hardware import get_instance
 
 
 @pytest.fixture(scope="module")
@@ -25,19 +26,22 @@ def test_tpot_meets_the_fidelity_target(result) -> None:  # type: ignore[no-unty
     assert s["tpot_p90_abs_pct"] <= 25
 
 
-def test_ttft_error_stays_where_it_was_measured(result) -> None:  # type: ignore[no-untyped-def]
-    # The 10 % / 25 % target is met for the median only; rows with batch > 1 at long prompts grow
-    # faster than any batch-linear cost (see docs/simulator.md). This guards against regressions.
+def test_ttft_median_meets_the_target_and_p90_stays_where_it_was_measured(result) -> None:  # type: ignore[no-untyped-def]
+    # The 10 % median target is met; the 25 % p90 is not: rows with batch 8 at long prompts on
+    # transformers-neuronx 2.18.0 and the trn1 13B batch-1 rows disagree with any batch-linear cost
+    # (see docs/simulator.md). This guards against regressions.
     s = result.summary()["in_sample"]
-    assert s["ttft_median_abs_pct"] <= 11
-    assert s["ttft_p90_abs_pct"] <= 45
+    assert s["ttft_median_abs_pct"] <= 10
+    assert s["ttft_p90_abs_pct"] <= 40
 
 
 def test_cross_validation_covers_every_row_and_generalises(result) -> None:  # type: ignore[no-untyped-def]
     s = result.summary()["leave_one_model_out"]
     assert s["rows"] == 54
     assert s["tpot_median_abs_pct"] <= 10
-    assert s["ttft_median_abs_pct"] <= 25
+    assert s["tpot_p90_abs_pct"] <= 25
+    assert s["ttft_median_abs_pct"] <= 16
+    assert s["ttft_p90_abs_pct"] <= 47
 
 
 def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-def]
@@ -60,14 +64,33 @@ def test_committed_coefficients_are_the_output_of_the_fit(result) -> None:  # ty
             got = getattr(committed[group], phase).as_array()
             np.testing.assert_allclose(got, getattr(coeffs, phase).as_array(), rtol=1e-9)
     raw = json.loads(resources.files("switchyard.accelerator").joinpath("data/coefficients.json").read_text())
-    assert set(raw["groups"]["trn1"]["decode"]) >= set(COEFFICIENT_NAMES)
+    assert set(raw["groups"]["trn1/transformers-neuronx 2.18.1"]["decode"]) >= set(COEFFICIENT_NAMES)
+    assert raw["stack_scoped"] == list(STACK_SCOPED)
 
 
-def test_fit_is_per_group_not_per_row(benchmarks_csv: Path) -> None:
-    rows = read_benchmarks(benchmarks_csv)
-    a = fit_coefficients([r for r in rows if r.group == "trn1"])
-    b = fit_coefficients([r for r in rows if r.group == "inf2"])
-    assert a != b
+def test_stacks_of_a_generation_share_everything_but_the_stack_scoped_coefficients(benchmarks_csv: Path) -> None:
+    fitted = fit_coefficients(read_benchmarks(benchmarks_csv))
+    assert set(fitted) == {f"{g}/transformers-neuronx 2.18.{v}" for g in ("inf2", "trn1") for v in (0, 1)}
+    assert fitted["trn1/transformers-neuronx 2.18.0"] != fitted["inf2/transformers-neuronx 2.18.0"]
+    old, new = fitted["trn1/transformers-neuronx 2.18.0"], fitted["trn1/transformers-neuronx 2.18.1"]
+    for phase in ("prefill", "decode"):
+        a, b = getattr(old, phase), getattr(new, phase)
+        for name in COEFFICIENT_NAMES:
+            if name not in STACK_SCOPED:
+                assert getattr(a, name) == getattr(b, name), (phase, name)
+    assert old.prefill.inv_mfu_attention != new.prefill.inv_mfu_attention
+
+
+def test_instances_use_the_newest_stack_of_their_generation_or_the_pooled_set() -> None:
+    table = load_coefficients()
+    group, coeffs = coefficients_for(get_instance("trn1.32xlarge"))
+    assert group == "trn1"
+    assert coeffs == table["trn1/transformers-neuronx 2.18.1"]
+    group, coeffs = coefficients_for(get_instance("inf2.48xlarge"), stack="transformers-neuronx 2.18.0")
+    assert group == "inf2/transformers-neuronx 2.18.0"
+    assert coeffs == table[group]
+    assert coefficients_for(get_instance("trn2.48xlarge")) == ("pooled", table["pooled"])
+    assert coefficients_for(get_instance("p5.48xlarge"))[0] == "pooled"
 
 
 def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.calibration_data import POOLED_GROUP
+from switchyard.accelerator.calibration_data import POOLED_GROUP, group_name, newest_stack
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, FloatArray, PhaseCoefficients
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.fitting import bounded_lstsq
@@ -21,6 +21,7 @@ from switchyard.accelerator.point import point_features
 
 __all__ = [
     "LOWER_BOUNDS",
+    "STACK_SCOPED",
     "BenchmarkRow",
     "CalibrationResult",
     "RowError",
@@ -33,6 +34,13 @@ __all__ = [
 # Physical floors: utilisations cannot exceed 100 %, overheads cannot be negative, and collectives
 # cannot run faster than a quarter of the catalog's ideal latency (leaves room for catalog error).
 LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0])
+
+# Coefficients that may differ between software stacks of one hardware generation. Everything else
+# (matmul and HBM efficiency, collectives, per-layer and per-step overheads) belongs to the hardware
+# and host of a generation and is shared by its stacks. Attention is the part of a forward pass the
+# stack's kernels change most (transformers-neuronx rewrote its attention between releases), and
+# one coefficient per stack keeps a stack measured on two models from being fitted on its own.
+STACK_SCOPED: tuple[str, ...] = ("inv_mfu_attention",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +56,17 @@ class BenchmarkRow:
     weights: str
     ttft_ms: float
     tpot_ms: float
+    stack: str = ""
+
+    @property
+    def generation(self) -> str:
+        """Hardware generation (the instance's calibration group, e.g. trn1)."""
+        return get_instance(self.instance).calibration_group
 
     @property
     def group(self) -> str:
-        return get_instance(self.instance).calibration_group
+        """Calibration group: generation and software stack, e.g. "trn1/transformers-neuronx 2.18.1"."""
+        return group_name(self.generation, self.stack)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +98,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
                 weights=r["weights"],
                 ttft_ms=float(r["ttft_p50_ms"]),
                 tpot_ms=float(r["tpot_p50_ms"]),
+                stack=r.get("stack", ""),
             )
             for r in csv.DictReader(fh)
         ]
@@ -94,16 +110,57 @@ def _features(row: BenchmarkRow) -> tuple[FloatArray, FloatArray]:
     return ttft, median
 
 
-def fit_coefficients(rows: Sequence[BenchmarkRow]) -> Coefficients:
-    """Coefficients minimising squared relative error: prefill from TTFT, decode from TPOT."""
+def _design(
+    feats: Sequence[FloatArray], row_stacks: Sequence[str], stacks: Sequence[str]
+) -> tuple[FloatArray, FloatArray]:
+    """Columns: one per shared coefficient, one per stack for each STACK_SCOPED coefficient."""
+    cols, lower = [], []
+    for k, name in enumerate(COEFFICIENT_NAMES):
+        f = np.array([x[k] for x in feats])
+        if name in STACK_SCOPED:
+            cols += [np.where([rs == st for rs in row_stacks], f, 0.0) for st in stacks]
+            lower += [LOWER_BOUNDS[k]] * len(stacks)
+        else:
+            cols.append(f)
+            lower.append(LOWER_BOUNDS[k])
+    return np.column_stack(cols), np.array(lower)
+
+
+def _unpack(x: FloatArray, stacks: Sequence[str]) -> dict[str, PhaseCoefficients]:
+    out: dict[str, list[float]] = {st: [] for st in stacks}
+    i = 0
+    for name in COEFFICIENT_NAMES:
+        for j, st in enumerate(stacks):
+            out[st].append(float(x[i + j] if name in STACK_SCOPED else x[i]))
+        i += len(stacks) if name in STACK_SCOPED else 1
+    return {st: PhaseCoefficients.from_array(v) for st, v in out.items()}
+
+
+def _fit_stacks(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
+    """Coefficients per software stack of rows treated as one generation, minimising squared relative error.
+
+    TTFT rows fit the prefill set, TPOT rows the decode set; only STACK_SCOPED coefficients differ
+    between the stacks.
+    """
+    stacks = sorted({r.stack for r in rows})
     feats = [_features(row) for row in rows]
+    row_stacks = [r.stack for r in rows]
     ones = np.ones(len(rows))
-    a_prefill = np.array([f[0] * 1e3 / row.ttft_ms for f, row in zip(feats, rows, strict=True)])
-    a_decode = np.array([f[1] * 1e3 / row.tpot_ms for f, row in zip(feats, rows, strict=True)])
-    return Coefficients(
-        prefill=PhaseCoefficients.from_array(bounded_lstsq(a_prefill, ones, LOWER_BOUNDS)),
-        decode=PhaseCoefficients.from_array(bounded_lstsq(a_decode, ones, LOWER_BOUNDS)),
-    )
+    phases = {}
+    for phase, k, measured in (("prefill", 0, [r.ttft_ms for r in rows]), ("decode", 1, [r.tpot_ms for r in rows])):
+        a, lower = _design([f[k] for f in feats], row_stacks, stacks)
+        a = a * (1e3 / np.array(measured))[:, None]
+        phases[phase] = _unpack(bounded_lstsq(a, ones, lower), stacks)
+    return {st: Coefficients(prefill=phases["prefill"][st], decode=phases["decode"][st]) for st in stacks}
+
+
+def fit_coefficients(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
+    """Coefficients per calibration group (generation/stack), each generation fitted on its own rows."""
+    out: dict[str, Coefficients] = {}
+    for gen in sorted({r.generation for r in rows}):
+        fitted = _fit_stacks([r for r in rows if r.generation == gen])
+        out |= {group_name(gen, st): c for st, c in fitted.items()}
+    return out
 
 
 def _predict(rows: Sequence[BenchmarkRow], coeffs: Coefficients) -> list[RowError]:
@@ -149,24 +206,36 @@ class CalibrationResult:
             "_about": "Output of `python -m switchyard.accelerator calibrate`; do not edit by hand.",
             "data": data_source,
             "fitted_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "stack_scoped": list(STACK_SCOPED),
             "groups": groups,
             "errors": self.summary(),
         }
 
 
 def calibrate(rows: Sequence[BenchmarkRow]) -> CalibrationResult:
-    """Fit one coefficient set per calibration group plus a pooled set; evaluate leave-one-model-out."""
-    groups = sorted({r.group for r in rows})
-    coeffs = {g: fit_coefficients([r for r in rows if r.group == g]) for g in groups}
-    coeffs[POOLED_GROUP] = fit_coefficients(rows)
-    in_sample = [e for g in groups for e in _predict([r for r in rows if r.group == g], coeffs[g])]
+    """Fit coefficients per generation/stack plus a pooled set; evaluate leave-one-model-out.
+
+    The pooled set fits every row as one generation and keeps the newest stack's coefficients: it
+    is what generations without measurements use. Cross-validation refits each generation without
+    one model and predicts that model's rows (with the newest remaining stack if the model was the
+    only one measured on its stack).
+    """
+    coeffs = fit_coefficients(rows)
+    pooled = _fit_stacks(rows)
+    coeffs[POOLED_GROUP] = pooled[newest_stack(pooled)]
+    in_sample = [
+        e for g in sorted({r.group for r in rows}) for e in _predict([r for r in rows if r.group == g], coeffs[g])
+    ]
     cv: list[RowError] = []
     for model in sorted({r.model for r in rows}):
-        for g in groups:
-            train = [r for r in rows if r.group == g and r.model != model]
-            test = [r for r in rows if r.group == g and r.model == model]
-            if test and train:
-                cv += _predict(test, fit_coefficients(train))
+        for gen in sorted({r.generation for r in rows}):
+            train = [r for r in rows if r.generation == gen and r.model != model]
+            test = [r for r in rows if r.generation == gen and r.model == model]
+            if not (test and train):
+                continue
+            fitted = _fit_stacks(train)
+            for r in test:
+                cv += _predict([r], fitted.get(r.stack) or fitted[newest_stack(fitted)])
     return CalibrationResult(coeffs, in_sample, cv)
 
 

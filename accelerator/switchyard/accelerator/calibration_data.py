@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -11,10 +13,24 @@ from typing import Any
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
 from switchyard.accelerator.hardware import Instance
 
-__all__ = ["POOLED_GROUP", "coefficients_for", "load_coefficients"]
+__all__ = ["POOLED_GROUP", "coefficients_for", "group_name", "load_coefficients", "newest_stack"]
 
 POOLED_GROUP = "pooled"
 _DATA_FILE = "data/coefficients.json"
+
+
+def group_name(generation: str, stack: str) -> str:
+    """Key of a calibration group: "trn1/transformers-neuronx 2.18.1" (just the generation if no stack)."""
+    return f"{generation}/{stack}" if stack else generation
+
+
+def _version(stack: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", stack))
+
+
+def newest_stack(stacks: Iterable[str]) -> str:
+    """The stack with the highest version number ("transformers-neuronx 2.18.1" over "... 2.18.0")."""
+    return max(stacks, key=lambda s: (_version(s), s))
 
 
 @cache
@@ -39,16 +55,21 @@ def load_coefficients(path: str | Path | None = None) -> dict[str, Coefficients]
     return out
 
 
-def coefficients_for(instance: Instance) -> tuple[str, Coefficients]:
-    """(group used, coefficients) for an instance.
+def coefficients_for(instance: Instance, stack: str | None = None) -> tuple[str, Coefficients]:
+    """(group used, coefficients) for an instance, on `stack` or on the newest calibrated stack.
 
+    The group is reported as the bare generation (e.g. "trn1") when its newest stack is used.
     Generations with no published measurements (Trainium2/3, GPUs, CS-3) use the coefficients pooled
-    over every calibrated Neuron stack: the physics (peak rates, bandwidths, topology) comes from the
-    catalog, only the software efficiencies are transferred.
+    over every calibrated Neuron generation: the physics (peak rates, bandwidths, topology) comes from
+    the catalog, only the software efficiencies are transferred.
     """
     table = load_coefficients()
-    if instance.calibration_group in table:
-        return instance.calibration_group, table[instance.calibration_group]
+    gen = instance.calibration_group
+    stacks = {k.partition("/")[2]: k for k in table if k.partition("/")[0] == gen}
+    if stack is not None and stack in stacks:
+        return stacks[stack], table[stacks[stack]]
+    if stacks:
+        return gen, table[stacks[newest_stack(stacks)]]
     if POOLED_GROUP in table:
         return POOLED_GROUP, table[POOLED_GROUP]
     return "default", Coefficients()

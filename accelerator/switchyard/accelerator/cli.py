@@ -73,7 +73,7 @@ def point(
 @click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def calibrate_cmd(data: Path, out: Path) -> None:
-    """Fit efficiency coefficients per hardware generation; print per-row errors and leave-one-model-out CV."""
+    """Fit efficiency coefficients per generation and stack; print per-row errors and leave-one-model-out CV."""
     result = calibrate(read_benchmarks(data))
     write_result(result, out, data_source=str(data))
     click.echo(
