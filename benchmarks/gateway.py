@@ -6,7 +6,9 @@ calling the upstream directly and with the LiteLLM proxy in front of the same up
 Every server is a separate process with one worker on 127.0.0.1; the load generator (aiohttp) runs here. It
 measures added latency at concurrency 1 and throughput at a fixed concurrency, with metering on (usage events,
 budget reservations) and prints ratios, which are what is comparable on a shared, noisy machine. The LiteLLM
-column appears when `litellm[proxy]` is installed (`pip install 'litellm[proxy]'`).
+column appears when `litellm[proxy]` is installed here, or when `--litellm` names the `litellm` command of another
+environment (`python -m venv /tmp/ll && /tmp/ll/bin/pip install 'litellm[proxy]'`: the proxy's extras pin versions
+that clash with the project's own dev tools).
 """
 
 from __future__ import annotations
@@ -102,6 +104,12 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
     return Result(done / elapsed, statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1], errors)
 
 
+def _local_litellm_proxy(bin_dir: Path) -> str | None:
+    """This environment's `litellm` command, if its proxy extras are installed."""
+    check = subprocess.run([sys.executable, "-c", "import litellm.proxy.proxy_server"], capture_output=True)
+    return shutil.which("litellm", path=str(bin_dir)) if check.returncode == 0 else None
+
+
 def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
 
@@ -117,6 +125,7 @@ def main() -> None:
         help="Switchyard's database (default: SQLite in a temporary directory); "
         "an empty PostgreSQL database, e.g. postgresql://postgres@127.0.0.1:5432/sy_bench",
     )
+    parser.add_argument("--litellm", default="", help="the `litellm` command of an environment with litellm[proxy]")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sy-gateway-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -174,7 +183,7 @@ def main() -> None:
         wait_listening(sy_port, procs[-1])
         targets.append(Target("switchyard", f"http://127.0.0.1:{sy_port}/v1/chat/completions", key))
 
-        litellm = shutil.which("litellm", path=str(bin_dir))
+        litellm = args.litellm or _local_litellm_proxy(bin_dir)
         if litellm:
             ll_port = free_port()
             config = work / "litellm.yaml"

@@ -87,20 +87,29 @@ def test_fleet_file_errors_name_the_problem() -> None:
         parse_fleet({"deployments": [{"name": "a", "model": "m"}, {"name": "a", "model": "m"}]})
 
 
-async def test_upstream_backend_streams_and_meters_wall_time_times_chips(fake_upstream: Any) -> None:
+@pytest.mark.parametrize("stream", [True, False])
+async def test_upstream_backend_meters_wall_time_times_chips(fake_upstream: Any, stream: bool) -> None:
     spec = DeploymentSpec(
         name="up", backend="openai-compatible", base_url=fake_upstream.base_url, upstream_model="real", chips=4
     )
     pool = AcceleratorPool.from_specs([spec])
     try:
-        deltas, receipt = await _run(pool, _request(1, model="up", max_tokens=5))
+        deltas, receipt = await _run(pool, _request(1, model="up", max_tokens=5, stream=stream))
         assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == "w0 w1 w2 w3 w4"
         assert receipt.completion_tokens == 5
         assert receipt.prompt_tokens == 7  # the upstream's own usage wins over our estimate
         assert receipt.chip_us > 0
         assert receipt.chip_us % 4 == 0
+        assert receipt.ttft_ms > 0
         assert fake_upstream.requests[-1]["model"] == "real"
-        assert fake_upstream.requests[-1]["stream"] is True
+        # A caller that wants the whole answer gets it from the upstream in one piece.
+        assert fake_upstream.requests[-1].get("stream", False) is stream
+
+        tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+        deltas, receipt = await _run(pool, _request(2, model="up", tools=[tool], stream=stream))
+        calls = [d.call for d in deltas if isinstance(d, ToolCallDelta)]
+        assert [(c.id, c.name, c.arguments) for c in calls] == [("call_echo_1", "lookup", "{}")]
+        assert receipt.finish_reason == "tool_calls"
     finally:
         await pool.aclose()
 

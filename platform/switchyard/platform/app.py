@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.datastructures import State
+from litestar.logging import LoggingConfig
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
@@ -42,6 +43,16 @@ from switchyard.platform.threads.controllers import ThreadController
 __all__ = ["create_app"]
 
 VERSION = "0.1.0"
+
+
+def _logging(settings: Settings) -> LoggingConfig:
+    """Records at ``SWITCHYARD_LOG_LEVEL`` and above; httpx's line per upstream call only when debugging."""
+    level = settings.log_level.upper()
+    quiet = "DEBUG" if level == "DEBUG" else "WARNING"
+    return LoggingConfig(
+        root={"handlers": ["queue_listener"], "level": level},
+        loggers={"httpx": {"level": quiet}, "httpcore": {"level": quiet}},
+    )
 
 
 def create_app(settings: Settings | None = None) -> Litestar:
@@ -88,6 +99,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             IdempotencyMiddleware(),
         ],
         exception_handlers=exception_handlers,
+        logging_config=_logging(settings),
         before_send=[add_request_id_header],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],

@@ -137,7 +137,7 @@ async def test_tenant_concurrency_cap_is_429(settings: Any, make_tenant: Any, cl
     assert over_http.status_code == 429
     assert over_http.headers["retry-after"] == "1"
     for admitted in held:  # finishing a request gives its slot back
-        async for _event in gateway.events(gateway.run(admitted)):
+        async for _event in gateway.run(admitted):
             pass
     await gateway.drain()
     assert (await client.post("/v1/chat/completions", json=_chat(), headers=tenant.headers())).status_code == 200

@@ -41,6 +41,7 @@ class InferenceRequest:
     priority: Priority = Priority.STANDARD
     weight: float = 1.0
     session: str | None = None
+    stream: bool = True  # False: the caller wants the whole answer; an upstream may send it in one piece
 
 
 @dataclass(frozen=True, slots=True)

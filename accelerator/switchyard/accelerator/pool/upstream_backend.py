@@ -45,15 +45,16 @@ class UpstreamDeployment:
     def __init__(self, spec: DeploymentSpec, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.spec = spec
         self._cancelled: dict[str, asyncio.Event] = {}
-        headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-        self._client = httpx.AsyncClient(
-            base_url=spec.base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(spec.timeout_s, connect=5.0),
-            # httpx's API on aiohttp's connection pool: several times the throughput of httpx's own transport.
-            transport=transport or AiohttpTransport(limits=limits),
-        )
+        # httpx's request/response types on aiohttp's connection pool: several times the throughput of httpx's
+        # own transport. Requests go to the transport directly: an AsyncClient would add cookie persistence
+        # (never wanted between tenants), redirect and auth machinery and URL merging to every call.
+        self._transport = transport or AiohttpTransport(limits=limits)
+        self._url = httpx.URL(spec.base_url.rstrip("/") + "/chat/completions")
+        self._headers = {"content-type": "application/json"}
+        if spec.api_key:
+            self._headers["authorization"] = f"Bearer {spec.api_key}"
+        self._timeout = httpx.Timeout(spec.timeout_s, connect=5.0).as_dict()
 
     @property
     def name(self) -> str:
@@ -75,15 +76,12 @@ class UpstreamDeployment:
         return round(seconds * 1e6) * self.spec.chips
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._transport.aclose()
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.spec.upstream_model or self.spec.name,
-            "messages": list(request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
+        if request.stream:
+            body |= {"stream": True, "stream_options": {"include_usage": True}}
         if request.tools:
             body["tools"] = list(request.tools)
         if request.tool_choice is not None:
@@ -94,11 +92,18 @@ class UpstreamDeployment:
             body["seed"] = request.seed
         return body
 
-    async def _open(self, body: dict[str, Any]) -> httpx.Response:
+    async def _open(self, request: InferenceRequest) -> httpx.Response:
+        """Send the request (retrying connect errors only); the body is read here unless the answer streams."""
         for attempt in range(CONNECT_RETRIES + 1):
             try:
-                response = await self._client.send(
-                    self._client.build_request("POST", "/chat/completions", json=body), stream=True
+                response = await self._transport.handle_async_request(
+                    httpx.Request(
+                        "POST",
+                        self._url,
+                        headers=self._headers,
+                        content=json.dumps(self._body(request)).encode(),
+                        extensions={"timeout": self._timeout},
+                    )
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
                 if attempt == CONNECT_RETRIES:
@@ -109,52 +114,29 @@ class UpstreamDeployment:
                 detail = (await response.aread()).decode(errors="replace")[:500]
                 await response.aclose()
                 raise UpstreamError(f"upstream answered {response.status_code}: {detail}")
+            if not request.stream:
+                await response.aread()
+                await response.aclose()
             return response
         raise AssertionError("unreachable")
 
     async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         started = time.monotonic()
-        first_token_at: float | None = None
-        text_tokens = 0
-        usage: dict[str, Any] = {}
-        finish_reason = "stop"
-        calls: dict[int, dict[str, str]] = {}
-        response = await self._open(self._body(request))
-        cancelled = self._cancelled.setdefault(request.request_id, asyncio.Event())
-        try:
-            async for line in response.aiter_lines():
-                if cancelled.is_set():
-                    finish_reason = "cancelled"
-                    break
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = json.loads(data)
-                usage = chunk.get("usage") or usage
-                for choice in chunk.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    if first_token_at is None and (delta.get("content") or delta.get("tool_calls")):
-                        first_token_at = time.monotonic()
-                    if delta.get("content"):
-                        text_tokens += count_tokens(delta["content"])
-                        yield TextDelta(delta["content"])
-                    for call in delta.get("tool_calls") or ():
-                        slot = calls.setdefault(int(call.get("index", 0)), {"id": "", "name": "", "arguments": ""})
-                        slot["id"] = call.get("id") or slot["id"]
-                        function = call.get("function") or {}
-                        slot["name"] = function.get("name") or slot["name"]
-                        slot["arguments"] += function.get("arguments") or ""
-                    finish_reason = choice.get("finish_reason") or finish_reason
-        finally:
-            self._cancelled.pop(request.request_id, None)
-            await response.aclose()
+        answer = _Answer()
+        response = await self._open(request)
+        if request.stream:
+            async for delta in self._read_stream(request, response, answer):
+                yield delta
+        else:
+            text = answer.read_completion(response)
+            if text:
+                yield TextDelta(text)
         finished = time.monotonic()
-        tool_calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items()))
+        tool_calls = answer.tool_calls()
         for index, call in enumerate(tool_calls):
             yield ToolCallDelta(index, call)
-        first = first_token_at or finished
+        first = answer.first_token_at or finished
+        usage = answer.usage
         yield ComputeReceipt(
             tenant=request.tenant,
             request_id=request.request_id,
@@ -163,13 +145,34 @@ class UpstreamDeployment:
             replica=f"{self.spec.name}/upstream",
             chip_us=round((finished - started) * 1e6) * self.spec.chips,
             prompt_tokens=int(usage.get("prompt_tokens") or count_prompt_tokens(request.messages, request.tools)),
-            completion_tokens=int(usage.get("completion_tokens") or text_tokens),
+            completion_tokens=int(usage.get("completion_tokens") or answer.text_tokens),
             queue_ms=0.0,
             ttft_ms=(first - started) * 1e3,
             decode_ms=(finished - first) * 1e3,
-            finish_reason=finish_reason,
+            finish_reason=answer.finish_reason,
             tool_calls=tool_calls,
         )
+
+    async def _read_stream(
+        self, request: InferenceRequest, response: httpx.Response, answer: _Answer
+    ) -> AsyncIterator[TextDelta]:
+        cancelled = self._cancelled.setdefault(request.request_id, asyncio.Event())
+        try:
+            async for line in response.aiter_lines():
+                if cancelled.is_set():
+                    answer.finish_reason = "cancelled"
+                    break
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                text = answer.read_chunk(json.loads(data))
+                if text:
+                    yield TextDelta(text)
+        finally:
+            self._cancelled.pop(request.request_id, None)
+            await response.aclose()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -180,3 +183,56 @@ class UpstreamDeployment:
             "chips": self.spec.chips,
             "replicas": [],
         }
+
+
+class _Answer:
+    """What an upstream answered, from SSE chunks or from one non-streamed completion."""
+
+    def __init__(self) -> None:
+        self.first_token_at: float | None = None
+        self.text_tokens = 0
+        self.usage: dict[str, Any] = {}
+        self.finish_reason = "stop"
+        self._calls: dict[int, dict[str, str]] = {}
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(self._calls.items()))
+
+    def _add_call(self, index: int, call: dict[str, Any]) -> None:
+        slot = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        slot["id"] = call.get("id") or slot["id"]
+        function = call.get("function") or {}
+        slot["name"] = function.get("name") or slot["name"]
+        slot["arguments"] += function.get("arguments") or ""
+
+    def _add_text(self, text: str | None) -> str | None:
+        if text:
+            self.text_tokens += count_tokens(text)
+        return text
+
+    def read_chunk(self, chunk: dict[str, Any]) -> str | None:
+        """Take one ``chat.completion.chunk``; returns its text, if any."""
+        self.usage = chunk.get("usage") or self.usage
+        text: list[str] = []
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if self.first_token_at is None and (delta.get("content") or delta.get("tool_calls")):
+                self.first_token_at = time.monotonic()
+            if delta.get("content"):
+                text.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                self._add_call(int(call.get("index", 0)), call)
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return self._add_text("".join(text))
+
+    def read_completion(self, response: httpx.Response) -> str | None:
+        """Take a whole ``chat.completion`` (nothing of it arrives before the rest: TTFT is its latency)."""
+        self.first_token_at = time.monotonic()
+        completion = response.json()
+        self.usage = completion.get("usage") or {}
+        choice = (completion.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        for index, call in enumerate(message.get("tool_calls") or ()):
+            self._add_call(index, call)
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return self._add_text(message.get("content"))

@@ -11,20 +11,29 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
-from sqlalchemy import select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.invoices import ensure_drafts
 from switchyard.platform.billing.periods import hour_start, month_start
 from switchyard.platform.billing.rates import cards_for, choose_card, tenant_tier_of
-from switchyard.platform.billing.sql import insert_ignore
+from switchyard.platform.billing.sql import dialect_name, insert_ignore_for
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.models import RateCard, UsageEvent, utc_now
 
-__all__ = ["RatingResult", "UsageEventCreate", "rate_events", "record_usage", "record_usage_bulk"]
+__all__ = [
+    "RatingResult",
+    "UsageEventCreate",
+    "rate_events",
+    "record_usage",
+    "record_usage_bulk",
+    "record_usage_sync",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +94,26 @@ async def record_usage_bulk(
     rows = [_row(scope, event, now) for event in events]
     # One statement with the rows as parameters: SQLAlchemy batches them ("insertmanyvalues", within the
     # databases' bound-parameter limits) and compiles the statement once, whatever the number of rows.
-    statement = insert_ignore(session, UsageEvent, ["tenant_id", "event_id"]).returning(UsageEvent.event_id)
-    inserted = len((await session.execute(statement, rows)).all())
+    inserted = len((await session.execute(_usage_insert(dialect_name(session)), rows)).all())
     return inserted, len(events) - inserted
+
+
+def record_usage_sync(connection: Connection, receipts: Sequence[tuple[TenantScope, UsageEventCreate]]) -> int:
+    """``record_usage_bulk`` for receipts of any tenants, on a synchronous connection; returns how many were new.
+
+    For the gateway's inline SQLite writes (``db.inline``), where the statement runs on the event loop's thread.
+    """
+    if not receipts:
+        return 0
+    now = utc_now()
+    rows = [_row(scope, event, now) for scope, event in receipts]
+    return len(connection.execute(_usage_insert(connection.dialect.name), rows).all())
+
+
+@cache
+def _usage_insert(dialect: str) -> Any:
+    """The receipt insert of a dialect, built once (its compiled form is cached by SQLAlchemy)."""
+    return insert_ignore_for(dialect, UsageEvent, ["tenant_id", "event_id"]).returning(UsageEvent.event_id)
 
 
 async def record_usage(session: AsyncSession, *, scope: TenantScope, event: UsageEventCreate) -> bool:

@@ -10,6 +10,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from switchyard.platform.db.inline import InlineWriter
 from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_session
 
 __all__ = ["Database", "async_url", "sync_url"]
@@ -59,6 +60,8 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = create_engine_for(url)
+        self.inline: InlineWriter | None = InlineWriter(sync_url(url)) if self.is_sqlite else None
+        """SQLite only: short writes on the loop's thread (see ``db.inline``)."""
         self._sessions = async_sessionmaker(
             self.engine, class_=AsyncSession, sync_session_class=ScopedSession, expire_on_commit=False
         )
@@ -84,4 +87,6 @@ class Database:
             await session.commit()
 
     async def dispose(self) -> None:
+        if self.inline is not None:
+            self.inline.close()
         await self.engine.dispose()

@@ -16,7 +16,7 @@ from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentPrincipal, CurrentTenant
 from switchyard.platform.http.errors import ApiError, InvalidRequest
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.inference.gateway import Admitted, InferenceGateway
+from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
     completion_object,
@@ -86,17 +86,17 @@ class ChatController(Controller):
         gateway = _gateway(request)
         completion_id = f"chatcmpl-{request_id_of(request.scope).removeprefix('req_')}"
         admitted = await gateway.admit(principal=principal, body=data, request_id=completion_id)
-        queue = gateway.run(admitted)
+        events = gateway.run(admitted)
         created = int(time.time())
         if data.stream:
             include_usage = bool(data.stream_options and data.stream_options.include_usage)
-            stream = _stream(gateway, admitted, queue, completion_id, created, include_usage)
+            stream = _stream(gateway, admitted, events, completion_id, created, include_usage)
             return Stream(
                 stream, media_type="text/event-stream", headers=admitted.headers | {"cache-control": "no-cache"}
             )
         text: list[str] = []
         receipt: ComputeReceipt | None = None
-        async for event in gateway.events(queue):
+        async for event in events:
             if isinstance(event, TextDelta):
                 text.append(event.text)
             elif isinstance(event, ComputeReceipt):
@@ -113,13 +113,18 @@ class ChatController(Controller):
 
 
 async def _stream(
-    gateway: InferenceGateway, admitted: Admitted, queue: Any, completion_id: str, created: int, include_usage: bool
+    gateway: InferenceGateway,
+    admitted: Admitted,
+    events: RequestEvents,
+    completion_id: str,
+    created: int,
+    include_usage: bool,
 ) -> AsyncIterator[bytes]:
     model = admitted.backend.name
     finished = False
     try:
         yield sse(chunk(completion_id, created, model, {"role": "assistant", "content": "", "refusal": None}, None))
-        async for event in gateway.events(queue):
+        async for event in events:
             if isinstance(event, TextDelta):
                 yield sse(chunk(completion_id, created, model, {"content": event.text}, None))
             elif isinstance(event, ToolCallDelta):

@@ -15,6 +15,7 @@ import math
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,7 +45,7 @@ from switchyard.platform.limits import ConcurrencyLimiter, Decision, RateLimiter
 from switchyard.platform.models import utc_now
 from switchyard.platform.settings import Settings
 
-__all__ = ["Admitted", "InferenceGateway"]
+__all__ = ["Admitted", "InferenceGateway", "RequestEvents"]
 
 log = logging.getLogger(__name__)
 BUDGET_CACHE_S = 1.0
@@ -62,6 +63,35 @@ class Admitted:
     api_key_id: str
     reservation_id: str | None
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class RequestEvents:
+    """The events of one running request, in order, for one reader: the response (an unbounded channel).
+
+    ``asyncio.Queue`` would do; this is the same without its bounds and loop checks, on the hot path.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[PoolEvent | Exception | None] = deque()
+        self._wakeup: asyncio.Future[None] | None = None
+
+    def put(self, item: PoolEvent | Exception | None) -> None:
+        """Add an event, an error to raise in the reader, or ``None``: the end."""
+        self._items.append(item)
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def __aiter__(self) -> AsyncIterator[PoolEvent]:
+        while True:
+            while not self._items:
+                self._wakeup = asyncio.get_running_loop().create_future()
+                await self._wakeup
+            item = self._items.popleft()
+            if item is None:
+                return
+            if isinstance(item, Exception):
+                raise item
+            yield item
 
 
 def _limit_headers(kind: str, decision: Decision) -> dict[str, str]:
@@ -180,6 +210,7 @@ class InferenceGateway:
             seed=body.seed,
             priority=_PRIORITIES[body.priority or "standard"],
             session=body.user,
+            stream=bool(body.stream),
         )
 
     async def _has_budgets(self, scope: TenantScope) -> bool:
@@ -220,9 +251,9 @@ class InferenceGateway:
         seconds = "86400" if math.isinf(retry) else str(max(1, math.ceil(retry)))
         return {"retry-after": seconds} | _limit_headers(kind, decision)
 
-    def run(self, admitted: Admitted) -> asyncio.Queue[PoolEvent | Exception | None]:
-        """Start the request on the pool; its events arrive on the returned queue, ``None`` last."""
-        queue: asyncio.Queue[PoolEvent | Exception | None] = asyncio.Queue()
+    def run(self, admitted: Admitted) -> RequestEvents:
+        """Start the request on the pool; iterate the returned events (they end after the receipt)."""
+        queue = RequestEvents()
         task = asyncio.get_running_loop().create_task(self._execute(admitted, queue))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -232,26 +263,26 @@ class InferenceGateway:
         """The client went away: stop the request in the pool; what it used so far is still metered once."""
         admitted.backend.cancel(admitted.request.request_id)
 
-    async def _execute(self, admitted: Admitted, queue: asyncio.Queue[PoolEvent | Exception | None]) -> None:
+    async def _execute(self, admitted: Admitted, queue: RequestEvents) -> None:
         metered = False
         try:
             async for event in self.pool.submit(admitted.request):
                 if isinstance(event, ComputeReceipt):
                     await self._meter(admitted, event)  # durable before the client sees the end of the answer
                     metered = True
-                await queue.put(event)
+                queue.put(event)
         except UpstreamError as exc:
-            await queue.put(ServiceUnavailable(str(exc), code="upstream_error"))
+            queue.put(ServiceUnavailable(str(exc), code="upstream_error"))
         except Exception as exc:
             log.exception("inference request %s failed", admitted.request.request_id)
-            await queue.put(exc)
+            queue.put(exc)
         finally:
             try:
                 if not metered and admitted.reservation_id:
                     await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
             finally:
                 await self.concurrency.release(f"tenant:{admitted.scope.tenant_id}")
-                await queue.put(None)
+                queue.put(None)
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
         """The usage event and the budget settlement of a finished request, committed with others in a batch."""
@@ -271,12 +302,6 @@ class InferenceGateway:
         """Wait for requests still running (their metering included); called at shutdown."""
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    async def events(self, queue: asyncio.Queue[PoolEvent | Exception | None]) -> AsyncIterator[PoolEvent]:
-        while (event := await queue.get()) is not None:
-            if isinstance(event, Exception):
-                raise event
-            yield event
 
     def status(self) -> list[dict[str, Any]]:
         return self.pool.status()

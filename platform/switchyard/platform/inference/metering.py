@@ -3,6 +3,10 @@
 A request's response is released only after its usage event is committed (the outbox): if the process dies
 first, the client gets no answer and nothing is billed; once the client has the answer, the usage is durable.
 Batching only changes how many requests share one transaction, never whether a request is metered.
+
+On SQLite, receipts with no budget reservation are committed inline, on the loop's thread (``db.inline``):
+those that finish in one turn of the event loop share one small transaction, without aiosqlite's thread hops;
+when another writer holds the lock they join the ordinary batch instead.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 from dataclasses import dataclass
 
 from switchyard.platform.billing import budgets
-from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
+from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk, record_usage_sync
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 
 __all__ = ["MeterBatcher", "Metering"]
@@ -33,14 +37,45 @@ class MeterBatcher:
         self._database = database
         self._pending: list[tuple[Metering, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
+        self._inline: list[tuple[Metering, asyncio.Future[None]]] = []
 
     async def write(self, metering: Metering) -> None:
         """Return once ``metering`` is committed (raises if its transaction failed)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((metering, future))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        if self._database.inline is not None and metering.reservation_id is None:
+            self._inline.append((metering, future))
+            if len(self._inline) == 1:
+                loop.call_soon(self._flush_inline)
+        else:
+            self._enqueue([(metering, future)])
+        await future
+
+    def _enqueue(self, items: list[tuple[Metering, asyncio.Future[None]]]) -> None:
+        self._pending += items
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.get_running_loop().create_task(self._flush())
-        await future
+
+    def _flush_inline(self) -> None:
+        batch, self._inline = self._inline, []
+        inline = self._database.inline
+        assert inline is not None
+        try:
+            written = inline.write(
+                lambda connection: record_usage_sync(connection, [(m.scope, m.event) for m, _ in batch])
+            )
+        except Exception as exc:
+            log.exception("metering %d requests inline failed", len(batch))
+            for _item, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        if not written:  # another writer holds the lock: wait for it on the ordinary path
+            self._enqueue(batch)
+            return
+        for _item, future in batch:
+            if not future.done():
+                future.set_result(None)
 
     async def _flush(self) -> None:
         while self._pending:

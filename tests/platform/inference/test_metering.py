@@ -1,0 +1,81 @@
+"""Metering writes: on SQLite receipts commit inline on the loop's thread, and fall back when the lock is taken."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from switchyard.platform.billing.ledger import UsageEventCreate
+from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
+from switchyard.platform.inference.metering import MeterBatcher, Metering
+from switchyard.platform.models import Tenant, UsageEvent, utc_now
+
+
+@pytest.fixture
+def path(sqlite_template: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "switchyard.db"
+    copy.write_bytes(sqlite_template.read_bytes())
+    return copy
+
+
+@pytest.fixture
+async def database(path: Path) -> Any:
+    database = Database(f"sqlite:///{path}")
+    yield database
+    await database.dispose()
+
+
+async def _tenant(database: Database) -> TenantScope:
+    async with database.unit_of_work(UNSCOPED) as session:
+        tenant = Tenant(id=new_id("ten"), name="metered")
+        session.add(tenant)
+    return TenantScope(tenant.id)
+
+
+def _metering(scope: TenantScope, event_id: str) -> Metering:
+    event = UsageEventCreate(
+        event_id=event_id,
+        model="m",
+        instance_type="trn2.48xlarge",
+        chip_us=1234,
+        prompt_tokens=3,
+        completion_tokens=4,
+        occurred_at=utc_now(),
+    )
+    return Metering(scope, event, reservation_id=None)
+
+
+async def _events(database: Database) -> list[UsageEvent]:
+    async with database.unit_of_work(UNSCOPED) as session:
+        return list((await session.execute(select(UsageEvent))).scalars())
+
+
+async def test_receipts_of_one_loop_turn_commit_together_and_each_once(database: Database) -> None:
+    scope = await _tenant(database)
+    batcher = MeterBatcher(database)
+    await asyncio.gather(*(batcher.write(_metering(scope, f"req-{n}")) for n in range(20)))
+    await batcher.write(_metering(scope, "req-3"))  # a redelivered receipt is stored once
+    events = await _events(database)
+    assert sorted(e.event_id for e in events) == sorted(f"req-{n}" for n in range(20))
+    assert all(e.tenant_id == scope.tenant_id and e.chip_us == 1234 for e in events)
+
+
+async def test_a_write_lock_held_elsewhere_delays_the_receipt_but_loses_nothing(database: Database, path: Path) -> None:
+    scope = await _tenant(database)
+    batcher = MeterBatcher(database)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process (a worker) is writing
+    try:
+        write = asyncio.create_task(batcher.write(_metering(scope, "req-locked")))
+        await asyncio.sleep(0.3)
+        assert not write.done()  # not committed, so the client has no answer yet
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    await asyncio.wait_for(write, timeout=30)
+    assert [e.event_id for e in await _events(database)] == ["req-locked"]
