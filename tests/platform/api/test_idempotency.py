@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import select
 
 from switchyard.platform.db import UNSCOPED, new_id
 from switchyard.platform.models import IdempotencyRecord
@@ -88,3 +91,43 @@ async def test_client_errors_are_replayed_but_server_errors_are_not_stored(clien
     assert conflict.status_code == again.status_code == 409
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json() == conflict.json()
+
+
+async def test_the_answer_is_stored_before_its_last_bytes_reach_the_client(client: Any, make_tenant: Any) -> None:
+    # A client may retry the moment it has the answer; the retry must then be a replay, never a 409.
+    tenant = await make_tenant()
+    body = json.dumps({"email": "late@x.io"}).encode()
+    headers = [
+        (b"host", b"switchyard.test"),
+        (b"authorization", tenant.headers()["Authorization"].encode()),
+        (b"idempotency-key", b"late"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/members",
+        "raw_path": b"/v1/members",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("switchyard.test", 80),
+    }
+    stored_when_done: list[int | None] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+                found = select(IdempotencyRecord).where(IdempotencyRecord.key == "late")
+                stored_when_done.append((await session.execute(found)).scalar_one().status_code)
+
+    await client.app(scope, receive, send)
+    assert stored_when_done == [201]

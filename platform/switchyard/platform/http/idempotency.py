@@ -1,8 +1,10 @@
 """``Idempotency-Key`` on every POST: the first response is stored per tenant and replayed to retries.
 
 Same key and same request → the stored status and body (``idempotent-replayed: true``); same key with a
-different body → 422; same key while the first request is still running → 409. Server errors (5xx) are not
-stored, so a retry runs again. A claim left by a crashed process is taken over after ``IN_FLIGHT_LEASE``.
+different body → 422; same key while the first request is still running → 409. The response is stored before
+its last bytes go out, so a retry sent the moment the answer arrived is replayed; server errors (5xx) and answers
+that never completed (a client gone mid-stream) are not stored, so a retry runs again. A claim left by a crashed
+process is taken over after ``IN_FLIGHT_LEASE``.
 """
 
 from __future__ import annotations
@@ -174,20 +176,26 @@ class IdempotencyMiddleware(ASGIMiddleware):
         status = 500
         content_type: str | None = None
         parts: list[bytes] = []
+        settled = False
 
         async def capture(message: Message) -> None:
-            nonlocal status, content_type
+            nonlocal status, content_type, settled
             if message["type"] == "http.response.start":
                 status = message["status"]
                 content_type = dict(message.get("headers", [])).get(b"content-type", b"").decode() or None
             elif message["type"] == "http.response.body":
                 parts.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    # Settle before the client has the end of the answer, so a retry it sends at once replays.
+                    if status < 500:
+                        await _finish(database, record_id, status, content_type, b"".join(parts))
+                    else:
+                        await _release(database, record_id)
+                    settled = True
             await send(message)
 
         try:
             await next_app(scope, receive_again, capture)
         finally:
-            if status < 500:
-                await _finish(database, record_id, status, content_type, b"".join(parts))
-            else:
+            if not settled:  # the answer never completed (an error, a client gone mid-stream): a retry runs again
                 await _release(database, record_id)
