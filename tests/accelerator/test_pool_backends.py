@@ -117,12 +117,17 @@ async def test_upstream_backend_meters_wall_time_times_chips(fake_upstream: Any,
 async def test_upstream_errors_and_unreachable_upstreams_raise(fake_upstream: Any) -> None:
     failing = DeploymentSpec(name="bad", backend="openai-compatible", base_url=fake_upstream.base_url + "/fail")
     gone = DeploymentSpec(name="gone", backend="openai-compatible", base_url="http://127.0.0.1:9/v1")
-    pool = AcceleratorPool.from_specs([failing, gone])
+    stalled = DeploymentSpec(
+        name="stalled", backend="openai-compatible", base_url=fake_upstream.base_url + "/stall", timeout_s=0.3
+    )
+    pool = AcceleratorPool.from_specs([failing, gone, stalled])
     try:
         with pytest.raises(UpstreamError, match="500"):
             await _run(pool, _request(1, model="bad"))
         with pytest.raises(UpstreamError, match="unreachable"):
             await _run(pool, _request(1, model="gone"))
+        with pytest.raises(UpstreamError, match="failed while answering"):
+            await _run(pool, _request(1, model="stalled", stream=False))
     finally:
         await pool.aclose()
 

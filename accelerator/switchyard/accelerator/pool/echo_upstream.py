@@ -2,7 +2,8 @@
 
 Serve it with any ASGI server (``uvicorn switchyard.accelerator.pool.echo_upstream:app``). Chat completions
 answer ``words`` words (or one tool call when tools are offered) in OpenAI's JSON or SSE shape; a path
-containing ``/fail/`` answers 500. Every request body is kept in ``requests`` (up to ``keep`` of them).
+containing ``/fail/`` answers 500, one containing ``/stall/`` sends headers and then nothing. Every request body
+is kept in ``requests`` (up to ``keep`` of them).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class EchoUpstream:
             self.requests.append(request)
         if "/fail/" in scope["path"]:
             await _send(send, 500, b'{"error": {"message": "upstream failure on purpose"}}', b"application/json")
+        elif "/stall/" in scope["path"]:  # headers, then nothing: a client's read timeout must fire
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"100")]})
+            await receive()  # returns when the client goes away
         elif request.get("stream"):
             await _send(send, 200, self._stream(request), b"text/event-stream")
         else:

@@ -115,8 +115,12 @@ class UpstreamDeployment:
                 await response.aclose()
                 raise UpstreamError(f"upstream answered {response.status_code}: {detail}")
             if not request.stream:
-                await response.aread()
-                await response.aclose()
+                try:
+                    await response.aread()
+                except httpx.HTTPError as exc:
+                    raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
+                finally:
+                    await response.aclose()
             return response
         raise AssertionError("unreachable")
 
