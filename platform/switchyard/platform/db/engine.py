@@ -12,10 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchyard.platform.db.inline import InlineWriter
 from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_session
+from switchyard.platform.db.sqlite import SQLITE_BUSY_TIMEOUT_MS, configure_sqlite
 
 __all__ = ["Database", "async_url", "sync_url"]
-
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def async_url(url: str) -> str:
@@ -36,20 +35,11 @@ def sync_url(url: str) -> str:
     return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
-def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
 def create_engine_for(url: str) -> AsyncEngine:
     url = async_url(url)
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine.sync_engine, "connect", _configure_sqlite)
+        event.listen(engine.sync_engine, "connect", configure_sqlite)
         return engine
     return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 

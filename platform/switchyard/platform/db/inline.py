@@ -19,6 +19,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 
+from switchyard.platform.db.sqlite import configure_sqlite
+
 __all__ = ["CHECKPOINT_EVERY", "InlineWriter"]
 
 log = logging.getLogger(__name__)
@@ -26,13 +28,9 @@ CHECKPOINT_EVERY = 500
 
 
 def _configure(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=0")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA wal_autocheckpoint=0")
-    cursor.close()
+    """The platform's pragmas, but never wait for a lock and never checkpoint."""
+    configure_sqlite(dbapi_connection, busy_timeout_ms=0)
+    dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
 
 
 def _is_lock_conflict(exc: OperationalError) -> bool:

@@ -253,36 +253,36 @@ class InferenceGateway:
 
     def run(self, admitted: Admitted) -> RequestEvents:
         """Start the request on the pool; iterate the returned events (they end after the receipt)."""
-        queue = RequestEvents()
-        task = asyncio.get_running_loop().create_task(self._execute(admitted, queue))
+        events = RequestEvents()
+        task = asyncio.get_running_loop().create_task(self._execute(admitted, events))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return queue
+        return events
 
     def cancel(self, admitted: Admitted) -> None:
         """The client went away: stop the request in the pool; what it used so far is still metered once."""
         admitted.backend.cancel(admitted.request.request_id)
 
-    async def _execute(self, admitted: Admitted, queue: RequestEvents) -> None:
+    async def _execute(self, admitted: Admitted, events: RequestEvents) -> None:
         metered = False
         try:
             async for event in self.pool.submit(admitted.request):
                 if isinstance(event, ComputeReceipt):
                     await self._meter(admitted, event)  # durable before the client sees the end of the answer
                     metered = True
-                queue.put(event)
+                events.put(event)
         except UpstreamError as exc:
-            queue.put(ServiceUnavailable(str(exc), code="upstream_error"))
+            events.put(ServiceUnavailable(str(exc), code="upstream_error"))
         except Exception as exc:
             log.exception("inference request %s failed", admitted.request.request_id)
-            queue.put(exc)
+            events.put(exc)
         finally:
             try:
                 if not metered and admitted.reservation_id:
                     await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
             finally:
                 await self.concurrency.release(f"tenant:{admitted.scope.tenant_id}")
-                queue.put(None)
+                events.put(None)
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
         """The usage event and the budget settlement of a finished request, committed with others in a batch."""

@@ -66,16 +66,12 @@ class MeterBatcher:
             )
         except Exception as exc:
             log.exception("metering %d requests inline failed", len(batch))
-            for _item, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            _settle(batch, exc)
             return
-        if not written:  # another writer holds the lock: wait for it on the ordinary path
+        if written:
+            _settle(batch, None)
+        else:  # another writer holds the lock: wait for it on the ordinary path
             self._enqueue(batch)
-            return
-        for _item, future in batch:
-            if not future.done():
-                future.set_result(None)
 
     async def _flush(self) -> None:
         while self._pending:
@@ -97,10 +93,17 @@ class MeterBatcher:
                             )
             except Exception as exc:
                 log.exception("metering a batch of %d requests failed", len(batch))
-                for _item, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
+                _settle(batch, exc)
                 continue
-            for _item, future in batch:
-                if not future.done():
-                    future.set_result(None)
+            _settle(batch, None)
+
+
+def _settle(batch: list[tuple[Metering, asyncio.Future[None]]], error: Exception | None) -> None:
+    """Wake the writers of a batch: committed, or failed with ``error``."""
+    for _item, future in batch:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
