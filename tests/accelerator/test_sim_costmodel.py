@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -8,8 +9,8 @@ import pytest
 from switchyard.accelerator.calibration_data import coefficients_for
 from switchyard.accelerator.costmodel import bucket, forward_time_s
 from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
-from switchyard.accelerator.point import simulate_point
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, UnknownNameError
+from switchyard.accelerator.point import PromptEncoding, point_features, prompt_encoding, simulate_point
 
 
 def _decode_time(model: str, instance: str, tp: int, batch: int, ctx: int, weights: str = "bf16") -> float:
@@ -101,6 +102,38 @@ def test_point_results_are_consistent() -> None:
     assert longer.ttft_ms > r.ttft_ms
     bigger = simulate_point("meta-llama/Llama-2-70b-hf", "trn1.32xlarge", 32, 8, 1024, 512)
     assert bigger.output_tokens_per_s > r.output_tokens_per_s
+
+
+def test_a_batch_encoded_prompt_by_prompt_pays_per_prompt_passes_and_batch_squared_attention() -> None:
+    dep = make_deployment("meta-llama/Llama-2-13b-hf", "inf2.48xlarge", 24)
+    one, _, _ = point_features(dep, 1, 4096, 16)
+    matmul, attention, memory, _, layers, step = range(6)
+    batched, _, _ = point_features(dep, 8, 4096, 16, PromptEncoding.BATCHED)
+    per_prompt, _, _ = point_features(dep, 8, 4096, 16, PromptEncoding.PER_PROMPT)
+    assert batched[matmul] == pytest.approx(8 * one[matmul])
+    assert batched[attention] == pytest.approx(8 * one[attention])
+    assert batched[memory] == pytest.approx(one[memory])  # one pass reads the weights once
+    assert batched[layers] == one[layers]
+    assert per_prompt[matmul] == pytest.approx(8 * one[matmul])
+    assert per_prompt[attention] == pytest.approx(64 * one[attention])  # each pass attends over the batch
+    assert per_prompt[memory] == pytest.approx(8 * one[memory])
+    assert per_prompt[layers] == 8 * one[layers]
+    assert per_prompt[step] == batched[step] == 1.0  # the host step is paid once for the batch
+
+
+def test_point_mode_reproduces_an_older_stack_on_request() -> None:
+    args = ("meta-llama/Llama-2-13b-hf", "inf2.48xlarge", 24, 8, 4096, 256)
+    newest = simulate_point(*args)
+    old = simulate_point(*args, stack="transformers-neuronx 2.18.0")
+    assert newest.coefficients_group == "inf2"
+    assert old.coefficients_group == "inf2/transformers-neuronx 2.18.0"
+    assert old.ttft_ms > 2 * newest.ttft_ms  # 2.18.0's prompt-by-prompt encoding of a long batch
+    assert prompt_encoding("transformers-neuronx 2.18.0") is PromptEncoding.PER_PROMPT
+    assert prompt_encoding("transformers-neuronx 2.18.1") is prompt_encoding(None) is PromptEncoding.BATCHED
+    with pytest.raises(UnknownNameError, match=re.escape("Did you mean: transformers-neuronx 2.18.1")):
+        simulate_point(*args, stack="transformers-neuronx 2.18.2")
+    with pytest.raises(ConfigurationError, match="no calibrated software stacks"):
+        simulate_point("meta-llama/Llama-2-13b-hf", "trn2.48xlarge", 8, 1, 128, 16, stack="transformers-neuronx 2.18.0")
 
 
 def test_moe_decode_reads_fewer_weights_than_a_dense_model_of_the_same_size() -> None:

@@ -17,7 +17,7 @@ from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, Fl
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.fitting import bounded_lstsq
 from switchyard.accelerator.hardware import get_instance
-from switchyard.accelerator.point import point_features
+from switchyard.accelerator.point import point_features, prompt_encoding
 
 __all__ = [
     "LOWER_BOUNDS",
@@ -106,7 +106,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
 
 def _features(row: BenchmarkRow) -> tuple[FloatArray, FloatArray]:
     dep = make_deployment(row.model, row.instance, row.tp, row.weights)
-    ttft, median, _ = point_features(dep, row.batch, row.input_len, row.output_len)
+    ttft, median, _ = point_features(dep, row.batch, row.input_len, row.output_len, prompt_encoding(row.stack))
     return ttft, median
 
 

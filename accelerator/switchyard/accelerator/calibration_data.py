@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
+from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
 from switchyard.accelerator.hardware import Instance
 
 __all__ = ["POOLED_GROUP", "coefficients_for", "group_name", "load_coefficients", "newest_stack"]
@@ -58,7 +59,8 @@ def load_coefficients(path: str | Path | None = None) -> dict[str, Coefficients]
 def coefficients_for(instance: Instance, stack: str | None = None) -> tuple[str, Coefficients]:
     """(group used, coefficients) for an instance, on `stack` or on the newest calibrated stack.
 
-    The group is reported as the bare generation (e.g. "trn1") when its newest stack is used.
+    The group is reported as the bare generation (e.g. "trn1") when its newest stack is used; a stack
+    the generation was not calibrated on is an error.
     Generations with no published measurements (Trainium2/3, GPUs, CS-3) use the coefficients pooled
     over every calibrated Neuron generation: the physics (peak rates, bandwidths, topology) comes from
     the catalog, only the software efficiencies are transferred.
@@ -66,7 +68,11 @@ def coefficients_for(instance: Instance, stack: str | None = None) -> tuple[str,
     table = load_coefficients()
     gen = instance.calibration_group
     stacks = {k.partition("/")[2]: k for k in table if k.partition("/")[0] == gen}
-    if stack is not None and stack in stacks:
+    if stack is not None:
+        if not stacks:
+            raise ConfigurationError(f"{instance.name} has no calibrated software stacks (it uses the pooled set)")
+        if stack not in stacks:
+            raise UnknownNameError(f"software stack of {gen}", stack, stacks)
         return stacks[stack], table[stacks[stack]]
     if stacks:
         return gen, table[stacks[newest_stack(stacks)]]

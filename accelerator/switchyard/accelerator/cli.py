@@ -42,6 +42,9 @@ def simulate() -> None:
 @click.option("--output-len", type=int, required=True)
 @click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
 @click.option("--expert-parallel", is_flag=True, help="MoE: whole experts per rank, all-to-all token routing")
+@click.option(
+    "--stack", default=None, help="calibrated software stack (default: the newest), e.g. 'transformers-neuronx 2.18.0'"
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def point(
     model: str,
@@ -52,11 +55,14 @@ def point(
     output_len: int,
     weights: str,
     expert_parallel: bool,
+    stack: str | None,
     as_json: bool,
 ) -> None:
     """Latency and throughput of one static batch (the published benchmarks' methodology)."""
     try:
-        r = simulate_point(model, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel)
+        r = simulate_point(
+            model, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel, stack=stack
+        )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

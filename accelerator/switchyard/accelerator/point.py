@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,25 @@ from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.hardware import Instance
 from switchyard.accelerator.models import ModelConfig
 
-__all__ = ["PointResult", "point_features", "simulate_point"]
+__all__ = ["PointResult", "PromptEncoding", "point_features", "prompt_encoding", "simulate_point"]
+
+
+class PromptEncoding(StrEnum):
+    """How a software stack encodes the prompts of a static batch (what the batch's TTFT measures)."""
+
+    BATCHED = "batched"  # one forward pass over every prompt of the batch
+    # One pass per prompt, each attending over the whole batch's padded KV cache (other rows masked):
+    # per-prompt matmuls, weight reads and layer overheads, but attention work grows with batch^2.
+    PER_PROMPT = "per_prompt"
+
+
+# Stacks whose published batch TTFTs follow PER_PROMPT (found in the calibration data: docs/simulator.md).
+_PER_PROMPT_STACKS = frozenset({"transformers-neuronx 2.18.0"})
+
+
+def prompt_encoding(stack: str | None) -> PromptEncoding:
+    """The prompt encoding of a software stack (the newest stacks, and unknown ones, batch their prompts)."""
+    return PromptEncoding.PER_PROMPT if stack in _PER_PROMPT_STACKS else PromptEncoding.BATCHED
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,27 +65,35 @@ def _decode_positions(input_len: int, output_len: int) -> FloatArray:
 
 
 def point_features(
-    dep: Deployment, batch: int, input_len: int, output_len: int
+    dep: Deployment,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    encoding: PromptEncoding = PromptEncoding.BATCHED,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Cost-model features of (TTFT, median decode step, every decode step) for a static batch.
 
-    On Neuron the prompts of a batch are encoded one after another at a power-of-two bucket
-    ("virtual dynamic batching" in transformers-neuronx) and decode runs a graph padded to the batch
-    and context buckets; elsewhere the batch is encoded in one pass and nothing is padded.
+    On Neuron the prompts are padded to a power-of-two bucket and decode runs a graph padded to the
+    batch and context buckets; elsewhere nothing is padded. `encoding` says whether the batch's prompts
+    are encoded in one pass or one pass each (see PromptEncoding).
     """
-    if dep.instance.chip.static_shapes:
-        lb = float(bucket(input_len)[()])
-        ttft = batch * forward_features(dep, lb, lb * lb, 0.0)
+    static = dep.instance.chip.static_shapes
+    lb = float(bucket(input_len)[()]) if static else float(input_len)
+    if encoding is PromptEncoding.PER_PROMPT:
+        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0)
         ttft[-1] = 1.0  # host/step overhead is paid once for the batch, not per prompt
+    elif static:
+        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0)
+    else:
+        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0)
+    pos = _decode_positions(input_len, output_len)
+    if static:
         bb = float(bucket(batch, minimum=1)[()])
-        pos = _decode_positions(input_len, output_len)
         ctx = bucket(pos)
         steps = forward_features(dep, bb, bb * ctx, bb * ctx)
         mid: FloatArray | float = bucket(input_len + output_len / 2.0)
         median = forward_features(dep, bb, bb * mid, bb * mid)
     else:
-        ttft = forward_features(dep, batch * input_len, batch * input_len**2 / 2.0, 0.0)
-        pos = _decode_positions(input_len, output_len)
         steps = forward_features(dep, float(batch), batch * pos, batch * pos)
         mid = float(input_len + output_len / 2.0)
         median = forward_features(dep, float(batch), batch * mid, batch * mid)
@@ -84,8 +111,12 @@ def simulate_point(
     coefficients: Coefficients | None = None,
     *,
     expert_parallel: bool = False,
+    stack: str | None = None,
 ) -> PointResult:
-    """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch."""
+    """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch.
+
+    `stack` picks a calibrated software stack of the instance's generation (default: the newest).
+    """
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
     dep = make_deployment(model, instance, tp, weights, expert_parallel=expert_parallel)
@@ -98,8 +129,8 @@ def simulate_point(
             f"batch {batch} x {input_len + output_len} tokens needs a KV cache of {need} tokens but "
             f"tp={tp} on {dep.instance.name} holds {dep.kv_capacity_tokens}: at most batch {fits} fits"
         )
-    group, coeffs = coefficients_for(dep.instance) if coefficients is None else ("custom", coefficients)
-    ttft_f, median_f, steps_f = point_features(dep, batch, input_len, output_len)
+    group, coeffs = coefficients_for(dep.instance, stack) if coefficients is None else ("custom", coefficients)
+    ttft_f, median_f, steps_f = point_features(dep, batch, input_len, output_len, prompt_encoding(stack))
     ttft_s = float(coeffs.prefill.as_array() @ ttft_f)
     c = coeffs.decode.as_array()
     tpot_s = float(c @ median_f)
