@@ -26,13 +26,11 @@ def test_tpot_meets_the_fidelity_target(result) -> None:  # type: ignore[no-unty
     assert s["tpot_p90_abs_pct"] <= 25
 
 
-def test_ttft_p90_meets_the_target_and_the_median_stays_where_it_was_measured(result) -> None:  # type: ignore[no-untyped-def]
-    # The 25 % p90 is met; the 10 % median is not (11.4 %): four trn1 13B batch-1 rows contradict their
-    # own throughput and the batch rows of the same models, and the rest scatter by +-10-25 % (see
-    # docs/simulator.md). This guards against regressions.
+def test_ttft_meets_the_fidelity_target(result) -> None:  # type: ignore[no-untyped-def]
+    # Measured 9.9 % / 24.9 %: thin margins, see docs/simulator.md for the rows that miss and why.
     s = result.summary()["in_sample"]
+    assert s["ttft_median_abs_pct"] <= 10
     assert s["ttft_p90_abs_pct"] <= 25
-    assert s["ttft_median_abs_pct"] <= 12
 
 
 def test_cross_validation_covers_every_row_and_generalises(result) -> None:  # type: ignore[no-untyped-def]
@@ -40,8 +38,8 @@ def test_cross_validation_covers_every_row_and_generalises(result) -> None:  # t
     assert s["rows"] == 54
     assert s["tpot_median_abs_pct"] <= 10
     assert s["tpot_p90_abs_pct"] <= 25
-    assert s["ttft_median_abs_pct"] <= 18
-    assert s["ttft_p90_abs_pct"] <= 32
+    assert s["ttft_median_abs_pct"] <= 16
+    assert s["ttft_p90_abs_pct"] <= 30
 
 
 def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-def]
@@ -54,6 +52,7 @@ def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-d
             assert phase.layer_overhead_s >= 0
             assert phase.step_overhead_s >= 0
             assert phase.step_overhead_s < 0.05
+            assert 0 <= phase.prompt_overhead_s < 0.01
 
 
 def test_committed_coefficients_are_the_output_of_the_fit(result) -> None:  # type: ignore[no-untyped-def]

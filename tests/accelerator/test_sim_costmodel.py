@@ -107,7 +107,7 @@ def test_point_results_are_consistent() -> None:
 def test_a_batch_encoded_prompt_by_prompt_pays_per_prompt_passes_and_batch_squared_attention() -> None:
     dep = make_deployment("meta-llama/Llama-2-13b-hf", "inf2.48xlarge", 24)
     one, _, _ = point_features(dep, 1, 4096, 16)
-    matmul, attention, memory, _, layers, step = range(6)
+    matmul, attention, memory, _, layers, step, prompts = range(7)
     batched, _, _ = point_features(dep, 8, 4096, 16, PromptEncoding.BATCHED)
     per_prompt, _, _ = point_features(dep, 8, 4096, 16, PromptEncoding.PER_PROMPT)
     assert batched[matmul] == pytest.approx(8 * one[matmul])
@@ -119,6 +119,7 @@ def test_a_batch_encoded_prompt_by_prompt_pays_per_prompt_passes_and_batch_squar
     assert per_prompt[memory] == pytest.approx(8 * one[memory])
     assert per_prompt[layers] == 8 * one[layers]
     assert per_prompt[step] == batched[step] == 1.0  # the host step is paid once for the batch
+    assert per_prompt[prompts] == batched[prompts] == 8 * one[prompts] == 8.0  # and a per-prompt cost
 
 
 def test_point_mode_reproduces_an_older_stack_on_request() -> None:

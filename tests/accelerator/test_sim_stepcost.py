@@ -22,12 +22,13 @@ def test_engine_step_cost_matches_the_vectorised_cost_model(model: str, instance
     _, coeffs = coefficients_for(dep.instance)
     cost = StepCost(dep, coeffs)
     static = dep.instance.chip.static_shapes
-    # prefill of one 700-token chunk after 300 cached tokens
+    # prefill of two chunks, 700 tokens in all, after 300 cached tokens
     n, ctx = 700, 300
     padded = float(bucket(n)[()]) if static else float(n)
     qk = n * (ctx + n)
-    expected = float(forward_time_s(dep, coeffs.prefill, padded, qk, ctx))
-    assert cost.iteration_s(n, qk, ctx, []) == pytest.approx(expected, rel=1e-12)
+    expected = float(forward_time_s(dep, coeffs.prefill, padded, qk, ctx, 2))
+    assert coeffs.prefill.prompt_overhead_s > 0
+    assert cost.iteration_s(n, qk, ctx, [], 2) == pytest.approx(expected, rel=1e-12)
     # decode of 5 sequences with contexts around 1-3k
     contexts = [1000, 1500, 2100, 2900, 1234]
     if static:

@@ -33,10 +33,10 @@ __all__ = [
 
 # Physical floors: utilisations cannot exceed 100 %, overheads cannot be negative, and collectives
 # cannot run faster than a quarter of the catalog's ideal latency (leaves room for catalog error).
-LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0])
+LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0])
 
 # Coefficients that may differ between software stacks of one hardware generation. Everything else
-# (matmul and HBM efficiency, collectives, per-layer and per-step overheads) belongs to the hardware
+# (matmul and HBM efficiency, collectives, per-layer, per-step and per-prompt overheads) belongs to the hardware
 # and host of a generation and is shared by its stacks. Attention is the part of a forward pass the
 # stack's kernels change most (transformers-neuronx rewrote its attention between releases), and
 # one coefficient per stack keeps a stack measured on two models from being fitted on its own.

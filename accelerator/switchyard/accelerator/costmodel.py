@@ -1,6 +1,6 @@
 """Cost model: the time of one forward pass (engine iteration) of a replica, as a sum of physical terms.
 
-time = step_overhead + layers * layer_overhead
+time = step_overhead + layers * layer_overhead + prompts * prompt_overhead
      + matmul FLOPs / (peak * MFU) + attention FLOPs / (peak * MFU_attn)
      + (weights read + KV read) bytes / (HBM bandwidth * MBU)
      + collective_scale * (per-layer all-reduce latency by topology + bytes / link bandwidth)
@@ -22,6 +22,7 @@ from switchyard.accelerator.deployment import Deployment
 
 __all__ = [
     "COEFFICIENT_NAMES",
+    "STEP_ROW",
     "Coefficients",
     "PhaseCoefficients",
     "bucket",
@@ -45,6 +46,7 @@ class PhaseCoefficients:
     collective_scale: float = 1.0  # measured / ideal all-reduce time
     layer_overhead_s: float = 50e-6  # per layer per forward (kernel launch, synchronisation)
     step_overhead_s: float = 2e-3  # per forward (host, sampling, scheduling gaps)
+    prompt_overhead_s: float = 0.0  # per prompt (or prompt chunk) encoded in the forward
 
     def as_array(self) -> FloatArray:
         return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
@@ -62,10 +64,12 @@ class PhaseCoefficients:
             "collective_scale": self.collective_scale,
             "layer_overhead_us": self.layer_overhead_s * 1e6,
             "step_overhead_us": self.step_overhead_s * 1e6,
+            "prompt_overhead_us": self.prompt_overhead_s * 1e6,
         }
 
 
 COEFFICIENT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PhaseCoefficients))
+STEP_ROW = COEFFICIENT_NAMES.index("step_overhead_s")  # the feature row counting forward passes
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +95,20 @@ def forward_features(
     tokens: ArrayLike,
     attention_qk: ArrayLike,
     kv_read_tokens: ArrayLike,
+    prompts: ArrayLike = 0.0,
 ) -> FloatArray:
-    """Physical quantities of one forward pass, shape (6, *broadcast shape), in seconds at 100 % efficiency.
+    """Physical quantities of one forward pass, shape (7, *broadcast shape), in seconds at 100 % efficiency.
 
     tokens: query tokens computed (prefill chunk tokens + one per decoding sequence), already padded;
     attention_qk: sum over sequences of query tokens x key tokens attended;
-    kv_read_tokens: KV-cache tokens read from HBM (context of the sequences in the pass).
+    kv_read_tokens: KV-cache tokens read from HBM (context of the sequences in the pass);
+    prompts: prompts (or prompt chunks) encoded in the pass.
     Row i is multiplied by coefficient i of Coefficients.
     """
     t = np.asarray(tokens, dtype=np.float64)
     qk = np.asarray(attention_qk, dtype=np.float64)
     kv = np.asarray(kv_read_tokens, dtype=np.float64)
-    t, qk, kv = np.broadcast_arrays(t, qk, kv)
+    t, qk, kv, n = np.broadcast_arrays(t, qk, kv, np.asarray(prompts, dtype=np.float64))
     m = dep.model
     routed = dep.routed_weight_bytes
     if routed:
@@ -116,7 +122,7 @@ def forward_features(
     memory = (weight_bytes + kv * dep.kv_bytes_per_token) / dep.hbm_bandwidth_bytes_per_s
     layers = float(m.num_layers)
     collective = layers * (dep.collective_latency_s_per_layer + t * dep.collective_s_per_layer_token)
-    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t)])
+    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t), n])
 
 
 def forward_time_s(
@@ -125,7 +131,8 @@ def forward_time_s(
     tokens: ArrayLike,
     attention_qk: ArrayLike,
     kv_read_tokens: ArrayLike,
+    prompts: ArrayLike = 0.0,
 ) -> FloatArray:
     """Seconds one forward pass takes (see forward_features for the arguments)."""
-    feats = forward_features(dep, tokens, attention_qk, kv_read_tokens)
+    feats = forward_features(dep, tokens, attention_qk, kv_read_tokens, prompts)
     return np.tensordot(coeffs.as_array(), feats, axes=1)

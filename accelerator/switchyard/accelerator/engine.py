@@ -219,7 +219,7 @@ class ReplicaEngine:
                 qk += n * (s.kv + n) if static else n * (s.kv + n / 2)
                 kv_read += s.kv
                 chunks.append((s, n))
-        duration = self.cost.iteration_s(tokens, qk, kv_read, [s.kv + 1 for s in decoders])
+        duration = self.cost.iteration_s(tokens, qk, kv_read, [s.kv + 1 for s in decoders], len(chunks))
         seqs = [s for s, _ in chunks] + decoders
         self._account(duration, seqs, [n for _, n in chunks] + [1] * len(decoders))
         self.iterations += 1

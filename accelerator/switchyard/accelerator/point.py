@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import Coefficients, FloatArray, bucket, forward_features
+from switchyard.accelerator.costmodel import STEP_ROW, Coefficients, FloatArray, bucket, forward_features
 from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.hardware import Instance
@@ -80,12 +80,12 @@ def point_features(
     static = dep.instance.chip.static_shapes
     lb = float(bucket(input_len)[()]) if static else float(input_len)
     if encoding is PromptEncoding.PER_PROMPT:
-        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0)
-        ttft[-1] = 1.0  # host/step overhead is paid once for the batch, not per prompt
+        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0, 1.0)
+        ttft[STEP_ROW] = 1.0  # host/step overhead is paid once for the batch, not per prompt
     elif static:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0)
+        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0, batch)
     else:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0)
+        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0, batch)
     pos = _decode_positions(input_len, output_len)
     if static:
         bb = float(bucket(batch, minimum=1)[()])

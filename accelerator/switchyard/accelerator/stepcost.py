@@ -34,6 +34,7 @@ class StepCost:
         self._kvb = dep.kv_bytes_per_token
         self._p = self._phase(dep, coeffs.prefill)
         self._d = self._phase(dep, coeffs.decode)
+        self._per_prompt = coeffs.prefill.prompt_overhead_s
 
     @staticmethod
     def _phase(dep: Deployment, c: PhaseCoefficients) -> tuple[float, float, float, float]:
@@ -56,8 +57,10 @@ class StepCost:
             return self._always
         return self._always + self._routed * (1.0 - math.pow(self._moe_keep, tokens))
 
-    def iteration_s(self, prefill_tokens: int, prefill_qk: float, prefill_kv: float, decode_ctx: list[int]) -> float:
-        """Seconds of one iteration: prefill chunks (tokens, attention pairs, KV read) plus decodes."""
+    def iteration_s(
+        self, prefill_tokens: int, prefill_qk: float, prefill_kv: float, decode_ctx: list[int], prompts: int = 0
+    ) -> float:
+        """Seconds of one iteration: `prompts` prefill chunks (tokens, attention pairs, KV read) plus decodes."""
         b = len(decode_ctx)
         if b:
             if self.static:
@@ -80,6 +83,7 @@ class StepCost:
                 + (prefill_qk + dq) * per_qk
                 + (self._weights(tokens) + kv * self._kvb) * per_byte
                 + fixed
+                + prompts * self._per_prompt
             )
         per_token, per_qk, per_byte, fixed = self._d
         return b_tokens * per_token + dq * per_qk + (self._weights(b_tokens) + dq * self._kvb) * per_byte + fixed
