@@ -12,6 +12,7 @@ from switchyard.accelerator.calibration_data import coefficients_for, load_coeff
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES
 from switchyard.accelerator.fitting import bounded_lstsq, nnls
 from switchyard.accelerator.hardware import get_instance
+from switchyard.accelerator.point import simulate_point
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +102,12 @@ def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:
     x = bounded_lstsq(a, b - 10 * a[:, 0], lower=np.array([0.0, 0.0, 0.0, 0.0]))
     assert (x >= 0).all()
     assert x[0] == 0.0  # the true value (-9.5) is infeasible: clamped at the bound
+
+
+def test_point_mode_reproduces_the_error_table(result) -> None:  # type: ignore[no-untyped-def]
+    """`switchyard simulate point --stack <row's stack>` gives the calibration table's predictions."""
+    for e in result.in_sample:
+        r = e.row
+        p = simulate_point(r.model, r.instance, r.tp, r.batch, r.input_len, r.output_len, r.weights, stack=r.stack)
+        assert p.ttft_ms == pytest.approx(e.ttft_pred_ms, rel=1e-9), r
+        assert p.tpot_ms == pytest.approx(e.tpot_pred_ms, rel=1e-9), r
