@@ -17,6 +17,7 @@ from switchyard.agents import (
     FunctionModel,
     InvalidTransitionError,
     Message,
+    ModelCallRefused,
     ModelRequest,
     ModelResponse,
     RetrySemantics,
@@ -452,6 +453,17 @@ async def test_drive_run_fails_the_run_on_a_model_error() -> None:
     assert state.status is RunStatus.FAILED
     assert state.last_error is not None
     assert (state.last_error.code, state.last_error.message) == ("model_error", "ConnectionError: pool unavailable")
+
+
+async def test_drive_run_fails_a_refused_model_call_with_the_refusals_code() -> None:
+    def refuse(request: ModelRequest) -> str:
+        raise ModelCallRefused("budget_exceeded", "agent budget bud_1 has 0.00 left")
+
+    loop = make_loop()
+    state, _ = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=FunctionModel(refuse))
+    assert state.status is RunStatus.FAILED
+    assert state.last_error is not None
+    assert (state.last_error.code, state.last_error.message) == ("budget_exceeded", "agent budget bud_1 has 0.00 left")
 
 
 async def test_drive_run_honours_a_cancel_request_between_steps() -> None:

@@ -6,6 +6,7 @@ __all__ = [
     "AgentsError",
     "ContextOverflowError",
     "InvalidTransitionError",
+    "ModelCallRefused",
     "SSRFBlockedError",
     "ToolExecutionError",
     "ToolOutputsError",
@@ -50,3 +51,11 @@ class InvalidTransitionError(AgentsError):
 
 class ContextOverflowError(AgentsError):
     """Even the newest turn of the conversation does not fit the model's context window."""
+
+
+class ModelCallRefused(AgentsError):
+    """A model call was refused before any work (e.g. a budget); the run fails with ``code``, not ``model_error``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code

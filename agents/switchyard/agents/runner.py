@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from switchyard.agents.errors import ToolExecutionError
+from switchyard.agents.errors import ModelCallRefused, ToolExecutionError
 from switchyard.agents.loop import RunLoop
 from switchyard.agents.messages import Message
 from switchyard.agents.model import Model
@@ -61,7 +61,8 @@ async def drive_run(
     """Advance ``state`` until the run waits for the client or finishes; return the last state and action.
 
     Model calls are bounded by the run's remaining wall time. A model error fails the run with
-    ``last_error.code == "model_error"``. ``cancel_requested`` is polled between transitions.
+    ``last_error.code == "model_error"``; a refused call (:class:`ModelCallRefused`) with the refusal's
+    code. ``cancel_requested`` is polled between transitions.
     """
     while True:
         if cancel_requested is not None and await cancel_requested():
@@ -81,7 +82,12 @@ async def drive_run(
             except TimeoutError:
                 continue  # advance() sees the timeout and stops the run as incomplete
             except Exception as exc:
-                state = loop.fail(state, code="model_error", message=f"{type(exc).__name__}: {exc}", now_ms=clock_ms())
+                code, message = (
+                    (exc.code, str(exc))
+                    if isinstance(exc, ModelCallRefused)
+                    else ("model_error", f"{type(exc).__name__}: {exc}")
+                )
+                state = loop.fail(state, code=code, message=message, now_ms=clock_ms())
                 await checkpoint(state)
                 return state, RunFinished(status=state.status)
             state = loop.record_model_response(state, action.step_id, response, now_ms=clock_ms())

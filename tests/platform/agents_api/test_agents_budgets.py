@@ -51,6 +51,7 @@ async def test_a_hard_agent_budget_refuses_the_model_call(client: Any, make_tena
     run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
     run = await wait_for_run(client, run["thread_id"], run["id"], headers, statuses=FINAL)
     assert run["status"] == "failed"
+    assert run["last_error"]["code"] == "budget_exceeded"
     assert "budget" in run["last_error"]["message"].lower()
     assert run["chip_us"] == 0
     async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:

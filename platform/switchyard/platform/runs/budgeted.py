@@ -2,7 +2,7 @@
 
 Before a model call, the estimated maximum (the backend's bound for the prompt and the output cap) is
 reserved against every budget that applies (tenant, API key, agent); a hard budget that cannot cover it
-refuses the call, and the run fails (``last_error.code = "model_error"``, the message names the budget).
+refuses the call, and the run fails (``last_error.code = "budget_exceeded"``, the message names the budget).
 The hold is settled to the step's actual compute in the checkpoint that bills the step, so spend and usage
 commit together; a call that fails gives the hold back; a worker that dies leaves it to expire.
 """
@@ -13,8 +13,9 @@ import contextlib
 import logging
 
 from switchyard.accelerator.pool import Backend, count_prompt_tokens
-from switchyard.agents import Model, ModelRequest, ModelResponse
+from switchyard.agents import Model, ModelCallRefused, ModelRequest, ModelResponse
 from switchyard.platform.billing import budgets
+from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import Database, TenantScope
 
 __all__ = ["BudgetedModel"]
@@ -56,15 +57,18 @@ class BudgetedModel:
             prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
             room = max(1, self.backend.context_window - prompt)
             output = min(request.params.max_tokens or self.max_output_tokens, room)
-            reservation = await budgets.reserve(
-                self.database,
-                scope=self.scope,
-                api_key_id=self.api_key_id,
-                agent_id=self.agent_id,
-                model=self.backend.name,
-                instance_type=self.backend.spec.instance,
-                estimated_chip_us=self.backend.max_chip_us(prompt, output),
-            )
+            try:
+                reservation = await budgets.reserve(
+                    self.database,
+                    scope=self.scope,
+                    api_key_id=self.api_key_id,
+                    agent_id=self.agent_id,
+                    model=self.backend.name,
+                    instance_type=self.backend.spec.instance,
+                    estimated_chip_us=self.backend.max_chip_us(prompt, output),
+                )
+            except BudgetExceeded as exc:
+                raise ModelCallRefused(exc.code, exc.message) from exc
             reservation_id = reservation.id
             self.reservations[request.request_id] = reservation_id
         try:
