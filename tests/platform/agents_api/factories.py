@@ -13,6 +13,7 @@ from typing import Any
 from switchyard.agents import FunctionModel, Message, ModelRequest, ToolCall
 from switchyard.platform.runs.dispatch import InlineDispatcher
 from switchyard.platform.runs.executor import ModelFactory, RunEnvironment
+from switchyard.platform.runs.limited import RunLimits
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -34,12 +35,14 @@ def scripted_model(_tenant_id: str, _thread_id: str) -> Any:
 
 def run_inline(client: Any, *, model_factory: ModelFactory | None = None, **tool_options: Any) -> InlineDispatcher:
     """Execute the app's runs in this process (instead of sending them to Celery)."""
+    gateway = client.app.state.gateway
     env = RunEnvironment(
         database=client.app.state.database,
-        pool=client.app.state.gateway.pool,
+        pool=gateway.pool,
         lease_s=30,
         model_factory=model_factory,
         tool_options=tool_options,
+        limits=RunLimits.from_settings(gateway.settings, gateway.rate_limiter, gateway.concurrency),
     )
     dispatcher = InlineDispatcher(env)
     client.app.state.run_dispatcher = dispatcher

@@ -41,7 +41,13 @@ from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.schemas import ChatCompletionCreate
-from switchyard.platform.limits import ConcurrencyLimiter, Decision, RateLimiter
+from switchyard.platform.limits import (
+    ConcurrencyLimiter,
+    Decision,
+    RateLimiter,
+    api_key_limit_key,
+    tenant_limit_key,
+)
 from switchyard.platform.models import utc_now
 from switchyard.platform.settings import Settings
 
@@ -159,7 +165,7 @@ class InferenceGateway:
             )
         worst_output = output_cap or min(self.settings.max_output_tokens, window - prompt_tokens)
         headers = await self._check_rates(principal.key_id, scope.tenant_id, prompt_tokens + worst_output)
-        slot = f"tenant:{scope.tenant_id}"
+        slot = tenant_limit_key(scope.tenant_id)
         if not await self.concurrency.acquire(slot, self.settings.tenant_max_concurrency):
             raise RateLimited(
                 f"too many requests in flight for this tenant (limit {self.settings.tenant_max_concurrency})",
@@ -226,7 +232,7 @@ class InferenceGateway:
 
     async def _check_rates(self, key_id: str, tenant_id: str, tokens: int) -> dict[str, str]:
         requests = await self.rate_limiter.hit(
-            f"key:{key_id}", rate=self.settings.key_requests_per_minute, period_s=60.0
+            api_key_limit_key(key_id), rate=self.settings.key_requests_per_minute, period_s=60.0
         )
         if not requests.allowed:
             raise RateLimited(
@@ -235,7 +241,7 @@ class InferenceGateway:
                 headers=self._retry(requests, "requests"),
             )
         budget = await self.rate_limiter.hit(
-            f"tenant:{tenant_id}", rate=self.settings.tenant_tokens_per_minute, period_s=60.0, cost=tokens
+            tenant_limit_key(tenant_id), rate=self.settings.tenant_tokens_per_minute, period_s=60.0, cost=tokens
         )
         if not budget.allowed:
             raise RateLimited(
@@ -281,7 +287,7 @@ class InferenceGateway:
                 if not metered and admitted.reservation_id:
                     await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
             finally:
-                await self.concurrency.release(f"tenant:{admitted.scope.tenant_id}")
+                await self.concurrency.release(tenant_limit_key(admitted.scope.tenant_id))
                 events.put(None)
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:

@@ -15,8 +15,20 @@ __all__ = [
     "RateLimiter",
     "RedisConcurrency",
     "RedisRateLimiter",
+    "api_key_limit_key",
     "limiters_for",
+    "tenant_limit_key",
 ]
+
+
+def tenant_limit_key(tenant_id: str) -> str:
+    """Key of a tenant's token rate and requests in flight (gateway requests and agent runs alike)."""
+    return f"tenant:{tenant_id}"
+
+
+def api_key_limit_key(key_id: str) -> str:
+    """Key of an API key's request rate."""
+    return f"key:{key_id}"
 
 
 def limiters_for(redis_url: str | None) -> tuple[RateLimiter, ConcurrencyLimiter, Any]:

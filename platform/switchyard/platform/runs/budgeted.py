@@ -18,9 +18,16 @@ from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import Database, TenantScope
 
-__all__ = ["BudgetedModel"]
+__all__ = ["BudgetedModel", "call_bounds"]
 
 log = logging.getLogger(__name__)
+
+
+def call_bounds(backend: Backend, request: ModelRequest, max_output_tokens: int) -> tuple[int, int]:
+    """(prompt tokens, most output tokens) of a model call: what its holds and rate limits count."""
+    prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
+    room = max(1, backend.context_window - prompt)
+    return prompt, min(request.params.max_tokens or max_output_tokens, room)
 
 
 class BudgetedModel:
@@ -54,9 +61,7 @@ class BudgetedModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         reservation_id = None
         if await self._has_budgets():
-            prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
-            room = max(1, self.backend.context_window - prompt)
-            output = min(request.params.max_tokens or self.max_output_tokens, room)
+            prompt, output = call_bounds(self.backend, request, self.max_output_tokens)
             try:
                 reservation = await budgets.reserve(
                     self.database,

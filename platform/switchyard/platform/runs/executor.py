@@ -39,6 +39,7 @@ from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.runs.budgeted import BudgetedModel
 from switchyard.platform.runs.deltas import MessageDeltas
+from switchyard.platform.runs.limited import RateLimitedModel, RunLimits
 from switchyard.platform.runs.persist import RunContext, StaleRun, save_transition
 from switchyard.platform.threads.service import history
 
@@ -69,6 +70,9 @@ class RunEnvironment:
     """Output cap of a model call with no ``max_tokens`` (budget holds use it; ``Settings.max_output_tokens``)."""
     dispatch: Callable[[str, str], None] | None = None
     """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
+    limits: RunLimits | None = None
+    """The tenant's token rate, API key request rate and requests in flight, shared with the gateway; ``None``
+    admits model calls without them (only tests that do not exercise limits)."""
 
 
 def client_loop(spec: AgentSpec) -> RunLoop:
@@ -289,7 +293,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id, on_event=deltas.on_event)
     )
-    model = BudgetedModel(
+    model: Model = BudgetedModel(
         inner,
         database=env.database,
         scope=scope,
@@ -299,6 +303,15 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         max_output_tokens=env.max_output_tokens,
         reservations=reservations,
     )
+    if env.limits is not None:  # rates and a request slot first, then the budget hold, as in the gateway
+        model = RateLimitedModel(
+            model,
+            limits=env.limits,
+            backend=backend,
+            tenant_id=scope.tenant_id,
+            api_key_id=run.api_key_id,
+            max_output_tokens=env.max_output_tokens,
+        )
     try:
         final, _action = await drive_run(
             loop,

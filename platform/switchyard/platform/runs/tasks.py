@@ -20,9 +20,11 @@ from sqlalchemy import and_, or_, select
 
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.runtime import build_pool
+from switchyard.platform.limits import limiters_for
 from switchyard.platform.models import Run, utc_now
 from switchyard.platform.runs.dispatch import EXECUTE_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
+from switchyard.platform.runs.limited import RunLimits
 from switchyard.platform.settings import Settings, load_settings
 
 __all__ = ["TOOL_OPTIONS", "execute_run_task", "sweep_runs", "sweep_task"]
@@ -54,6 +56,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         settings = _settings()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
+        rate_limiter, concurrency, _redis = limiters_for(settings.redis_url)  # lives as long as the thread
         env = RunEnvironment(
             database=Database(settings.database_url),
             pool=build_pool(settings),
@@ -61,6 +64,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
             max_output_tokens=settings.max_output_tokens,
             dispatch=_send,
             tool_options=TOOL_OPTIONS,
+            limits=RunLimits.from_settings(settings, rate_limiter, concurrency),
         )
         cached = (loop, env)
         _local.env = cached
