@@ -4,6 +4,10 @@ A session carries one ``TenantScope`` (``session.info["scope"]``) or is explicit
 system work). Every ORM statement that touches a ``TenantOwned`` table gets ``tenant_id = <scope>`` added,
 every new row must belong to the scope's tenant, and a statement with neither a scope nor an explicit
 ``unscoped`` is refused with ``MissingTenantScope``.
+
+On PostgreSQL, row-level security is the second layer (migration 0005): each transaction of a tenant-scoped
+session runs as the role ``switchyard_tenant`` with ``switchyard.tenant_id`` set to the scope, and the policies
+of the tenant-owned tables then hide and refuse every other tenant's rows, raw SQL included.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
+from sqlalchemy import Connection, event, text
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
 
 from switchyard.platform.models import TenantOwned
 
-__all__ = ["UNSCOPED", "MissingTenantScope", "ScopedSession", "TenantScope", "scope_session"]
+__all__ = ["PG_TENANT_ROLE", "UNSCOPED", "MissingTenantScope", "ScopedSession", "TenantScope", "scope_session"]
+
+PG_TENANT_ROLE = "switchyard_tenant"
+_PG_ENTER_TENANT = text("SELECT set_config('role', :role, true), set_config('switchyard.tenant_id', :tenant, true)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +92,10 @@ def _check_new_rows(session: Session, _context: Any, _instances: Any) -> None:
             raise MissingTenantScope(f"write to {type(obj).__name__} without a tenant scope")
         if obj.tenant_id != scope.tenant_id:
             raise MissingTenantScope(f"write to {type(obj).__name__} of another tenant")
+
+
+@event.listens_for(ScopedSession, "after_begin")
+def _enter_tenant_on_postgres(session: Session, _transaction: SessionTransaction, connection: Connection) -> None:
+    scope = session.info.get("scope")
+    if isinstance(scope, TenantScope) and connection.dialect.name == "postgresql":
+        connection.execute(_PG_ENTER_TENANT, {"role": PG_TENANT_ROLE, "tenant": scope.tenant_id})
