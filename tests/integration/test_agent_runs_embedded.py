@@ -94,5 +94,28 @@ def test_embedded_worker_runs_an_agent(tmp_path: Path, start_process: Any) -> No
                 break
             time.sleep(0.1)
         assert status == "completed"
+    workers = _children(proc.pid)
+    assert workers, "the embedded worker should be a child of `switchyard up`"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) is not None
+    assert _gone(workers), "the embedded worker outlived `switchyard up`"
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _gone(pids: list[int], timeout_s: float = 20.0) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

@@ -81,6 +81,9 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
         env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
         cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1", "--beat"]
         worker = subprocess.Popen(cmd, env=env)
+    # uvicorn shuts down on SIGTERM, then raises it again with the previous handler in place: make that handler
+    # unwind this function, so the embedded worker is stopped rather than left running without its parent.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         _serve(settings)
     finally:
@@ -90,6 +93,10 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
                 worker.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 worker.kill()
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _serve(settings: Settings) -> None:
