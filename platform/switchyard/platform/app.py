@@ -15,7 +15,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
-from switchyard.platform.audit.controllers import AuditLogController
+from switchyard.platform.audit.controllers import AuditLogController, OperatorAuditLogController
 from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.middleware import ApiKeyAuthentication
 from switchyard.platform.billing.controllers import (
@@ -80,6 +80,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ApiKeyController,
             MemberController,
             AuditLogController,
+            OperatorAuditLogController,
             RateCardAdminController,
             BudgetController,
             CreditAdminController,

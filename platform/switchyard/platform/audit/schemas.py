@@ -5,9 +5,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from switchyard.platform.models import AuditEvent
+from switchyard.platform.models import AuditEvent, OperatorAuditEvent
 
-__all__ = ["AuditEventPublic"]
+__all__ = ["AuditEventPublic", "OperatorAuditEventPublic"]
 
 
 class AuditEventPublic(BaseModel):
@@ -25,4 +25,14 @@ class AuditEventPublic(BaseModel):
 
     @classmethod
     def of(cls, row: AuditEvent) -> AuditEventPublic:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class OperatorAuditEventPublic(AuditEventPublic):
+    """One recorded operator action."""
+
+    object: Literal["operator_audit_event"] = "operator_audit_event"  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, row: AuditEvent | OperatorAuditEvent) -> OperatorAuditEventPublic:
         return cls.model_validate(row, from_attributes=True)

@@ -68,9 +68,11 @@ class RateCardAdminController(Controller):
         return await service.list_rate_cards(db_session, params=page, instance_type=instance_type)
 
     @post(opt=access("operator"), summary="Add a rate card version")
-    async def create_rate_card(self, db_session: DbSession, data: JSONBody[RateCardCreate]) -> RateCardPublic:
+    async def create_rate_card(
+        self, db_session: DbSession, actor: CurrentActor, data: JSONBody[RateCardCreate]
+    ) -> RateCardPublic:
         """A new price per chip-hour from `effective_from` on; usage already rated keeps its price."""
-        return await service.create_rate_card(db_session, data=data)
+        return await service.create_rate_card(db_session, actor=actor, data=data)
 
 
 class BudgetController(Controller):

@@ -57,6 +57,7 @@ async def grant_credit(session: AsyncSession, *, tenant_id: str, actor: Actor, d
         target_type="credit",
         target_id=row.id,
         details={"amount_minor": data.amount_minor, "currency": data.currency, "reason": data.reason},
+        by_operator=True,
     )
     await session.flush()
     return _public(row)

@@ -10,7 +10,7 @@ from decimal import Decimal
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchyard.platform.audit.service import record
+from switchyard.platform.audit.service import record, record_operator
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.billing.invoices import compute_lines
 from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
@@ -57,7 +57,7 @@ async def list_rate_cards(
     return await paginate(session, statement, RateCard.id, params, RateCardPublic.of)
 
 
-async def create_rate_card(session: AsyncSession, *, data: RateCardCreate) -> RateCardPublic:
+async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCardCreate) -> RateCardPublic:
     """Add a rate card version (operator). Backdating is refused: events already rated keep their price."""
     now = utc_now()
     effective_from = data.effective_from or now
@@ -89,7 +89,16 @@ async def create_rate_card(session: AsyncSession, *, data: RateCardCreate) -> Ra
         effective_from=effective_from,
         source=data.source,
     )
-    return RateCardPublic.of(card)
+    public = RateCardPublic.of(card)
+    record_operator(
+        session,
+        actor=actor,
+        action="rate_card.create",
+        target_type="rate_card",
+        target_id=card.id,
+        details=public.model_dump(mode="json", exclude={"object", "id", "created_at"}),
+    )
+    return public
 
 
 async def _budget_public(session: AsyncSession, row: Budget) -> BudgetPublic:

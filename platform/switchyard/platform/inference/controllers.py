@@ -12,11 +12,12 @@ from litestar.response import Stream
 
 from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta
+from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
-from switchyard.platform.deps import CurrentPrincipal, CurrentTenant
+from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession
 from switchyard.platform.http.errors import ApiError, InvalidRequest
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
+from switchyard.platform.inference.gateway import NODE, Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
     completion_object,
@@ -160,11 +161,23 @@ class FleetController(Controller):
         return {"object": "fleet", "deployments": _gateway(request).status()}
 
     @post("/reload", opt=access("operator"), summary="Reload the fleet", status_code=200)
-    async def reload_fleet(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def reload_fleet(
+        self, request: Request[Any, Any, Any], db_session: DbSession, actor: CurrentActor
+    ) -> dict[str, Any]:
         """Re-read the fleet file and serve from the new fleet; running requests finish on the old one."""
+        settings = request.app.state.settings
         try:
-            pool = build_pool(request.app.state.settings)
+            pool = build_pool(settings)
         except SimulatorError as exc:
             raise InvalidRequest(f"fleet file rejected, nothing changed: {exc}", code="invalid_fleet") from None
         await _gateway(request).reload(pool)
-        return {"object": "fleet", "deployments": _gateway(request).status()}
+        deployments = _gateway(request).status()
+        record_operator(
+            db_session,
+            actor=actor,
+            action="fleet.reload",
+            target_type="fleet",
+            target_id=NODE,
+            details={"fleet_file": str(settings.fleet_file or ""), "deployments": [b.name for b in pool.backends()]},
+        )
+        return {"object": "fleet", "deployments": deployments}

@@ -16,6 +16,7 @@ from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
 from switchyard.platform.models.invoice_line import InvoiceLine
 from switchyard.platform.models.member import Member
+from switchyard.platform.models.operator_audit_event import OperatorAuditEvent
 from switchyard.platform.models.operator_key import OperatorKey
 from switchyard.platform.models.rate_card import RateCard
 from switchyard.platform.models.run import Run
@@ -40,6 +41,7 @@ __all__ = [
     "Invoice",
     "InvoiceLine",
     "Member",
+    "OperatorAuditEvent",
     "OperatorKey",
     "RateCard",
     "Run",

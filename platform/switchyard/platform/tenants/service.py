@@ -35,6 +35,7 @@ async def create_tenant(session: AsyncSession, *, actor: Actor, name: str, owner
         target_type="tenant",
         target_id=tenant.id,
         details={"name": name, "owner_email": email},
+        by_operator=True,
     )
     key = await create_key(session, scope=scope, actor=actor, actor_role=Role.OWNER, role=Role.OWNER, name="owner")
     return TenantCreated(**TenantPublic.of(tenant).model_dump(), owner_key=key)
