@@ -192,6 +192,7 @@ async def test_runs_survive_kill_9(chaos_env: dict[str, str], mcp_port: int, htt
 
     from switchyard.agents import INTERRUPTED_OUTPUT, RunState, StepStatus, StepType
     from switchyard.platform.app import create_app
+    from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.models import BudgetReservation, Run, RunEventRecord, UsageEvent
     from switchyard.platform.runs.tasks import sweep_runs
@@ -216,7 +217,7 @@ async def test_runs_survive_kill_9(chaos_env: dict[str, str], mcp_port: int, htt
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         database = client.app.state.database
         async with database.unit_of_work(UNSCOPED) as session:
-            operator = await create_operator_key(session, name="chaos")
+            operator = await create_operator_key(session, actor=CLI_ACTOR, name="chaos")
         created = await client.post(
             "/v1/admin/tenants", json={"name": "chaos"}, headers={"Authorization": f"Bearer {operator}"}
         )

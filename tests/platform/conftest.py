@@ -28,11 +28,12 @@ def bearer(key: str) -> dict[str, str]:
 
 @pytest.fixture
 async def operator_key(client: Any) -> str:
+    from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.tenants.service import create_operator_key
 
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
-        return await create_operator_key(session, name="tests")
+        return await create_operator_key(session, actor=CLI_ACTOR, name="tests")
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ def runner(tmp_path: Path) -> CliRunner:
     return CliRunner(env={"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": ""})
 
 
-def test_db_tenant_and_key_commands_share_one_database(runner: CliRunner) -> None:
+def test_db_tenant_and_key_commands_share_one_database(runner: CliRunner, tmp_path: Path) -> None:
     empty = runner.invoke(main, ["db", "current"])
     assert empty.exit_code == 0, empty.output
     assert "empty database" in empty.output
@@ -35,6 +37,9 @@ def test_db_tenant_and_key_commands_share_one_database(runner: CliRunner) -> Non
     operator = runner.invoke(main, ["key", "create", "--operator"])
     assert operator.exit_code == 0
     assert operator.output.startswith("sy_op")
+    with closing(sqlite3.connect(tmp_path / "data" / "switchyard.db")) as db:
+        audited = db.execute("SELECT action, actor FROM operator_audit_events ORDER BY id").fetchall()
+    assert sorted(audited) == [("operator_key.create", "cli"), ("tenant.create", "cli")]
 
     unknown = runner.invoke(main, ["key", "create", "--tenant", "ten_nope"])
     assert unknown.exit_code != 0

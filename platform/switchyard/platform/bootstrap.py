@@ -28,6 +28,6 @@ async def bootstrap(database: Database) -> FirstStart | None:
     async with database.unit_of_work(UNSCOPED) as session:
         if (await session.execute(select(func.count()).select_from(OperatorKey))).scalar_one():
             return None
-        operator_key = await create_operator_key(session, name="first start")
+        operator_key = await create_operator_key(session, actor=CLI_ACTOR, name="first start")
         tenant = await create_tenant(session, actor=CLI_ACTOR, name="Demo", owner_email="owner@demo.example")
     return FirstStart(operator_key, tenant.id, tenant.owner_key.value)

@@ -231,7 +231,7 @@ def key_create(tenant_id: str | None, role: str, operator: bool, name: str) -> N
     async def make(database: Any) -> str:
         async with database.unit_of_work(UNSCOPED) as session:
             if operator:
-                return await create_operator_key(session, name=name or "cli")
+                return await create_operator_key(session, actor=CLI_ACTOR, name=name or "cli")
             if await session.get(Tenant, tenant_id) is None:
                 raise click.ClickException(f"no tenant {tenant_id!r}")
             created = await create_key(

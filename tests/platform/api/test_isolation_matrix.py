@@ -192,10 +192,11 @@ async def _disabled_keys(client: Any, op: Operation, mine: Any, operator_key: st
     for column in ("revoked_at", "expires_at"):
         past = datetime.now(UTC) - timedelta(seconds=1)
         if op.access == "operator":
+            from switchyard.platform.bootstrap import CLI_ACTOR
             from switchyard.platform.tenants.service import create_operator_key
 
             async with database.unit_of_work(UNSCOPED) as session:
-                key = await create_operator_key(session, name="disabled")
+                key = await create_operator_key(session, actor=CLI_ACTOR, name="disabled")
             table: Any = OperatorKey
         else:
             created = await client.post("/v1/api-keys", json={"role": op.access}, headers=mine.headers())

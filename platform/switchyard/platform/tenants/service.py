@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.api_keys.service import create_key
-from switchyard.platform.audit.service import record
+from switchyard.platform.audit.service import record, record_operator
 from switchyard.platform.auth.keys import issue_key
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
@@ -52,9 +52,18 @@ async def get_tenant(session: AsyncSession, *, tenant_id: str) -> TenantPublic:
     return TenantPublic.of(row)
 
 
-async def create_operator_key(session: AsyncSession, *, name: str) -> str:
-    """A new operator key; returns its plaintext, which is not stored."""
+async def create_operator_key(session: AsyncSession, *, actor: Actor, name: str) -> str:
+    """A new operator key, recorded in the operator audit log; returns its plaintext, which is not stored."""
     issued = issue_key(kind="op")
-    session.add(OperatorKey(id=new_id("opk"), name=name, short_id=issued.short_id, secret_sha256=issued.secret_sha256))
+    key = OperatorKey(id=new_id("opk"), name=name, short_id=issued.short_id, secret_sha256=issued.secret_sha256)
+    session.add(key)
+    record_operator(
+        session,
+        actor=actor,
+        action="operator_key.create",
+        target_type="operator_key",
+        target_id=key.id,
+        details={"name": name, "short_id": issued.short_id},
+    )
     await session.flush()
     return issued.plaintext
