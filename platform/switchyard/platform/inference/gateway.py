@@ -37,6 +37,7 @@ from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.fleet import record_fleet_busy
 from switchyard.platform.billing.ledger import UsageEventCreate
+from switchyard.platform.billing.nudge import RatingNudge
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.inference.metering import MeterBatcher, Metering
@@ -117,6 +118,7 @@ class InferenceGateway:
         settings: Settings,
         rate_limiter: RateLimiter,
         concurrency: ConcurrencyLimiter,
+        rating: RatingNudge | None = None,
     ) -> None:
         self.pool = pool
         self.database = database
@@ -124,7 +126,8 @@ class InferenceGateway:
         self.rate_limiter = rate_limiter
         self.concurrency = concurrency
         self._tasks: set[asyncio.Task[None]] = set()
-        self.meter = MeterBatcher(database)
+        self.rating = rating
+        self.meter = MeterBatcher(database, on_commit=rating.usage_committed if rating is not None else None)
         self._budgeted: dict[str, tuple[bool, float]] = {}
         self._flushed: dict[str, int] = {}
         self._slice_start: dict[str, datetime] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from switchyard.platform.billing import budgets
@@ -33,8 +34,10 @@ class Metering:
 
 
 class MeterBatcher:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, on_commit: Callable[[], None] | None = None) -> None:
+        """``on_commit`` is called on the loop after each committed batch (to ask for the usage's rating)."""
         self._database = database
+        self._on_commit = on_commit
         self._pending: list[tuple[Metering, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
         self._inline: list[tuple[Metering, asyncio.Future[None]]] = []
@@ -69,7 +72,7 @@ class MeterBatcher:
             _settle(batch, exc)
             return
         if written:
-            _settle(batch, None)
+            self._committed(batch)
         else:  # another writer holds the lock: wait for it on the ordinary path
             self._enqueue(batch)
 
@@ -95,7 +98,12 @@ class MeterBatcher:
                 log.exception("metering a batch of %d requests failed", len(batch))
                 _settle(batch, exc)
                 continue
-            _settle(batch, None)
+            self._committed(batch)
+
+    def _committed(self, batch: list[tuple[Metering, asyncio.Future[None]]]) -> None:
+        _settle(batch, None)
+        if self._on_commit is not None:
+            self._on_commit()
 
 
 def _settle(batch: list[tuple[Metering, asyncio.Future[None]]], error: Exception | None) -> None:

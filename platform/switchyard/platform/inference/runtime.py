@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet
+from switchyard.platform.billing.nudge import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.gateway import InferenceGateway
@@ -31,6 +33,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
         settings=settings,
         rate_limiter=rate_limiter,
         concurrency=concurrency,
+        rating=RatingNudge(_rating_sender(settings)),
     )
     state.gateway = gateway
     state.redis = redis_client
@@ -47,6 +50,23 @@ def build_pool(settings: Settings) -> AcceleratorPool:
     return AcceleratorPool.from_specs(load_fleet(settings.fleet_file), time_scale=settings.time_scale)
 
 
+def _rating_sender(settings: Settings) -> Callable[[], None]:
+    """Sends ``billing.rate_events`` to the broker of ``settings`` (connecting on first use)."""
+    app: Any = None
+
+    def send() -> None:
+        nonlocal app
+        if app is None:
+            from switchyard.platform.worker.celery_app import (
+                create_celery,
+            )  # lazily: the worker imports the task modules
+
+            app = create_celery(settings)
+        app.send_task(RATE_EVENTS_TASK)
+
+    return send
+
+
 async def _flush_periodically(gateway: InferenceGateway) -> None:
     while True:
         await asyncio.sleep(FLUSH_EVERY_S)
@@ -60,6 +80,8 @@ async def stop_gateway(state: Any) -> None:
     gateway: InferenceGateway = state.gateway
     state.flusher.cancel()
     await gateway.drain()
+    if gateway.rating is not None:
+        await gateway.rating.aclose()
     await gateway.flush_fleet_busy()
     await gateway.pool.aclose()
     if state.redis is not None:

@@ -73,6 +73,12 @@ class RunEnvironment:
     limits: RunLimits | None = None
     """The tenant's token rate, API key request rate and requests in flight, shared with the gateway; ``None``
     admits model calls without them (only tests that do not exercise limits)."""
+    usage_committed: Callable[[], None] | None = None
+    """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
+
+
+def _billed_steps(state: RunState) -> int:
+    return sum(1 for step in state.steps if step.usage is not None)
 
 
 def client_loop(spec: AgentSpec) -> RunLoop:
@@ -256,6 +262,8 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
                     lease_s=env.lease_s,
                     reservations=reservations,
                 )
+        if env.usage_committed is not None and _billed_steps(new) > _billed_steps(current):
+            env.usage_committed()
         current = new
         deltas.follow(new)
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from celery import current_app, shared_task
 from sqlalchemy import and_, or_, select
 
+from switchyard.platform.billing.nudge import RATE_EVENTS_TASK
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.limits import limiters_for
@@ -49,6 +50,13 @@ def _send(tenant_id: str, run_id: str) -> None:
     current_app.send_task(EXECUTE_TASK, args=[tenant_id, run_id])
 
 
+def _ask_for_rating() -> None:
+    try:
+        current_app.send_task(RATE_EVENTS_TASK)
+    except Exception:  # the sweeper rates the usage later
+        log.warning("could not ask for rating", exc_info=True)
+
+
 def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
     """This thread's loop and run environment (built once: database engine and accelerator pool)."""
     cached = getattr(_local, "env", None)
@@ -65,6 +73,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
             dispatch=_send,
             tool_options=TOOL_OPTIONS,
             limits=RunLimits.from_settings(settings, rate_limiter, concurrency),
+            usage_committed=_ask_for_rating,
         )
         cached = (loop, env)
         _local.env = cached
