@@ -37,10 +37,10 @@ from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.fleet import record_fleet_busy
 from switchyard.platform.billing.ledger import UsageEventCreate
-from switchyard.platform.billing.nudge import RatingNudge
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.inference.metering import MeterBatcher, Metering
+from switchyard.platform.inference.rating import RatingNudge
 from switchyard.platform.inference.schemas import ChatCompletionCreate
 from switchyard.platform.limits import (
     ConcurrencyLimiter,

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet
-from switchyard.platform.billing.nudge import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.gateway import InferenceGateway
+from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from celery import current_app, shared_task
 from sqlalchemy import and_, or_, select
 
-from switchyard.platform.billing.nudge import RATE_EVENTS_TASK
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.models import Run, utc_now

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from switchyard.platform.billing.nudge import RatingNudge
+from switchyard.platform.inference.rating import RatingNudge
 
 
 async def test_commits_within_an_interval_are_coalesced_into_one_job() -> None:
