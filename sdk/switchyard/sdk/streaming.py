@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import httpx
 
 from switchyard.sdk.base_client import BaseClient, Call
 from switchyard.sdk.models import RunEvent
-
-if TYPE_CHECKING:
-    from switchyard.sdk.client import AsyncSwitchyard, Switchyard
+from switchyard.sdk.transport import AsyncTransport, SyncTransport
 
 __all__ = ["AsyncRunEventStream", "RunEventStream", "SSEDecoder", "ServerSentEvent"]
 
@@ -113,11 +111,9 @@ class StreamState(Generic[C]):
         return self._cursor.run_id
 
 
-class RunEventStream(StreamState["Switchyard"]):
+class RunEventStream(StreamState[SyncTransport]):
     """A run's events, in order, until the run finishes or waits for you; use it in a ``with`` block or loop
     over it to the end."""
-
-    _client: Switchyard
 
     def __iter__(self) -> Iterator[RunEvent]:
         reconnects = 0
@@ -147,10 +143,8 @@ class RunEventStream(StreamState["Switchyard"]):
         self.close()
 
 
-class AsyncRunEventStream(StreamState["AsyncSwitchyard"]):
+class AsyncRunEventStream(StreamState[AsyncTransport]):
     """The async ``RunEventStream``: ``async for event in stream``."""
-
-    _client: AsyncSwitchyard
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         reconnects = 0

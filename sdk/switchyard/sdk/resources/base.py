@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-if TYPE_CHECKING:
-    from switchyard.sdk.client import AsyncSwitchyard, Switchyard
+from switchyard.sdk.transport import AsyncTransport, SyncTransport
 
 __all__ = ["AsyncResource", "SyncResource", "segment"]
 
@@ -17,10 +15,10 @@ def segment(object_id: str) -> str:
 
 
 class SyncResource:
-    def __init__(self, client: Switchyard) -> None:
+    def __init__(self, client: SyncTransport) -> None:
         self._client = client
 
 
 class AsyncResource:
-    def __init__(self, client: AsyncSwitchyard) -> None:
+    def __init__(self, client: AsyncTransport) -> None:
         self._client = client
