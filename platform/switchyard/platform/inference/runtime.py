@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet
@@ -15,6 +15,7 @@ from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
+from switchyard.platform.worker.sender import task_sender_for
 
 __all__ = ["build_pool", "start_gateway", "stop_gateway"]
 
@@ -33,7 +34,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
         settings=settings,
         rate_limiter=rate_limiter,
         concurrency=concurrency,
-        rating=RatingNudge(_rating_sender(settings)),
+        rating=RatingNudge(partial(task_sender_for(state).send, RATE_EVENTS_TASK)),
     )
     state.gateway = gateway
     state.redis = redis_client
@@ -48,23 +49,6 @@ FLUSH_EVERY_S = 60.0
 def build_pool(settings: Settings) -> AcceleratorPool:
     """The pool described by the fleet file (or the default fleet); raises ConfigurationError when it is wrong."""
     return AcceleratorPool.from_specs(load_fleet(settings.fleet_file), time_scale=settings.time_scale)
-
-
-def _rating_sender(settings: Settings) -> Callable[[], None]:
-    """Sends ``billing.rate_events`` to the broker of ``settings`` (connecting on first use)."""
-    app: Any = None
-
-    def send() -> None:
-        nonlocal app
-        if app is None:
-            from switchyard.platform.worker.celery_app import (
-                create_celery,
-            )  # lazily: the worker imports the task modules
-
-            app = create_celery(settings)
-        app.send_task(RATE_EVENTS_TASK)
-
-    return send
 
 
 async def _flush_periodically(gateway: InferenceGateway) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
-from switchyard.platform.settings import Settings
+from switchyard.platform.worker.sender import TaskSender, task_sender_for
 
 __all__ = [
     "CeleryDispatcher",
@@ -35,18 +35,13 @@ class RunDispatcher(Protocol):
 
 
 class CeleryDispatcher:
-    """Sends ``runs.execute(tenant_id, run_id)`` to the broker of ``settings``."""
+    """Sends ``runs.execute(tenant_id, run_id)`` to the workers."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._app: Any = None
+    def __init__(self, sender: TaskSender) -> None:
+        self._sender = sender
 
     def dispatch(self, tenant_id: str, run_id: str) -> None:
-        if self._app is None:
-            from switchyard.platform.worker.celery_app import create_celery
-
-            self._app = create_celery(self._settings)
-        self._app.send_task(EXECUTE_TASK, args=[tenant_id, run_id])
+        self._sender.send(EXECUTE_TASK, [tenant_id, run_id])
 
 
 class InlineDispatcher:
@@ -85,7 +80,7 @@ def dispatcher_for(state: Any) -> RunDispatcher:
     """The app's dispatcher (``state.run_dispatcher``), created on first use from the settings."""
     dispatcher: RunDispatcher | None = getattr(state, "run_dispatcher", None)
     if dispatcher is None:
-        dispatcher = CeleryDispatcher(state.settings)
+        dispatcher = CeleryDispatcher(task_sender_for(state))
         state.run_dispatcher = dispatcher
     return dispatcher
 
