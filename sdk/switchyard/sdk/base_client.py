@@ -12,13 +12,12 @@ import os
 import random
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
-from pydantic import BaseModel
 
 from switchyard.sdk.errors import APIConnectionError, APITimeoutError, SwitchyardError, status_error
 
@@ -32,8 +31,6 @@ _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _BACKOFF_FIRST_S = 0.5
 _BACKOFF_MAX_S = 8.0
 
-M = TypeVar("M", bound=BaseModel)
-
 
 @dataclass(frozen=True, slots=True)
 class Call:
@@ -44,7 +41,6 @@ class Call:
     params: Mapping[str, Any] | None = None
     body: Any = None
     idempotency_key: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class BaseClient:
@@ -77,7 +73,6 @@ class BaseClient:
         headers = {
             "Authorization": f"Bearer {self.api_key}",
             "User-Agent": f"switchyard-sdk/{VERSION}",
-            **call.headers,
         }
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
