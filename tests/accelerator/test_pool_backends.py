@@ -56,7 +56,7 @@ async def test_concurrent_requests_share_batches_and_receipts_sum_to_busy_chip_t
     busy_chip_us = sum(replica.chip_us_total for replica in backend.cluster.replicas)
     assert sum(r.chip_us for r in receipts) == busy_chip_us
     assert {r.replica for r in receipts} == {"small/0", "small/1"}
-    status = pool.status()[0]
+    status = (await pool.status())[0]
     assert status["queued"] == status["running"] == 0
 
 

@@ -25,6 +25,7 @@ class Installation:
     base_url: str  # .../v1
     operator_key: str
     owner_key: str
+    env: dict[str, str]  # the installation's settings, for `switchyard` commands against it
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +41,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installat
         "SWITCHYARD_DATABASE_URL": "",
         "SWITCHYARD_BROKER_URL": "",
         "SWITCHYARD_REDIS_URL": "",
+        "SWITCHYARD_FLEET_URL": "",
     }
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
@@ -48,7 +50,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installat
     try:
         keys = _wait_for_banner(log_path, proc)
         _wait_until_healthy(f"http://127.0.0.1:{port}")
-        yield Installation(f"http://127.0.0.1:{port}/v1", keys["operator"], keys["owner"])
+        yield Installation(f"http://127.0.0.1:{port}/v1", keys["operator"], keys["owner"], env)
     finally:
         proc.terminate()
         try:

@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -34,3 +36,19 @@ def test_the_readme_example_runs(installation: Installation) -> None:
     assert lines[0] == "1 thread.run.created"
     assert re.search(r"^completed [1-9]\d* chip-us$", result.stdout, re.MULTILINE)
     assert re.fullmatch(r"agent_\w+ 1", lines[-1])
+    assert_books_reconcile(installation)
+
+
+def assert_books_reconcile(installation: Installation, within_s: float = 30.0) -> None:
+    """`switchyard billing reconcile` is clean, its chip-µs check done, once usage is rated and busy time flushed
+    (the agent run's compute, simulated for the worker by the fleet process, once went unrecorded)."""
+    period = datetime.now(UTC).strftime("%Y-%m")
+    command = [sys.executable, "-m", "switchyard.platform.cli", "billing", "reconcile", "--period", period]
+    deadline = time.monotonic() + within_s
+    while True:
+        result = subprocess.run(command, env=installation.env, capture_output=True, text=True, timeout=60)
+        if result.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"trn2\.48xlarge: attributed [1-9][\d,]* chip-us, fleet busy [1-9]", result.stdout), result.stdout

@@ -76,23 +76,54 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
     else:
         click.echo("Keys were printed at first start; make more with `switchyard key create`.")
     click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\n")
-    worker = None
-    if settings.embedded_worker and not no_worker:
-        env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
-        cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1", "--beat"]
-        worker = subprocess.Popen(cmd, env=env)
+    env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
+    children: list[subprocess.Popen[bytes]] = []  # stopped in reverse order: worker, then fleet
     # uvicorn shuts down on SIGTERM, then raises it again with the previous handler in place: make that handler
-    # unwind this function, so the embedded worker is stopped rather than left running without its parent.
+    # unwind this function, so the fleet and the embedded worker are stopped rather than left without a parent.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
+        if not settings.fleet_url:  # no fleet process configured: run one for this installation
+            settings = settings.model_copy(update={"fleet_url": f"http://127.0.0.1:{_free_port()}"})
+            env["SWITCHYARD_FLEET_URL"] = settings.fleet_url
+            children.append(subprocess.Popen([sys.executable, "-m", "switchyard.platform.cli", "fleet"], env=env))
+            _wait_for_fleet(settings.fleet_url, children[-1])
+        if settings.embedded_worker and not no_worker:
+            cmd = [sys.executable, "-m", "switchyard.platform.cli", "worker", "--concurrency", "1", "--beat"]
+            children.append(subprocess.Popen(cmd, env=env))
         _serve(settings)
     finally:
-        if worker is not None:
-            worker.send_signal(signal.SIGTERM)
+        for child in reversed(children):
+            child.send_signal(signal.SIGTERM)
             try:
-                worker.wait(timeout=15)
+                child.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                worker.kill()
+                child.kill()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_fleet(url: str, process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise click.ClickException(f"the fleet process exited with status {process.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise click.ClickException(f"the fleet process did not answer at {url} within {timeout_s:.0f} s")
 
 
 def _exit_on_sigterm(signum: int, _frame: object) -> None:
@@ -119,6 +150,19 @@ def _serve(settings: Settings) -> None:
 def api(host: str | None, port: int | None) -> None:
     """Run the API server only (production: several of these behind a load balancer)."""
     _serve(_settings(host=host, port=port))
+
+
+@main.command()
+@click.option("--host", default=None, help="Interface to bind (default: the host of SWITCHYARD_FLEET_URL).")
+@click.option("--port", default=None, type=int, help="Port to bind (default: the port of SWITCHYARD_FLEET_URL).")
+def fleet(host: str | None, port: int | None) -> None:
+    """Run the fleet process: it simulates every trainium-sim deployment for all API processes and workers
+    (which reach it at SWITCHYARD_FLEET_URL) and records its replicas' busy time. Exactly one per installation."""
+    from switchyard.platform.inference.fleet_process import fleet_address, serve_fleet
+
+    settings = _settings()
+    default_host, default_port = fleet_address(settings)
+    serve_fleet(settings, host or default_host, port or default_port)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

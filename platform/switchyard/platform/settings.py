@@ -70,6 +70,17 @@ class Settings(BaseSettings):
         description='JSON fleet file (`{"deployments": [...]}`: served models, backends, instances, replicas); '
         "empty serves the default simulated fleet.",
     )
+    fleet_url: str = Field(
+        default="",
+        description="URL of the fleet process (`switchyard fleet`) that simulates every `trainium-sim` deployment "
+        "for all API processes and workers, and the address `switchyard fleet` binds to; empty simulates them "
+        "in-process (`switchyard up` starts a fleet process and sets it).",
+    )
+    fleet_token: SecretStr | None = Field(
+        default=None,
+        description="Shared secret the fleet process requires from API processes and workers (`Authorization: "
+        "Bearer`); unset: none (bind the fleet process to a private interface).",
+    )
     time_scale: float = Field(
         default=1.0,
         ge=0,

@@ -50,11 +50,11 @@ async def _month_of_usage(database: Database) -> TenantScope:
         await record_fleet_busy(
             session, replica="r0", instance_type="trn2.48xlarge", chip_us=4_000_000, period_start=NOV
         )
-        await record_fleet_busy(
-            session, replica="r1", instance_type="trn2.48xlarge", chip_us=2_000_000, period_start=NOV
+        await record_fleet_busy(  # two flushes of one replica in one minute add up in the minute's row
+            session, replica="r1", instance_type="trn2.48xlarge", chip_us=1_500_000, period_start=NOV
         )
-        assert not await record_fleet_busy(  # the same slice reported twice counts once
-            session, replica="r1", instance_type="trn2.48xlarge", chip_us=2_000_000, period_start=NOV
+        await record_fleet_busy(
+            session, replica="r1", instance_type="trn2.48xlarge", chip_us=500_000, period_start=NOV
         )
     return scope
 
@@ -97,6 +97,41 @@ def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, c
     assert "sum of lines" in broken.output
     assert "its events sum to 6000007" in broken.output
     assert cli.invoke(main, ["billing", "reconcile", "--period", "2026-13"]).exit_code == 2
+
+
+def test_usage_without_fleet_busy_time_is_a_discrepancy_not_a_skipped_check(database_url: str, cli: CliRunner) -> None:
+    async def usage_only(database: Database) -> None:
+        async with database.unit_of_work(UNSCOPED) as session:
+            scope = TenantScope((await create_tenant(session, actor=Actor("t", None), name="u", owner_email=None)).id)
+        async with database.unit_of_work(scope) as session:
+            await record_usage(session, scope=scope, event=receipt(chip_us=5_000, occurred_at=NOV + timedelta(hours=1)))
+
+    run(database_url, usage_only)
+    report = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
+    assert report.exit_code == 1
+    assert "trn2.48xlarge: 5000 chip-us attributed but no fleet busy time recorded" in report.output
+    assert "fleet busy not recorded" in report.output
+
+
+def test_compute_no_gateway_received_is_named_with_its_minute(database_url: str, cli: CliRunner) -> None:
+    async def lost_one(database: Database) -> None:
+        scope = await _month_of_usage(database)
+        async with database.unit_of_work(UNSCOPED) as session:
+            await record_fleet_busy(
+                session,
+                replica="llama/0",
+                instance_type="trn2.48xlarge",
+                chip_us=1_234,
+                undelivered_chip_us=1_234,
+                period_start=NOV + timedelta(days=2, hours=3, minutes=4),
+            )
+        assert scope
+
+    run(database_url, lost_one)
+    report = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
+    assert "fleet busy 6,001,234, of which 1,234 never delivered to a gateway" in report.output
+    assert "not billed: 1,234 chip-us on llama/0 in the minute from 2026-11-03 03:04 UTC" in report.output
+    assert "chip-us but the fleet recorded" not in report.output  # only the pending events are discrepancies
 
 
 def test_rate_card_command_seeds_the_catalog(cli: CliRunner) -> None:

@@ -42,12 +42,27 @@ async def test_each_completion_is_metered_once_and_receipts_sum_to_fleet_busy_ti
     assert {e.event_id: e.chip_us for e in events} == receipts
     assert all(e.tenant_id == tenant.id and e.completion_tokens == 8 for e in events)
 
-    flushed = await client.app.state.gateway.flush_fleet_busy()
-    assert flushed == sum(receipts.values())
+    await client.app.state.busy_recorder.flush()
+    assert await _fleet_busy(client) == sum(receipts.values())
+    assert await client.app.state.busy_recorder.flush() == 0  # nothing new: nothing recorded twice
+
+
+async def _fleet_busy(client: Any) -> int:
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
-        busy = (await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one()
-    assert busy == sum(receipts.values())
-    assert await client.app.state.gateway.flush_fleet_busy() == 0  # nothing new: nothing recorded twice
+        return int((await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one() or 0)
+
+
+async def test_every_flush_of_fleet_busy_time_is_recorded(client: Any, make_tenant: Any) -> None:
+    """One request per flush, three flushes: each flush's busy time is stored (the second flush of a replica once
+    reused the first one's slice and was dropped)."""
+    tenant = await make_tenant()
+    chip_us = 0
+    for n in range(3):
+        response = await client.post("/v1/chat/completions", json=_chat(f"q{n}"), headers=tenant.headers("developer"))
+        chip_us += response.json()["usage"]["compute"]["chip_us"]
+        await client.app.state.gateway.drain()
+        await client.app.state.busy_recorder.flush()
+        assert await _fleet_busy(client) == chip_us
 
 
 @pytest.mark.parametrize(
@@ -173,12 +188,12 @@ async def test_client_disconnect_mid_stream_cancels_and_meters_the_partial_compu
     from switchyard.platform.auth import Principal, Role
     from switchyard.platform.db import TenantScope
     from switchyard.platform.inference.controllers import _stream
-    from switchyard.platform.inference.runtime import build_pool
+    from switchyard.platform.inference.runtime import build_pool, reload_pool
     from switchyard.platform.inference.schemas import ChatCompletionCreate
 
     settings.time_scale = 1.0  # tokens take their simulated time, so there is a middle of the stream
     gateway = client.app.state.gateway
-    await gateway.reload(build_pool(settings))
+    await reload_pool(client.app.state, build_pool(settings))
     tenant = await make_tenant()
     caller = Principal(key_id="key_test", scope=TenantScope(tenant.id), role=Role.OWNER)
     body = ChatCompletionCreate.model_validate(_chat(max_tokens=500, stream=True))
@@ -192,4 +207,5 @@ async def test_client_disconnect_mid_stream_cancels_and_meters_the_partial_compu
     assert event.event_id == "chatcmpl-gone"
     assert 3 <= event.completion_tokens < 500
     assert event.chip_us > 0
-    assert await gateway.flush_fleet_busy() == event.chip_us  # the partial compute is the replica's busy time
+    await client.app.state.busy_recorder.flush()
+    assert await _fleet_busy(client) == event.chip_us  # the partial compute is the replica's busy time

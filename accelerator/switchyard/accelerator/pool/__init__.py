@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from switchyard.accelerator.pool.fair_queue import FairQueue
 from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, parse_fleet
+from switchyard.accelerator.pool.fleet_server import FleetServer
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
+from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
@@ -27,9 +29,11 @@ __all__ = [
     "ComputeReceipt",
     "DeploymentSpec",
     "FairQueue",
+    "FleetServer",
     "InferenceRequest",
     "PoolEvent",
     "Priority",
+    "RemoteSimulatedDeployment",
     "SimulatedDeployment",
     "TextDelta",
     "ToolCall",

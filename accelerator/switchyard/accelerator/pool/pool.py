@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
 from switchyard.accelerator.pool.types import InferenceRequest, PoolEvent
 from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment
@@ -31,7 +32,9 @@ class Backend(Protocol):
 
     def cancel(self, request_id: str) -> None: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def busy_chip_us(self) -> dict[str, tuple[str, int]]: ...
+
+    async def status(self) -> dict[str, Any]: ...
 
 
 class AcceleratorPool:
@@ -41,13 +44,24 @@ class AcceleratorPool:
         self._backends: dict[str, Backend] = {b.name: b for b in backends}
 
     @classmethod
-    def from_specs(cls, specs: Iterable[DeploymentSpec], *, time_scale: float = 1.0) -> AcceleratorPool:
+    def from_specs(
+        cls,
+        specs: Iterable[DeploymentSpec],
+        *,
+        time_scale: float = 1.0,
+        fleet_url: str | None = None,
+        fleet_token: str = "",
+    ) -> AcceleratorPool:
+        """Backends for ``specs``. With ``fleet_url``, ``trainium-sim`` deployments are simulated by that fleet
+        process (``switchyard fleet``) instead of in this process."""
         backends: list[Backend] = []
         for spec in specs:
-            if spec.backend == "trainium-sim":
-                backends.append(SimulatedDeployment(spec, time_scale=time_scale))
-            else:
+            if spec.backend != "trainium-sim":
                 backends.append(UpstreamDeployment(spec))
+            elif fleet_url:
+                backends.append(RemoteSimulatedDeployment(spec, fleet_url=fleet_url, token=fleet_token))
+            else:
+                backends.append(SimulatedDeployment(spec, time_scale=time_scale))
         return cls(backends)
 
     def backend(self, model: str) -> Backend:
@@ -68,8 +82,16 @@ class AcceleratorPool:
         """Run ``request`` on its model's deployment: text and tool-call deltas, then the receipt."""
         return self.backend(request.model).generate(request)
 
-    def status(self) -> list[dict[str, Any]]:
-        return [b.status() for b in self._backends.values()]
+    async def status(self) -> list[dict[str, Any]]:
+        return [await b.status() for b in self._backends.values()]
+
+    def busy_chip_us(self) -> dict[str, tuple[str, int]]:
+        """Busy chip-µs of every replica this process runs, since start: ``{replica: (instance type, chip-µs)}``
+        (deployments simulated by a fleet process count there, not here)."""
+        busy: dict[str, tuple[str, int]] = {}
+        for backend in self._backends.values():
+            busy |= backend.busy_chip_us()
+        return busy
 
     async def aclose(self) -> None:
         for backend in self._backends.values():

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
+from switchyard.accelerator.deployment import Deployment, make_deployment
 from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
@@ -26,7 +26,7 @@ from switchyard.accelerator.pool.tokens import count_prompt_tokens
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent, TextDelta, ToolCallDelta
 from switchyard.accelerator.requests import FinishedRequest
 
-__all__ = ["SimulatedDeployment"]
+__all__ = ["SimulatedDeployment", "max_chip_us"]
 
 TICK_S = 0.002
 
@@ -63,17 +63,15 @@ class SimulatedDeployment:
         return int(self.deployment.model.max_position_embeddings)
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
-        """Upper bound of one request's compute: alone on a replica (batch 1), so nothing is shared."""
-        point = simulate_point(
-            self.deployment.model,
-            self.deployment.instance,
-            self.spec.tp,
-            1,
-            max(1, prompt_tokens),
-            max(1, output_tokens),
-            self.spec.weights,
-        )
-        return math.ceil(point.chip_seconds * 1e6)
+        return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
+
+    def busy_chip_us(self) -> dict[str, tuple[str, int]]:
+        """Each replica's busy chip-µs since start (``{replica: (instance type, chip-µs)}``): the engine's
+        iteration time × chips, the same quantity its receipts split exactly."""
+        return {
+            f"{self.spec.name}/{replica.index}": (self.spec.instance, replica.chip_us_total)
+            for replica in self.cluster.replicas
+        }
 
     def _sim_now(self) -> float:
         if self.time_scale == 0:
@@ -190,7 +188,7 @@ class SimulatedDeployment:
                     seen[1].set()
             await asyncio.sleep(TICK_S)
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         """Per-replica utilisation, queue depth and KV usage, for the operator's fleet view."""
         now = max(self.dispatcher.now, 1e-9)
         replicas = []
@@ -214,3 +212,17 @@ class SimulatedDeployment:
             "simulated_time_s": round(self.dispatcher.now, 6),
             "replicas": replicas,
         }
+
+
+def max_chip_us(deployment: Deployment, spec: DeploymentSpec, prompt_tokens: int, output_tokens: int) -> int:
+    """Upper bound of one request's compute: alone on a replica (batch 1), so nothing is shared."""
+    point = simulate_point(
+        deployment.model,
+        deployment.instance,
+        spec.tp,
+        1,
+        max(1, prompt_tokens),
+        max(1, output_tokens),
+        spec.weights,
+    )
+    return math.ceil(point.chip_seconds * 1e6)

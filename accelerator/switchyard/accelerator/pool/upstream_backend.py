@@ -55,6 +55,7 @@ class UpstreamDeployment:
         if spec.api_key:
             self._headers["authorization"] = f"Bearer {spec.api_key}"
         self._timeout = httpx.Timeout(spec.timeout_s, connect=5.0).as_dict()
+        self._busy_chip_us = 0
 
     @property
     def name(self) -> str:
@@ -77,6 +78,11 @@ class UpstreamDeployment:
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+
+    def busy_chip_us(self) -> dict[str, tuple[str, int]]:
+        """Compute of every answer this process received since start (``{replica: (instance type, chip-µs)}``):
+        an upstream's busy time is what the gateway measured of it, the sum of its receipts."""
+        return {f"{self.spec.name}/upstream": (self.spec.instance, self._busy_chip_us)}
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
@@ -139,9 +145,15 @@ class UpstreamDeployment:
         tool_calls = answer.tool_calls()
         for index, call in enumerate(tool_calls):
             yield ToolCallDelta(index, call)
+        receipt = self._receipt(request, answer, started, finished)
+        self._busy_chip_us += receipt.chip_us
+        yield receipt
+
+    def _receipt(self, request: InferenceRequest, answer: _Answer, started: float, finished: float) -> ComputeReceipt:
+        """The compute of an answer: its wall time × the chips the operator declared."""
         first = answer.first_token_at or finished
         usage = answer.usage
-        yield ComputeReceipt(
+        return ComputeReceipt(
             tenant=request.tenant,
             request_id=request.request_id,
             model=self.spec.name,
@@ -154,7 +166,7 @@ class UpstreamDeployment:
             ttft_ms=(first - started) * 1e3,
             decode_ms=(finished - first) * 1e3,
             finish_reason=answer.finish_reason,
-            tool_calls=tool_calls,
+            tool_calls=answer.tool_calls(),
         )
 
     async def _read_stream(
@@ -178,7 +190,7 @@ class UpstreamDeployment:
             self._cancelled.pop(request.request_id, None)
             await response.aclose()
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         return {
             "model": self.spec.name,
             "backend": "openai-compatible",

@@ -1,38 +1,154 @@
-"""Fleet busy time: what the accelerator pool reports, for reconciliation against attributed usage."""
+"""Fleet busy time: what the replicas computed, recorded where they run, for reconciliation against usage.
+
+Every process that runs replicas records their busy chip-µs: the fleet process (``switchyard fleet``) its
+simulated deployments, API processes and workers the real upstreams they call (and simulated deployments only
+when no fleet process is configured: tests, one-process use). Each replica's counters are cumulative in memory;
+``FleetBusyRecorder.flush`` adds the increase since its last successful flush to the row of the current UTC
+minute, in one transaction, so an increment is stored once or, when the transaction fails, carried to the next
+flush. A process killed with ``kill -9`` loses at most what it computed since its last flush (one second).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Protocol
 
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchyard.platform.billing.sql import insert_ignore
-from switchyard.platform.db import new_id
+from switchyard.platform.billing.sql import dialect_name
+from switchyard.platform.db import UNSCOPED, Database, new_id
 from switchyard.platform.models import FleetBusy, utc_now
 
-__all__ = ["record_fleet_busy"]
+__all__ = ["BusySource", "FleetBusyRecorder", "minute_of", "record_fleet_busy"]
+
+log = logging.getLogger(__name__)
+
+Counters = Callable[[], dict[str, tuple[str, int]]]
+"""Cumulative chip-µs since start, ``{replica: (instance type, chip-µs)}``."""
+
+
+class BusySource(Protocol):
+    """What runs replicas: an ``AcceleratorPool``."""
+
+    def busy_chip_us(self) -> dict[str, tuple[str, int]]: ...
+
+
+def minute_of(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
 
 
 async def record_fleet_busy(
-    session: AsyncSession, *, replica: str, instance_type: str, chip_us: int, period_start: datetime
-) -> bool:
-    """Record the busy chip-microseconds of one replica over the time slice starting ``period_start``.
+    session: AsyncSession,
+    *,
+    replica: str,
+    instance_type: str,
+    chip_us: int,
+    period_start: datetime,
+    undelivered_chip_us: int = 0,
+) -> None:
+    """Add ``chip_us`` busy chip-µs of ``replica`` (``undelivered_chip_us`` of them never receipted to a gateway)
+    to its slice starting ``period_start``. Reconciliation sums slices by ``period_start`` month."""
+    if chip_us < 0 or not 0 <= undelivered_chip_us <= chip_us:
+        raise ValueError("need chip_us >= undelivered_chip_us >= 0")
+    module = postgresql if dialect_name(session) == "postgresql" else sqlite
+    insert = module.insert(FleetBusy).values(
+        id=new_id("fb"),
+        replica=replica,
+        instance_type=instance_type,
+        chip_us=chip_us,
+        undelivered_chip_us=undelivered_chip_us,
+        period_start=period_start,
+        recorded_at=utc_now(),
+    )
+    table = FleetBusy.__table__.c  # type: ignore[attr-defined]
+    await session.execute(
+        insert.on_conflict_do_update(
+            index_elements=["replica", "period_start"],
+            set_={
+                "chip_us": table.chip_us + insert.excluded.chip_us,
+                "undelivered_chip_us": table.undelivered_chip_us + insert.excluded.undelivered_chip_us,
+                "recorded_at": insert.excluded.recorded_at,
+            },
+        )
+    )
 
-    The pool calls this in its own unit of work once per (replica, slice), e.g. each minute: busy time is
-    each engine iteration's duration times the replica's chips, the same quantity that is split across the
-    iteration's requests into their receipts. ``(replica, period_start)`` is unique, so a slice reported
-    twice is stored once (returns ``False``). Reconciliation sums slices by ``period_start`` month; put a
-    slice in the month its requests complete in (slices should not straddle a month boundary).
-    """
-    if chip_us < 0:
-        raise ValueError("chip_us must be >= 0")
-    row = {
-        "id": new_id("fb"),
-        "replica": replica,
-        "instance_type": instance_type,
-        "chip_us": chip_us,
-        "period_start": period_start,
-        "recorded_at": utc_now(),
-    }
-    statement = insert_ignore(session, FleetBusy, ["replica", "period_start"]).values([row]).returning(FleetBusy.id)
-    return len((await session.execute(statement)).all()) == 1
+
+class FleetBusyRecorder:
+    """Records the increase of each source's busy counters (and of its undelivered compute) every ``every_s``."""
+
+    def __init__(self, database: Database, *, every_s: float = 1.0, clock: Callable[[], datetime] = utc_now) -> None:
+        self._database = database
+        self._every_s = every_s
+        self._clock = clock
+        self._sources: dict[int, tuple[BusySource, Counters | None]] = {}
+        self._recorded: dict[tuple[int, str], tuple[int, int]] = {}
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    def watch(self, source: BusySource, undelivered: Counters | None = None) -> None:
+        """Record ``source``'s busy time from now on (and ``undelivered``, the part no gateway received)."""
+        self._sources[id(source)] = (source, undelivered)
+
+    async def retire(self, source: BusySource) -> None:
+        """Record what ``source`` computed since the last flush, then stop watching it (a replaced pool)."""
+        await self.flush()
+        self._sources.pop(id(source), None)
+        for key in [k for k in self._recorded if k[0] == id(source)]:
+            del self._recorded[key]
+
+    def start(self) -> None:
+        """Flush periodically on the running loop until ``stop``."""
+        self._task = asyncio.get_running_loop().create_task(self._periodically())
+
+    async def stop(self) -> None:
+        """Stop flushing periodically, and record what is left."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.flush()
+
+    async def _periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self._every_s)
+            try:
+                await self.flush()
+            except Exception:
+                log.warning("could not record fleet busy time; the next flush carries it", exc_info=True)
+
+    async def flush(self) -> int:
+        """Record every increase since the last successful flush; returns the busy chip-µs recorded."""
+        async with self._lock:
+            increments = list(self._increments())
+            if not increments:
+                return 0
+            minute = minute_of(self._clock())
+            async with self._database.unit_of_work(UNSCOPED) as session:
+                for _key, replica, instance_type, busy, undelivered, _totals in increments:
+                    await record_fleet_busy(
+                        session,
+                        replica=replica,
+                        instance_type=instance_type,
+                        chip_us=busy,
+                        undelivered_chip_us=undelivered,
+                        period_start=minute,
+                    )
+            for key, *_rest, totals in increments:
+                self._recorded[key] = totals
+            return sum(busy for _key, _replica, _instance, busy, _undelivered, _totals in increments)
+
+    def _increments(self) -> Iterable[tuple[tuple[int, str], str, str, int, int, tuple[int, int]]]:
+        for source_id, (source, undelivered) in self._sources.items():
+            lost = undelivered() if undelivered is not None else {}
+            for replica, (instance_type, total) in source.busy_chip_us().items():
+                lost_total = lost.get(replica, (instance_type, 0))[1]
+                key = (source_id, replica)
+                seen_busy, seen_lost = self._recorded.get(key, (0, 0))
+                if total > seen_busy or lost_total > seen_lost:
+                    yield key, replica, instance_type, total - seen_busy, lost_total - seen_lost, (total, lost_total)

@@ -1,8 +1,9 @@
 """Reconciliation of one month: compute attributed = compute used, every event billed once, totals = lines.
 
 Checks (each a list of discrepancies; the report is clean when all are empty):
-1. attributed chip-µs of the month's usage events == busy chip-µs the fleet recorded for the month,
-   per instance type (only when the fleet recorded anything: installations without a pool skip it);
+1. attributed chip-µs of the month's usage events == busy chip-µs the fleet recorded for the month less the
+   compute whose receipt never reached a gateway (named, with its minutes), per instance type; usage with no
+   busy time recorded at all is a discrepancy, never a skipped check;
 2. every usage event of the month is unpriced-free and either on exactly one line of a finalized invoice
    or unbilled, and every line's ``chip_us``/``event_count`` equals the sum of the events linked to it;
 3. every finalized invoice's total equals the sum of its lines' amounts.
@@ -27,6 +28,8 @@ class ReconciliationReport:
     period_start: datetime
     attributed_chip_us: dict[str, int] = field(default_factory=dict)
     fleet_busy_chip_us: dict[str, int] = field(default_factory=dict)
+    undelivered_chip_us: dict[str, int] = field(default_factory=dict)
+    undelivered_minutes: list[tuple[datetime, str, int]] = field(default_factory=list)
     events: int = 0
     billed_events: int = 0
     unbilled_events: int = 0
@@ -45,7 +48,16 @@ class ReconciliationReport:
             attributed = self.attributed_chip_us.get(instance, 0)
             busy = self.fleet_busy_chip_us.get(instance)
             shown = "not recorded" if busy is None else f"{busy:,}"
-            lines.append(f"  {instance}: attributed {attributed:,} chip-us, fleet busy {shown}")
+            lost = self.undelivered_chip_us.get(instance, 0)
+            lost_shown = f", of which {lost:,} never delivered to a gateway" if lost else ""
+            lines.append(f"  {instance}: attributed {attributed:,} chip-us, fleet busy {shown}{lost_shown}")
+        if not self.attributed_chip_us and not self.fleet_busy_chip_us:
+            lines.append("  compute: no usage and no fleet busy time this month")
+        for minute, replica, chip_us in self.undelivered_minutes:
+            lines.append(
+                f"  not billed: {chip_us:,} chip-us on {replica} in the minute from {minute:%Y-%m-%d %H:%M} UTC "
+                "(requests whose API process or worker died before their receipt arrived)"
+            )
         lines.append(f"  finalized invoices checked: {self.invoices_checked}")
         if self.ok:
             lines.append("  OK: no discrepancies")
@@ -67,18 +79,36 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
     )
     report.attributed_chip_us = {name: int(total) for name, total in attributed.all()}
     busy = await session.execute(
-        select(FleetBusy.instance_type, func.sum(FleetBusy.chip_us))
+        select(FleetBusy.instance_type, func.sum(FleetBusy.chip_us), func.sum(FleetBusy.undelivered_chip_us))
         .where(FleetBusy.period_start >= period_start, FleetBusy.period_start < end)
         .group_by(FleetBusy.instance_type)
     )
-    report.fleet_busy_chip_us = {name: int(total) for name, total in busy.all()}
-    if report.fleet_busy_chip_us:
-        for instance in sorted(set(report.attributed_chip_us) | set(report.fleet_busy_chip_us)):
-            used, recorded = report.attributed_chip_us.get(instance, 0), report.fleet_busy_chip_us.get(instance, 0)
-            if used != recorded:
-                report.discrepancies.append(
-                    f"{instance}: attributed {used} chip-us but the fleet recorded {recorded} busy chip-us"
-                )
+    for name, total, undelivered in busy.all():
+        report.fleet_busy_chip_us[name] = int(total)
+        if undelivered:
+            report.undelivered_chip_us[name] = int(undelivered)
+    lost = await session.execute(
+        select(FleetBusy.period_start, FleetBusy.replica, FleetBusy.undelivered_chip_us)
+        .where(FleetBusy.period_start >= period_start, FleetBusy.period_start < end, FleetBusy.undelivered_chip_us > 0)
+        .order_by(FleetBusy.period_start, FleetBusy.replica)
+    )
+    report.undelivered_minutes = [(minute, replica, int(chip_us)) for minute, replica, chip_us in lost.all()]
+    for instance in sorted(set(report.attributed_chip_us) | set(report.fleet_busy_chip_us)):
+        used = report.attributed_chip_us.get(instance, 0)
+        if instance not in report.fleet_busy_chip_us:
+            if not used:
+                continue
+            report.discrepancies.append(
+                f"{instance}: {used} chip-us attributed but no fleet busy time recorded (is every process that "
+                "runs replicas, the fleet process included, writing to this database?)"
+            )
+            continue
+        recorded = report.fleet_busy_chip_us[instance] - report.undelivered_chip_us.get(instance, 0)
+        if used != recorded:
+            report.discrepancies.append(
+                f"{instance}: attributed {used} chip-us but the fleet recorded {recorded} busy chip-us "
+                f"({used - recorded:+d} chip-us)"
+            )
 
     status_counts = await session.execute(
         select(UsageEvent.status, func.count(), func.count(UsageEvent.invoice_line_id))

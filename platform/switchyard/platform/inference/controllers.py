@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,13 +13,13 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from switchyard.accelerator.errors import SimulatorError
-from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta
+from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta, UpstreamError
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession
-from switchyard.platform.http.errors import ApiError, InvalidRequest
+from switchyard.platform.http.errors import ApiError, InvalidRequest, ServiceUnavailable
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.inference.gateway import NODE, Admitted, InferenceGateway, RequestEvents
+from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
     completion_object,
@@ -26,7 +28,7 @@ from switchyard.platform.inference.responses import (
     tool_call_deltas,
     usage_object,
 )
-from switchyard.platform.inference.runtime import build_pool
+from switchyard.platform.inference.runtime import build_pool, reload_pool
 from switchyard.platform.inference.schemas import ChatCompletionCreate, ModelList, ModelPublic
 
 __all__ = ["ChatController", "FleetController", "ModelController"]
@@ -150,6 +152,16 @@ async def _stream(
     yield sse("[DONE]")
 
 
+NODE = f"{socket.gethostname()}:{os.getpid()}"  # the API process whose fleet was reloaded
+
+
+async def _fleet_status(request: Request[Any, Any, Any]) -> list[dict[str, Any]]:
+    try:
+        return await _gateway(request).status()
+    except UpstreamError as exc:
+        raise ServiceUnavailable(str(exc), code="fleet_unavailable") from None
+
+
 class FleetController(Controller):
     path = "/v1/admin/fleet"
     tags = ["Operator: fleet"]
@@ -158,7 +170,7 @@ class FleetController(Controller):
     @get(opt=access("operator"), summary="Fleet status")
     async def get_fleet(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
         """Every served model: backend, instance type, replicas with utilisation, queue depth and KV usage."""
-        return {"object": "fleet", "deployments": _gateway(request).status()}
+        return {"object": "fleet", "deployments": await _fleet_status(request)}
 
     @post("/reload", opt=access("operator"), summary="Reload the fleet", status_code=200)
     async def reload_fleet(
@@ -170,8 +182,8 @@ class FleetController(Controller):
             pool = build_pool(settings)
         except SimulatorError as exc:
             raise InvalidRequest(f"fleet file rejected, nothing changed: {exc}", code="invalid_fleet") from None
-        await _gateway(request).reload(pool)
-        deployments = _gateway(request).status()
+        await reload_pool(request.app.state, pool)
+        deployments = await _fleet_status(request)
         record_operator(
             db_session,
             actor=actor,

@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
-import socket
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from switchyard.accelerator.errors import UnknownNameError
@@ -35,9 +32,8 @@ from switchyard.accelerator.pool import (
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
-from switchyard.platform.billing.fleet import record_fleet_busy
 from switchyard.platform.billing.ledger import UsageEventCreate
-from switchyard.platform.db import UNSCOPED, Database, TenantScope
+from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.rating import RatingNudge
@@ -56,7 +52,6 @@ __all__ = ["Admitted", "InferenceGateway", "RequestEvents"]
 
 log = logging.getLogger(__name__)
 BUDGET_CACHE_S = 1.0
-NODE = f"{socket.gethostname()}:{os.getpid()}"  # each API process simulates its own copy of the fleet
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
 
@@ -129,8 +124,6 @@ class InferenceGateway:
         self.rating = rating
         self.meter = MeterBatcher(database, on_commit=rating.usage_committed if rating is not None else None)
         self._budgeted: dict[str, tuple[bool, float]] = {}
-        self._flushed: dict[str, int] = {}
-        self._slice_start: dict[str, datetime] = {}
 
     def backend_for(self, model: str, tenant_id: str) -> Backend:
         try:
@@ -312,44 +305,14 @@ class InferenceGateway:
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    def status(self) -> list[dict[str, Any]]:
-        return self.pool.status()
+    async def status(self) -> list[dict[str, Any]]:
+        return await self.pool.status()
 
-    async def flush_fleet_busy(self) -> int:
-        """Record each simulated replica's busy chip-µs since the last flush (for reconciliation); returns µs."""
-        now = utc_now()
-        slices = []
-        for backend in self.pool.backends():
-            cluster = getattr(backend, "cluster", None)
-            if cluster is None:
-                continue
-            for replica in cluster.replicas:
-                name = f"{NODE}/{backend.name}/{replica.index}"
-                delta = replica.chip_us_total - self._flushed.get(name, 0)
-                if delta > 0:
-                    slices.append((name, backend.spec.instance, delta, replica.chip_us_total))
-        if not slices:
-            return 0
-        async with self.database.unit_of_work(UNSCOPED) as session:
-            for name, instance_type, delta, _total in slices:
-                await record_fleet_busy(
-                    session,
-                    replica=name,
-                    instance_type=instance_type,
-                    chip_us=delta,
-                    period_start=self._slice_start.get(name, now),
-                )
-        for name, _instance_type, _delta, total in slices:
-            self._flushed[name] = total
-            self._slice_start[name] = now
-        return sum(delta for _name, _instance_type, delta, _total in slices)
-
-    async def reload(self, pool: AcceleratorPool) -> None:
-        """Serve from ``pool`` from now on; requests already running finish (and are metered) on the old one."""
+    async def reload(self, pool: AcceleratorPool) -> AcceleratorPool:
+        """Serve from ``pool`` from now on; requests already running finish (and are metered) on the old one,
+        which is returned once they have (closed)."""
         old = self.pool
-        await self.flush_fleet_busy()
         self.pool = pool
-        self._flushed.clear()
-        self._slice_start.clear()
         await self.drain()
         await old.aclose()
+        return old

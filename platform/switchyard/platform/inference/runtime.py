@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from functools import partial
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet
+from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.gateway import InferenceGateway
@@ -17,7 +17,7 @@ from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker.sender import task_sender_for
 
-__all__ = ["build_pool", "start_gateway", "stop_gateway"]
+__all__ = ["build_pool", "reload_pool", "start_gateway", "stop_gateway"]
 
 log = logging.getLogger(__name__)
 
@@ -39,34 +39,43 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     state.gateway = gateway
     state.redis = redis_client
     state.started_at = time.time()
-    state.flusher = asyncio.get_running_loop().create_task(_flush_periodically(gateway))
+    state.busy_recorder = FleetBusyRecorder(database)
+    state.busy_recorder.watch(gateway.pool)
+    state.busy_recorder.start()
     return gateway
 
 
-FLUSH_EVERY_S = 60.0
-
-
 def build_pool(settings: Settings) -> AcceleratorPool:
-    """The pool described by the fleet file (or the default fleet); raises ConfigurationError when it is wrong."""
-    return AcceleratorPool.from_specs(load_fleet(settings.fleet_file), time_scale=settings.time_scale)
+    """The pool described by the fleet file (or the default fleet); raises ConfigurationError when it is wrong.
+
+    With ``SWITCHYARD_FLEET_URL`` set, ``trainium-sim`` deployments are the fleet process's; otherwise this process
+    simulates them itself."""
+    token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
+    return AcceleratorPool.from_specs(
+        load_fleet(settings.fleet_file),
+        time_scale=settings.time_scale,
+        fleet_url=settings.fleet_url or None,
+        fleet_token=token,
+    )
 
 
-async def _flush_periodically(gateway: InferenceGateway) -> None:
-    while True:
-        await asyncio.sleep(FLUSH_EVERY_S)
-        try:
-            await gateway.flush_fleet_busy()
-        except Exception:
-            log.exception("could not record fleet busy time; will retry")
+async def reload_pool(state: Any, pool: AcceleratorPool) -> None:
+    """Serve from ``pool``; the old pool's busy time is recorded once its last request has finished."""
+    recorder: FleetBusyRecorder = state.busy_recorder
+    recorder.watch(pool)
+    old = await state.gateway.reload(pool)
+    await recorder.retire(old)
 
 
 async def stop_gateway(state: Any) -> None:
     gateway: InferenceGateway = state.gateway
-    state.flusher.cancel()
     await gateway.drain()
     if gateway.rating is not None:
         await gateway.rating.aclose()
-    await gateway.flush_fleet_busy()
+    try:
+        await state.busy_recorder.stop()
+    except Exception:
+        log.exception("could not record the last fleet busy time")
     await gateway.pool.aclose()
     if state.redis is not None:
         await state.redis.aclose()

@@ -11,10 +11,12 @@ __all__ = ["FleetBusy"]
 
 
 class FleetBusy(SQLModel, table=True):
-    """Busy chip-microseconds of one replica over one time slice, written by the accelerator pool.
+    """Busy chip-microseconds of one replica over one minute, written by the process that runs the replica.
 
-    Reconciliation compares these with the chip-microseconds attributed to usage events; ``(replica,
-    period_start)`` is unique so a slice reported twice counts once.
+    Reconciliation compares these with the chip-microseconds attributed to usage events. ``(replica,
+    period_start)`` is unique: each flush adds its increment to the minute's row in the transaction that
+    records it. ``undelivered_chip_us`` is the part of ``chip_us`` used by requests whose receipt never reached
+    a gateway (its process died mid-request): compute no usage event can account for, named by reconciliation.
     """
 
     __tablename__ = "fleet_busy"
@@ -24,5 +26,6 @@ class FleetBusy(SQLModel, table=True):
     replica: str = Field(max_length=128)
     instance_type: str = Field(max_length=64)
     chip_us: int = Field(sa_type=BigInteger)
+    undelivered_chip_us: int = Field(default=0, sa_type=BigInteger, sa_column_kwargs={"server_default": "0"})
     period_start: datetime = Field(sa_type=UTCDateTime, index=True)
     recorded_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)

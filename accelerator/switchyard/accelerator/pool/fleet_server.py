@@ -1,0 +1,249 @@
+"""The fleet process's HTTP face: simulated deployments served to gateways as real Neuron servers would be.
+
+``FleetServer`` is an ASGI app over an ``AcceleratorPool`` of ``SimulatedDeployment``s (``switchyard fleet``
+serves it; ``RemoteSimulatedDeployment`` is its client):
+
+- ``POST /v1/chat/completions``: an OpenAI chat completion (always streamed as SSE) with the request's identity
+  in a ``switchyard`` field (``request_id``, ``tenant``, ``priority``, ``weight``, ``session``); the last chunk's
+  ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
+- ``POST /v1/requests/{request_id}/cancel``: stop a request; its stream still ends with the receipt of what it used.
+- ``GET /v1/fleet``: every deployment's replicas, queue depth, utilisation and KV use. ``GET /healthz``.
+
+A gateway whose connection drops before the receipt went out (its process died) never learns the request's
+compute: the request is stopped, and its chip-µs are counted in ``undelivered_chip_us`` so reconciliation can
+name them. When ``token`` is set every request must carry ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
+from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, Priority, TextDelta, ToolCallDelta
+
+__all__ = ["FleetServer"]
+
+log = logging.getLogger(__name__)
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+_CANCEL = re.compile(r"^/v1/requests/(?P<request_id>[^/]+)/cancel$")
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class FleetServer:
+    def __init__(self, pool: AcceleratorPool, *, token: str = "") -> None:
+        self.pool = pool
+        self._token = token.encode()
+        self._running: dict[str, Backend] = {}
+        self._undelivered: dict[str, tuple[str, int]] = {}
+        self._closing = False
+
+    def close(self) -> None:
+        """Take no more requests and stop those running: each stream still ends with its receipt (shutdown)."""
+        self._closing = True
+        for request_id, backend in list(self._running.items()):
+            backend.cancel(request_id)
+
+    def undelivered_chip_us(self) -> dict[str, tuple[str, int]]:
+        """Compute of requests whose receipt never reached their gateway, since start: ``{replica: (instance
+        type, chip-µs)}``."""
+        return dict(self._undelivered)
+
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/healthz":
+            await _json(send, 200, {"status": "ok", "in_flight": len(self._running)})
+            return
+        if self._token and not self._authorized(scope):
+            await _error(send, 401, "a valid fleet token is required", "invalid_token")
+            return
+        if method == "POST" and path == "/v1/chat/completions":
+            await self._complete(scope, receive, send)
+        elif method == "POST" and (match := _CANCEL.match(path)):
+            backend = self._running.get(match["request_id"])
+            if backend is not None:
+                backend.cancel(match["request_id"])
+            await _json(send, 200, {"cancelled": backend is not None})
+        elif method == "GET" and path == "/v1/fleet":
+            await _json(send, 200, {"deployments": await self.pool.status()})
+        else:
+            await _error(send, 404, f"no route {method} {path}", "not_found")
+
+    def _authorized(self, scope: Scope) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                return hmac.compare_digest(value, b"Bearer " + self._token)
+        return False
+
+    async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            request = _inference_request(json.loads(await _body(receive)))
+            backend = self.pool.backend(request.model)
+        except UnknownNameError as exc:
+            await _error(send, 404, str(exc), "model_not_found")
+            return
+        except (ValueError, KeyError, TypeError) as exc:
+            await _error(send, 400, f"invalid request: {exc}", "invalid_request")
+            return
+        if self._closing:
+            await _error(send, 503, "the fleet process is shutting down", "fleet_shutting_down")
+            return
+        if request.request_id in self._running:
+            await _error(send, 409, f"request {request.request_id!r} is already running", "duplicate_request")
+            return
+        self._running[request.request_id] = backend
+        gone = asyncio.Event()
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, request.request_id))
+        receipt: ComputeReceipt | None = None
+        try:
+            stream = _ChunkWriter(send, request.model, gone)
+            await stream.start()
+            async for event in backend.generate(request):
+                if isinstance(event, ComputeReceipt):
+                    receipt = event
+                else:
+                    await stream.delta(event)
+            assert receipt is not None
+            await stream.finish(receipt)
+        finally:
+            watcher.cancel()
+            self._running.pop(request.request_id, None)
+            if receipt is not None and gone.is_set():
+                instance, chip_us = self._undelivered.get(receipt.replica, (receipt.instance_type, 0))
+                self._undelivered[receipt.replica] = (instance, chip_us + receipt.chip_us)
+                log.warning(
+                    "request %s: its gateway went away; %d chip-us not delivered", request.request_id, receipt.chip_us
+                )
+
+    @staticmethod
+    async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, request_id: str) -> None:
+        """Stop the request when its gateway disconnects (its process died or it gave up)."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+        backend.cancel(request_id)
+
+
+class _ChunkWriter:
+    """OpenAI ``chat.completion.chunk`` SSE; writes nothing once the gateway is gone."""
+
+    def __init__(self, send: Send, model: str, gone: asyncio.Event) -> None:
+        self._send = send
+        self._gone = gone
+        self._base = {"id": "", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+
+    async def _write(self, payload: dict[str, Any] | str, more: bool = True) -> None:
+        if self._gone.is_set():
+            return
+        data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+        try:
+            await self._send({"type": "http.response.body", "body": f"data: {data}\n\n".encode(), "more_body": more})
+        except OSError:
+            self._gone.set()
+
+    async def start(self) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        await self._write(self._chunk({"role": "assistant", "content": ""}))
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**self._base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    async def delta(self, event: TextDelta | ToolCallDelta) -> None:
+        if isinstance(event, TextDelta):
+            await self._write(self._chunk({"content": event.text}))
+            return
+        call = event.call
+        function = {"name": call.name, "arguments": call.arguments}
+        tool_call = {"index": event.index, "id": call.id, "type": "function", "function": function}
+        await self._write(self._chunk({"tool_calls": [tool_call]}))
+
+    async def finish(self, receipt: ComputeReceipt) -> None:
+        await self._write(self._chunk({}, receipt.finish_reason))
+        usage = {
+            "prompt_tokens": receipt.prompt_tokens,
+            "completion_tokens": receipt.completion_tokens,
+            "total_tokens": receipt.prompt_tokens + receipt.completion_tokens,
+            "compute": {
+                "chip_us": receipt.chip_us,
+                "instance_type": receipt.instance_type,
+                "replica": receipt.replica,
+                "queue_ms": receipt.queue_ms,
+                "ttft_ms": receipt.ttft_ms,
+                "decode_ms": receipt.decode_ms,
+            },
+        }
+        await self._write({**self._base, "choices": [], "usage": usage})
+        await self._write("[DONE]", more=False)
+
+
+def _inference_request(body: dict[str, Any]) -> InferenceRequest:
+    identity = body["switchyard"]
+    return InferenceRequest(
+        request_id=str(identity["request_id"]),
+        tenant=str(identity["tenant"]),
+        model=str(body["model"]),
+        messages=list(body["messages"]),
+        tools=list(body.get("tools") or ()),
+        tool_choice=body.get("tool_choice"),
+        max_tokens=body.get("max_tokens"),
+        seed=body.get("seed"),
+        priority=Priority(int(identity.get("priority", Priority.STANDARD))),
+        weight=float(identity.get("weight", 1.0)),
+        session=identity.get("session"),
+    )
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ValueError("the client went away before sending its request")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ValueError(f"request body larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _error(send: Send, status: int, message: str, code: str) -> None:
+    await _json(send, status, {"error": {"message": message, "type": "fleet_error", "param": None, "code": code}})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,91 @@
+"""``switchyard fleet``: the one process that simulates the installation's ``trainium-sim`` deployments.
+
+API processes and workers reach it at ``SWITCHYARD_FLEET_URL`` (``RemoteSimulatedDeployment``); it records
+its replicas' busy time, and the compute of requests whose gateway died before their receipt arrived, in the
+database every second (``FleetBusyRecorder``). On SIGTERM it stops taking requests and cancels those still
+running, so each gateway receives the receipt of what its request used, then records the last busy time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from switchyard.accelerator.pool import AcceleratorPool, FleetServer, load_fleet
+from switchyard.platform.billing.fleet import FleetBusyRecorder
+from switchyard.platform.db import Database
+from switchyard.platform.settings import Settings
+
+__all__ = ["FleetProcess", "fleet_address", "serve_fleet"]
+
+log = logging.getLogger(__name__)
+DEFAULT_FLEET_URL = "http://127.0.0.1:8001"
+CANCEL_GRACE_S = 5.0
+
+
+def fleet_address(settings: Settings) -> tuple[str, int]:
+    """Host and port ``switchyard fleet`` binds to by default: those of ``SWITCHYARD_FLEET_URL``."""
+    import httpx
+
+    url = httpx.URL(settings.fleet_url or DEFAULT_FLEET_URL)
+    return url.host, url.port or 80
+
+
+class FleetProcess:
+    """The fleet server with its busy-time recorder, as one ASGI app."""
+
+    def __init__(self, settings: Settings) -> None:
+        specs = [s for s in load_fleet(settings.fleet_file) if s.backend == "trainium-sim"]
+        self.pool = AcceleratorPool.from_specs(specs, time_scale=settings.time_scale)
+        token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
+        self.server = FleetServer(self.pool, token=token)
+        self.database = Database(settings.database_url)
+        self.recorder = FleetBusyRecorder(self.database)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.server(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.recorder.watch(self.pool, self.server.undelivered_chip_us)
+                self.recorder.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def shutdown(self) -> None:
+        try:
+            await self.recorder.stop()
+        except Exception:
+            log.exception("could not record the fleet's last busy time")
+        await self.pool.aclose()
+        await self.database.dispose()
+
+
+def serve_fleet(settings: Settings, host: str, port: int) -> None:
+    """Serve the fleet process until SIGTERM/SIGINT."""
+    import uvicorn
+
+    app = FleetProcess(settings)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # cancel what runs so streams end (with their receipts) before uvicorn waits for connections to close
+            loop = asyncio.get_event_loop()
+            loop.call_soon_threadsafe(app.server.close)
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=CANCEL_GRACE_S,
+    )
+    Server(config).run()
