@@ -64,7 +64,8 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         settings = _settings()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        rate_limiter, concurrency, _redis = limiters_for(settings.redis_url)  # lives as long as the thread
+        redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
+        rate_limiter, concurrency, _redis = limiters_for(redis_url)  # lives as long as the thread
         env = RunEnvironment(
             database=Database(settings.database_url),
             pool=build_pool(settings),
