@@ -23,7 +23,7 @@ def access(level: str | Role) -> dict[str, Any]:
     return {"access": level}
 
 
-async def require_access(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+async def require_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """Refuse the call unless the caller may use the route (async: Litestar runs sync guards in a thread)."""
     level = handler.opt.get("access")
     if level is None:

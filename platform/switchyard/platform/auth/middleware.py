@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar.connection import ASGIConnection
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 from sqlalchemy import select
+from sqlmodel import col
 
 from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.keys import parse_key, secret_matches
@@ -18,7 +21,7 @@ __all__ = ["ApiKeyAuthentication"]
 
 
 class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
-    async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
+    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
         header = connection.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -38,7 +41,9 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
         async with database.session() as session:
             scope_session(session, UNSCOPED)  # the key decides the tenant, so the lookup cannot be scoped
             table = OperatorKey if parsed.short_id.startswith("op") else ApiKey
-            row = (await session.execute(select(table).where(table.short_id == parsed.short_id))).scalar_one_or_none()
+            row = (
+                await session.execute(select(table).where(col(table.short_id) == parsed.short_id))
+            ).scalar_one_or_none()
         if row is None or not secret_matches(parsed.secret, row.secret_sha256):
             raise AuthenticationFailed("invalid API key")
         if row.revoked_at is not None:

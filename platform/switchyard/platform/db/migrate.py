@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TextIO
 
 from alembic import command
 from alembic.config import Config
@@ -24,7 +25,7 @@ def migrations_dir() -> Path:
     raise FileNotFoundError("no Alembic environment found (expected migrations/env.py)")
 
 
-def alembic_config(database_url: str, stdout: io.TextIOBase | None = None) -> Config:
+def alembic_config(database_url: str, stdout: TextIO | None = None) -> Config:
     config = Config(stdout=stdout) if stdout is not None else Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.set_main_option("sqlalchemy.url", sync_url(database_url).replace("%", "%%"))

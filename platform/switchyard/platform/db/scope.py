@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, event, text
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
+from sqlmodel import col
 
 from switchyard.platform.models import TenantOwned
 
@@ -74,8 +75,7 @@ def _apply_tenant_scope(state: ORMExecuteState) -> None:
     if not isinstance(scope, TenantScope):
         raise MissingTenantScope("query on a tenant-owned table without a tenant scope")
     criteria = [
-        with_loader_criteria(table, table.tenant_id == scope.tenant_id, include_aliases=True)  # type: ignore[arg-type]
-        for table in owned
+        with_loader_criteria(table, col(table.tenant_id) == scope.tenant_id, include_aliases=True) for table in owned
     ]
     state.statement = state.statement.options(*criteria)
 

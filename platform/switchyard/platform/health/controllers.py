@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kombu import Connection
+from kombu.connection import Connection
 from litestar import Request, Response, get
 from sqlalchemy import text
 
@@ -22,7 +22,8 @@ async def healthz() -> dict[str, str]:
 
 
 def _broker_reachable(url: str) -> None:
-    with Connection(url, connect_timeout=2) as connection:
+    # kombu ships py.typed but leaves Connection.__init__ unannotated
+    with Connection(url, connect_timeout=2) as connection:  # type: ignore[no-untyped-call]
         connection.ensure_connection(max_retries=1, timeout=2)
 
 

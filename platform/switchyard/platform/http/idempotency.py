@@ -17,9 +17,10 @@ from typing import Any
 
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
 
 from switchyard.platform.db import UNSCOPED, Database, new_id
 from switchyard.platform.models import IdempotencyRecord, utc_now
@@ -44,14 +45,16 @@ async def _claim(
         async with database.unit_of_work(UNSCOPED) as session:
             existing = (
                 await session.execute(
-                    select(IdempotencyRecord).where(IdempotencyRecord.owner == owner, IdempotencyRecord.key == key)
+                    select(IdempotencyRecord).where(
+                        col(IdempotencyRecord.owner) == owner, col(IdempotencyRecord.key) == key
+                    )
                 )
             ).scalar_one_or_none()
             abandoned = (
                 existing is not None and existing.status_code is None and existing.created_at < now - IN_FLIGHT_LEASE
             )
             if existing is not None and (existing.expires_at <= now or abandoned):
-                await session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id == existing.id))
+                await session.execute(delete(IdempotencyRecord).where(col(IdempotencyRecord.id) == existing.id))
                 existing = None
             if existing is not None:
                 return existing
@@ -71,14 +74,14 @@ async def _finish(database: Database, record_id: str, status: int, content_type:
     async with database.unit_of_work(UNSCOPED) as session:
         await session.execute(
             update(IdempotencyRecord)
-            .where(IdempotencyRecord.id == record_id)
+            .where(col(IdempotencyRecord.id) == record_id)
             .values(status_code=status, content_type=content_type, response_body=body)
         )
 
 
 async def _release(database: Database, record_id: str) -> None:
     async with database.unit_of_work(UNSCOPED) as session:
-        await session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id == record_id))
+        await session.execute(delete(IdempotencyRecord).where(col(IdempotencyRecord.id) == record_id))
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
@@ -102,6 +105,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
     size = 0
     while True:
         message = await receive()
+        if message["type"] != "http.request":  # the client went away: what arrived is all there is
+            return b"".join(chunks)
         chunks.append(message.get("body", b""))
         size += len(chunks[-1])
         if size > limit:
@@ -117,7 +122,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         headers = dict(scope["headers"])
         key = headers.get(b"idempotency-key", b"").decode("latin-1")
         principal = scope.get("user")
-        if scope["method"] != "POST" or not key or principal is None:
+        if scope["type"] != ScopeType.HTTP or scope["method"] != "POST" or not key or principal is None:
             await next_app(scope, receive, send)
             return
         if len(key) > MAX_KEY_LENGTH:
@@ -166,7 +171,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
     ) -> None:
         replayed = False
 
-        async def receive_again() -> Message:
+        async def receive_again() -> ReceiveMessage:
             nonlocal replayed
             if replayed:  # the body was read; from now on the only message is the client's disconnect
                 return await receive()

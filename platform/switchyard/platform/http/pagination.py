@@ -10,6 +10,7 @@ from litestar.params import QueryParameter
 from pydantic import BaseModel
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped
 
 __all__ = ["CursorParams", "Page", "cursor_params", "paginate"]
 
@@ -47,7 +48,7 @@ def cursor_params(
 async def paginate(
     session: AsyncSession,
     statement: Select[Any],
-    id_column: Any,
+    id_column: Mapped[str],
     params: CursorParams,
     to_public: Callable[[Any], T],
 ) -> Page[T]:
