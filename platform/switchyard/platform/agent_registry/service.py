@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.agents import AgentSpec
 from switchyard.platform.agent_registry.schemas import (
@@ -39,7 +40,7 @@ ModelCheck = Callable[[str], Any]
 
 
 async def _agent_row(session: AsyncSession, scope: TenantScope, agent_id: str) -> Agent:
-    statement = select(Agent).where(Agent.tenant_id == scope.tenant_id, Agent.id == agent_id)
+    statement = select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.id) == agent_id)
     row = (await session.execute(statement)).scalar_one_or_none()
     if row is None or row.deleted_at is not None:
         raise NotFound(f"no agent {agent_id!r}", param="agent_id")
@@ -53,7 +54,9 @@ async def get_version(
     agent = await _agent_row(session, scope, agent_id)
     wanted = agent.latest_version if version is None else version
     statement = select(AgentVersion).where(
-        AgentVersion.tenant_id == scope.tenant_id, AgentVersion.agent_id == agent_id, AgentVersion.version == wanted
+        col(AgentVersion.tenant_id) == scope.tenant_id,
+        col(AgentVersion.agent_id) == agent_id,
+        col(AgentVersion.version) == wanted,
     )
     row = (await session.execute(statement)).scalar_one_or_none()
     if row is None:
@@ -100,8 +103,8 @@ async def get_agent(session: AsyncSession, *, scope: TenantScope, agent_id: str)
 
 
 async def list_agents(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[AgentPublic]:
-    statement = select(Agent).where(Agent.tenant_id == scope.tenant_id, Agent.deleted_at.is_(None))  # type: ignore[union-attr]
-    page = await paginate(session, statement, Agent.id, params, lambda row: row)
+    statement = select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.deleted_at).is_(None))
+    page = await paginate(session, statement, col(Agent.id), params, lambda row: row)
     if not page.data:
         return Page[AgentPublic](data=[], first_id=None, last_id=None, has_more=False)
     keys = [(a.id, a.latest_version) for a in page.data]
@@ -109,8 +112,8 @@ async def list_agents(session: AsyncSession, *, scope: TenantScope, params: Curs
         (
             await session.execute(
                 select(AgentVersion).where(
-                    AgentVersion.tenant_id == scope.tenant_id,
-                    AgentVersion.agent_id.in_([k[0] for k in keys]),  # type: ignore[attr-defined]
+                    col(AgentVersion.tenant_id) == scope.tenant_id,
+                    col(AgentVersion.agent_id).in_([k[0] for k in keys]),
                 )
             )
         )
@@ -183,5 +186,7 @@ async def list_versions(
     session: AsyncSession, *, scope: TenantScope, agent_id: str, params: CursorParams
 ) -> Page[AgentVersionPublic]:
     await _agent_row(session, scope, agent_id)
-    statement = select(AgentVersion).where(AgentVersion.tenant_id == scope.tenant_id, AgentVersion.agent_id == agent_id)
-    return await paginate(session, statement, AgentVersion.id, params, AgentVersionPublic.of)
+    statement = select(AgentVersion).where(
+        col(AgentVersion.tenant_id) == scope.tenant_id, col(AgentVersion.agent_id) == agent_id
+    )
+    return await paginate(session, statement, col(AgentVersion.id), params, AgentVersionPublic.of)

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.api_keys.schemas import ApiKeyCreated, ApiKeyPublic
 from switchyard.platform.audit.service import record
@@ -60,8 +61,8 @@ async def create_key(
 
 
 async def list_keys(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[ApiKeyPublic]:
-    statement = select(ApiKey).where(ApiKey.tenant_id == scope.tenant_id)
-    return await paginate(session, statement, ApiKey.id, params, ApiKeyPublic.of)
+    statement = select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id)
+    return await paginate(session, statement, col(ApiKey.id), params, ApiKeyPublic.of)
 
 
 async def revoke_key(
@@ -75,7 +76,7 @@ async def revoke_key(
 ) -> ApiKeyPublic:
     """Revoke a key; effective on the next request. Revoking an already revoked key changes nothing."""
     row = (
-        await session.execute(select(ApiKey).where(ApiKey.tenant_id == scope.tenant_id, ApiKey.id == key_id))
+        await session.execute(select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id, col(ApiKey.id) == key_id))
     ).scalar_one_or_none()
     if row is None:
         raise NotFound(f"no API key {key_id!r}", param="key_id")

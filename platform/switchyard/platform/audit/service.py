@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
@@ -55,10 +56,10 @@ def record(
 async def list_events(
     session: AsyncSession, scope: TenantScope, params: CursorParams, action: str | None, to_public: Any
 ) -> Page[Any]:
-    statement = select(AuditEvent).where(AuditEvent.tenant_id == scope.tenant_id)
+    statement = select(AuditEvent).where(col(AuditEvent.tenant_id) == scope.tenant_id)
     if action:
-        statement = statement.where(AuditEvent.action == action)
-    return await paginate(session, statement, AuditEvent.id, params, to_public)
+        statement = statement.where(col(AuditEvent.action) == action)
+    return await paginate(session, statement, col(AuditEvent.id), params, to_public)
 
 
 def record_operator(
@@ -89,5 +90,5 @@ async def list_operator_events(
 ) -> Page[Any]:
     statement = select(OperatorAuditEvent)
     if action:
-        statement = statement.where(OperatorAuditEvent.action == action)
-    return await paginate(session, statement, OperatorAuditEvent.id, params, to_public)
+        statement = statement.where(col(OperatorAuditEvent.action) == action)
+    return await paginate(session, statement, col(OperatorAuditEvent.id), params, to_public)

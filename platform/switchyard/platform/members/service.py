@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
@@ -19,7 +20,9 @@ __all__ = ["add_member", "change_role", "get_member", "list_members", "remove_me
 
 async def _find(session: AsyncSession, scope: TenantScope, member_id: str) -> Member:
     row = (
-        await session.execute(select(Member).where(Member.tenant_id == scope.tenant_id, Member.id == member_id))
+        await session.execute(
+            select(Member).where(col(Member.tenant_id) == scope.tenant_id, col(Member.id) == member_id)
+        )
     ).scalar_one_or_none()
     if row is None:
         raise NotFound(f"no member {member_id!r}", param="member_id")
@@ -27,7 +30,9 @@ async def _find(session: AsyncSession, scope: TenantScope, member_id: str) -> Me
 
 
 async def _owner_count(session: AsyncSession, scope: TenantScope) -> int:
-    statement = select(func.count()).where(Member.tenant_id == scope.tenant_id, Member.role == Role.OWNER.value)
+    statement = select(func.count()).where(
+        col(Member.tenant_id) == scope.tenant_id, col(Member.role) == Role.OWNER.value
+    )
     return int((await session.execute(statement)).scalar_one())
 
 
@@ -41,7 +46,9 @@ async def add_member(
 ) -> MemberPublic:
     _may_manage(actor_role, role)
     email = email.strip().lower()
-    taken = await session.execute(select(Member.id).where(Member.tenant_id == scope.tenant_id, Member.email == email))
+    taken = await session.execute(
+        select(col(Member.id)).where(col(Member.tenant_id) == scope.tenant_id, col(Member.email) == email)
+    )
     if taken.first() is not None:
         raise Conflict(f"{email} is already a member", param="email", code="member_exists")
     row = Member(id=new_id("mem"), tenant_id=scope.tenant_id, email=email, role=role.value)
@@ -60,8 +67,8 @@ async def add_member(
 
 
 async def list_members(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[MemberPublic]:
-    statement = select(Member).where(Member.tenant_id == scope.tenant_id)
-    return await paginate(session, statement, Member.id, params, MemberPublic.of)
+    statement = select(Member).where(col(Member.tenant_id) == scope.tenant_id)
+    return await paginate(session, statement, col(Member.id), params, MemberPublic.of)
 
 
 async def get_member(session: AsyncSession, *, scope: TenantScope, member_id: str) -> MemberPublic:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.api_keys.service import create_key
 from switchyard.platform.audit.service import record, record_operator
@@ -42,7 +43,7 @@ async def create_tenant(session: AsyncSession, *, actor: Actor, name: str, owner
 
 
 async def list_tenants(session: AsyncSession, *, params: CursorParams) -> Page[TenantPublic]:
-    return await paginate(session, select(Tenant), Tenant.id, params, TenantPublic.of)
+    return await paginate(session, select(Tenant), col(Tenant.id), params, TenantPublic.of)
 
 
 async def get_tenant(session: AsyncSession, *, tenant_id: str) -> TenantPublic:

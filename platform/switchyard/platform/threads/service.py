@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.agents import Message
 from switchyard.platform.audit.service import record
@@ -37,7 +38,7 @@ __all__ = [
 
 
 async def thread_row(session: AsyncSession, scope: TenantScope, thread_id: str) -> Thread:
-    statement = select(Thread).where(Thread.tenant_id == scope.tenant_id, Thread.id == thread_id)
+    statement = select(Thread).where(col(Thread.tenant_id) == scope.tenant_id, col(Thread.id) == thread_id)
     row = (await session.execute(statement)).scalar_one_or_none()
     if row is None or row.deleted_at is not None:
         raise NotFound(f"no thread {thread_id!r}", param="thread_id")
@@ -45,17 +46,17 @@ async def thread_row(session: AsyncSession, scope: TenantScope, thread_id: str) 
 
 
 async def active_run_id(session: AsyncSession, scope: TenantScope, thread_id: str) -> str | None:
-    statement = select(Run.id).where(
-        Run.tenant_id == scope.tenant_id,
-        Run.thread_id == thread_id,
-        Run.status.in_(ACTIVE_RUN_STATUSES),  # type: ignore[attr-defined]
+    statement = select(col(Run.id)).where(
+        col(Run.tenant_id) == scope.tenant_id,
+        col(Run.thread_id) == thread_id,
+        col(Run.status).in_(ACTIVE_RUN_STATUSES),
     )
     return (await session.execute(statement.limit(1))).scalar_one_or_none()
 
 
 async def _last_position(session: AsyncSession, scope: TenantScope, thread_id: str) -> int:
-    statement = select(func.max(ThreadMessage.position)).where(
-        ThreadMessage.tenant_id == scope.tenant_id, ThreadMessage.thread_id == thread_id
+    statement = select(func.max(col(ThreadMessage.position))).where(
+        col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == thread_id
     )
     value = (await session.execute(statement)).scalar_one_or_none()
     return -1 if value is None else int(value)
@@ -95,11 +96,11 @@ async def history(session: AsyncSession, *, scope: TenantScope, thread_id: str, 
     statement = (
         select(ThreadMessage)
         .where(
-            ThreadMessage.tenant_id == scope.tenant_id,
-            ThreadMessage.thread_id == thread_id,
-            ThreadMessage.position <= up_to_position,
+            col(ThreadMessage.tenant_id) == scope.tenant_id,
+            col(ThreadMessage.thread_id) == thread_id,
+            col(ThreadMessage.position) <= up_to_position,
         )
-        .order_by(ThreadMessage.position)
+        .order_by(col(ThreadMessage.position))
     )
     rows = (await session.execute(statement)).scalars().all()
     out = []
@@ -194,10 +195,12 @@ async def list_messages(
 ) -> Page[MessagePublic]:
     """Messages in thread order (``order`` asc or desc); ``after``/``before`` are message ids."""
     await thread_row(session, scope, thread_id)
-    base = select(ThreadMessage).where(ThreadMessage.tenant_id == scope.tenant_id, ThreadMessage.thread_id == thread_id)
+    base = select(ThreadMessage).where(
+        col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == thread_id
+    )
 
     async def position_of(message_id: str) -> int:
-        found = (await session.execute(base.where(ThreadMessage.id == message_id))).scalar_one_or_none()
+        found = (await session.execute(base.where(col(ThreadMessage.id) == message_id))).scalar_one_or_none()
         if found is None:
             raise NotFound(f"no message {message_id!r} in this thread", param="after")
         return found.position
@@ -206,14 +209,18 @@ async def list_messages(
     statement = base
     if params.after is not None:
         pos = await position_of(params.after)
-        statement = statement.where(ThreadMessage.position < pos if descending else ThreadMessage.position > pos)
+        statement = statement.where(
+            col(ThreadMessage.position) < pos if descending else col(ThreadMessage.position) > pos
+        )
     if params.before is not None:
         pos = await position_of(params.before)
-        statement = statement.where(ThreadMessage.position > pos if descending else ThreadMessage.position < pos)
+        statement = statement.where(
+            col(ThreadMessage.position) > pos if descending else col(ThreadMessage.position) < pos
+        )
     backwards = params.before is not None and params.after is None
     ascending = descending == backwards
-    column = ThreadMessage.position
-    statement = statement.order_by(column.asc() if ascending else column.desc()).limit(params.limit + 1)  # type: ignore[attr-defined]
+    column = col(ThreadMessage.position)
+    statement = statement.order_by(column.asc() if ascending else column.desc()).limit(params.limit + 1)
     rows = list((await session.execute(statement)).scalars().all())
     has_more = len(rows) > params.limit
     rows = rows[: params.limit]
