@@ -1,9 +1,11 @@
 """Gateway overhead: Switchyard's /v1/chat/completions in front of an instant upstream, side by side with
-calling the upstream directly and with the LiteLLM proxy in front of the same upstream.
+calling the upstream directly and with the LiteLLM proxy in front of the same upstream; Switchyard with one and
+with two API processes; and a simulated deployment (time scale 0) simulated inside the API process or by the
+fleet process (`switchyard fleet`, one HTTP hop more), which is how several API processes share one fleet.
 
-    .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16]
+    .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16] [--api-processes 1,2]
 
-Every server is a separate process with one worker on 127.0.0.1; the load generator (aiohttp) runs here. It
+Every server is a separate process on 127.0.0.1; the load generator (aiohttp) runs here. It
 measures added latency at concurrency 1 and throughput at a fixed concurrency, with metering on (usage events,
 budget reservations) and prints ratios, which are what is comparable on a shared, noisy machine. The LiteLLM
 column appears when `litellm[proxy]` is installed here, or when `--litellm` names the `litellm` command of another
@@ -33,7 +35,8 @@ from pathlib import Path
 import aiohttp
 
 MODEL = "echo"
-BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 5}
+SIM_MODEL = "sim-8b"
+SIM_DEPLOYMENT = {"name": SIM_MODEL, "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.48xlarge", "tp": 8}
 
 
 def free_port() -> int:
@@ -59,6 +62,11 @@ class Target:
     name: str
     url: str
     key: str
+    model: str = MODEL
+
+    @property
+    def body(self) -> dict[str, object]:
+        return {"model": self.model, "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 5}
 
 
 @dataclass
@@ -71,7 +79,9 @@ class Result:
 
 async def _one(session: aiohttp.ClientSession, target: Target) -> float:
     started = time.perf_counter()
-    async with session.post(target.url, json=BODY, headers={"Authorization": f"Bearer {target.key}"}) as response:
+    async with session.post(
+        target.url, json=target.body, headers={"Authorization": f"Bearer {target.key}"}
+    ) as response:
         await response.read()
         if response.status != 200:
             raise RuntimeError(f"{target.name}: HTTP {response.status}")
@@ -126,6 +136,8 @@ def main() -> None:
         "an empty PostgreSQL database, e.g. postgresql://postgres@127.0.0.1:5432/sy_bench",
     )
     parser.add_argument("--litellm", default="", help="the `litellm` command of an environment with litellm[proxy]")
+    parser.add_argument("--api-processes", default="1,2", help="Switchyard API process counts to compare")
+    parser.add_argument("--no-sim", action="store_true", help="leave out the simulated deployment's rows")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sy-gateway-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -154,21 +166,19 @@ def main() -> None:
         targets = [Target("upstream direct", f"{upstream}/chat/completions", "none")]
 
         fleet = work / "fleet.json"
-        fleet.write_text(
-            json.dumps(
-                {"deployments": [{"name": MODEL, "backend": "openai-compatible", "base_url": upstream, "chips": 1}]}
-            )
-        )
-        sy_port = free_port()
+        upstream_deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": upstream, "chips": 1}
+        fleet.write_text(json.dumps({"deployments": [upstream_deployment, SIM_DEPLOYMENT]}))
         env = {
             "SWITCHYARD_DATA_DIR": str(work / "sy"),
             "SWITCHYARD_FLEET_FILE": str(fleet),
-            "SWITCHYARD_PORT": str(sy_port),
+            "SWITCHYARD_TIME_SCALE": "0",
             "SWITCHYARD_LOG_LEVEL": "warning",
             "SWITCHYARD_KEY_REQUESTS_PER_MINUTE": "100000000",
             "SWITCHYARD_TENANT_TOKENS_PER_MINUTE": "1000000000",
             "SWITCHYARD_TENANT_MAX_CONCURRENCY": "10000",
         }
+        if args.database_url:
+            env["SWITCHYARD_DATABASE_URL"] = args.database_url
         switchyard = str(bin_dir / "switchyard")
         subprocess.run([switchyard, "db", "upgrade"], env={**os.environ, **env}, check=True, capture_output=True)
         created = subprocess.run(
@@ -179,9 +189,26 @@ def main() -> None:
             text=True,
         ).stdout
         key = re.search(r"owner key:\s+(\S+)", created).group(1)  # type: ignore[union-attr]
-        procs.append(start([switchyard, "api"], env, work / "switchyard.log"))
-        wait_listening(sy_port, procs[-1])
-        targets.append(Target("switchyard", f"http://127.0.0.1:{sy_port}/v1/chat/completions", key))
+        fleet_port = free_port()
+        fleet_env = {**env, "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{fleet_port}"}
+        if not args.no_sim:
+            procs.append(start([switchyard, "fleet"], fleet_env, work / "fleet.log"))
+            wait_listening(fleet_port, procs[-1])
+
+        def api(name: str, workers: int, model: str, extra: dict[str, str]) -> None:
+            port = free_port()
+            command = [switchyard, "api", "--port", str(port), "--workers", str(workers)]
+            procs.append(start(command, {**extra, "SWITCHYARD_PORT": str(port)}, work / f"api-{port}.log"))
+            wait_listening(port, procs[-1])
+            targets.append(Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", key, model))
+
+        counts = [int(n) for n in args.api_processes.split(",")]
+        for n in counts:
+            api(f"switchyard x{n}", n, MODEL, fleet_env)
+        if not args.no_sim:
+            api("sim in-process", 1, SIM_MODEL, env)
+            for n in counts:
+                api(f"sim via fleet x{n}", n, SIM_MODEL, fleet_env)
 
         litellm = args.litellm or _local_litellm_proxy(bin_dir)
         if litellm:
@@ -230,17 +257,25 @@ def main() -> None:
         f"non-streaming chat completions, {args.concurrency} connections for {args.seconds:.0f} s; "
         f"latency at concurrency 1 over {args.serial} requests\n"
     )
-    header = f"{'target':<16} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'errors':>7}"
+    header = f"{'target':<19} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'errors':>7}"
     print(header)
     print("-" * len(header))
     for name, r in results.items():
         print(
-            f"{name:<16} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
+            f"{name:<19} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
             f"{r.p50_ms - direct.p50_ms:>8.2f} {r.errors:>7}"
         )
+    one = results["switchyard x1"]
+    for name, r in results.items():
+        if name.startswith("switchyard x") and name != "switchyard x1":
+            print(f"\n{name} / switchyard x1 throughput: {r.rps / one.rps:.2f}x")
+    if "sim in-process" in results:
+        for name, r in results.items():
+            if name.startswith("sim via fleet"):
+                print(f"{name} / sim in-process throughput: {r.rps / results['sim in-process'].rps:.2f}x")
     if "litellm proxy" in results:
-        ratio = results["switchyard"].rps / results["litellm proxy"].rps
-        print(f"\nswitchyard / litellm proxy throughput: {ratio:.1f}x")
+        ratio = one.rps / results["litellm proxy"].rps
+        print(f"\nswitchyard x1 / litellm proxy throughput: {ratio:.1f}x")
 
 
 if __name__ == "__main__":

@@ -130,26 +130,50 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _serve(settings: Settings) -> None:
+def _serve(settings: Settings, workers: int = 1) -> None:
     import uvicorn
 
     from switchyard.platform.app import create_app
 
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        access_log=False,
-    )
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+    }
+    if workers == 1:
+        uvicorn.run(create_app(settings), **options)
+    else:  # each worker process builds its app from the same SWITCHYARD_* environment
+        uvicorn.run("switchyard.platform.app:create_app", factory=True, workers=workers, **options)
+
+
+SHUTDOWN_GRACE_S = 5
+"""Seconds an API process waits on SIGTERM for open responses before it closes them and exits."""
 
 
 @main.command()
 @click.option("--host", default=None, help="Interface to bind.")
 @click.option("--port", default=None, type=int, help="Port to bind.")
-def api(host: str | None, port: int | None) -> None:
+@click.option(
+    "--workers",
+    default=1,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="API processes sharing the port (several need SWITCHYARD_FLEET_URL when trainium-sim models are served).",
+)
+def api(host: str | None, port: int | None, workers: int) -> None:
     """Run the API server only (production: several of these behind a load balancer)."""
-    _serve(_settings(host=host, port=port))
+    settings = _settings(host=host, port=port)
+    if workers > 1 and not settings.fleet_url:
+        from switchyard.accelerator.pool import load_fleet
+
+        if any(spec.backend == "trainium-sim" for spec in load_fleet(settings.fleet_file)):
+            raise click.UsageError(
+                "several API processes would each simulate their own copy of the trainium-sim fleet: "
+                "run `switchyard fleet` and set SWITCHYARD_FLEET_URL"
+            )
+    _serve(settings, workers)
 
 
 @main.command()

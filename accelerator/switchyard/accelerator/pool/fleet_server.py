@@ -3,9 +3,9 @@
 ``FleetServer`` is an ASGI app over an ``AcceleratorPool`` of ``SimulatedDeployment``s (``switchyard fleet``
 serves it; ``RemoteSimulatedDeployment`` is its client):
 
-- ``POST /v1/chat/completions``: an OpenAI chat completion (always streamed as SSE) with the request's identity
-  in a ``switchyard`` field (``request_id``, ``tenant``, ``priority``, ``weight``, ``session``); the last chunk's
-  ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
+- ``POST /v1/chat/completions``: an OpenAI chat completion, streamed as SSE or whole, with the request's
+  identity in a ``switchyard`` field (``request_id``, ``tenant``, ``priority``, ``weight``, ``session``); the
+  answer's ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
 - ``POST /v1/requests/{request_id}/cancel``: stop a request; its stream still ends with the receipt of what it used.
 - ``GET /v1/fleet``: every deployment's replicas, queue depth, utilisation and KV use. ``GET /healthz``.
 
@@ -17,6 +17,7 @@ name them. When ``token`` is set every request must carry ``Authorization: Beare
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -114,7 +115,7 @@ class FleetServer:
         watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, request.request_id))
         receipt: ComputeReceipt | None = None
         try:
-            stream = _ChunkWriter(send, request.model, gone)
+            stream = _ChunkWriter(send, request.model, gone) if request.stream else _WholeWriter(send, request.model)
             await stream.start()
             async for event in backend.generate(request):
                 if isinstance(event, ComputeReceipt):
@@ -178,21 +179,53 @@ class _ChunkWriter:
 
     async def finish(self, receipt: ComputeReceipt) -> None:
         await self._write(self._chunk({}, receipt.finish_reason))
-        usage = {
-            "prompt_tokens": receipt.prompt_tokens,
-            "completion_tokens": receipt.completion_tokens,
-            "total_tokens": receipt.prompt_tokens + receipt.completion_tokens,
-            "compute": {
-                "chip_us": receipt.chip_us,
-                "instance_type": receipt.instance_type,
-                "replica": receipt.replica,
-                "queue_ms": receipt.queue_ms,
-                "ttft_ms": receipt.ttft_ms,
-                "decode_ms": receipt.decode_ms,
-            },
-        }
-        await self._write({**self._base, "choices": [], "usage": usage})
+        await self._write({**self._base, "choices": [], "usage": _usage(receipt)})
         await self._write("[DONE]", more=False)
+
+
+class _WholeWriter:
+    """One ``chat.completion``, sent when the receipt is in (a whole answer: one write, one read)."""
+
+    def __init__(self, send: Send, model: str) -> None:
+        self._send = send
+        self._model = model
+        self._text: list[str] = []
+        self._calls: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        pass
+
+    async def delta(self, event: TextDelta | ToolCallDelta) -> None:
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+        else:
+            function = {"name": event.call.name, "arguments": event.call.arguments}
+            self._calls.append({"id": event.call.id, "type": "function", "function": function})
+
+    async def finish(self, receipt: ComputeReceipt) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) or None}
+        if self._calls:
+            message["tool_calls"] = self._calls
+        choice = {"index": 0, "message": message, "finish_reason": receipt.finish_reason}
+        completion = {"object": "chat.completion", "model": self._model, "choices": [choice], "usage": _usage(receipt)}
+        with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
+            await _json(self._send, 200, completion)
+
+
+def _usage(receipt: ComputeReceipt) -> dict[str, Any]:
+    return {
+        "prompt_tokens": receipt.prompt_tokens,
+        "completion_tokens": receipt.completion_tokens,
+        "total_tokens": receipt.prompt_tokens + receipt.completion_tokens,
+        "compute": {
+            "chip_us": receipt.chip_us,
+            "instance_type": receipt.instance_type,
+            "replica": receipt.replica,
+            "queue_ms": receipt.queue_ms,
+            "ttft_ms": receipt.ttft_ms,
+            "decode_ms": receipt.decode_ms,
+        },
+    }
 
 
 def _inference_request(body: dict[str, Any]) -> InferenceRequest:
@@ -209,6 +242,7 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         priority=Priority(int(identity.get("priority", Priority.STANDARD))),
         weight=float(identity.get("weight", 1.0)),
         session=identity.get("session"),
+        stream=bool(body.get("stream", False)),
     )
 
 

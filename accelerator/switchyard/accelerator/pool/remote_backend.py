@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -21,7 +20,7 @@ import httpx
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_backend import max_chip_us
-from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent
+from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
 from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, UpstreamError, _Answer
 
 __all__ = ["RemoteSimulatedDeployment"]
@@ -69,11 +68,6 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
             "session": request.session,
         }
         return body
-
-    def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
-        # always streamed from the fleet: the receipt comes in the last chunk, and the gateway assembles a
-        # whole answer from the deltas when its client asked for one
-        return super().generate(replace(request, stream=True))
 
     def _receipt(self, request: InferenceRequest, answer: _Answer, started: float, finished: float) -> ComputeReceipt:
         compute = answer.usage.get("compute")
