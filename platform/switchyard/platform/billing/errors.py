@@ -13,6 +13,7 @@ class BudgetExceeded(ApiError):
     status_code = 402
     error_type = "insufficient_quota"
     default_code = "budget_exceeded"
+    code: str  # never None here: the default code is always set
 
     def __init__(self, message: str, *, budget_id: str, remaining_micros: int) -> None:
         super().__init__(message, param=None)

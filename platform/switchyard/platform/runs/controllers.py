@@ -55,12 +55,13 @@ def _run_or_stream(
 
 async def _last_sequence(request: Request[Any, Any, Any], scope: TenantScope, run_id: str) -> int:
     from sqlalchemy import func, select
+    from sqlmodel import col
 
     from switchyard.platform.models import RunEventRecord
 
     async with request.app.state.database.unit_of_work(scope) as session:
-        statement = select(func.max(RunEventRecord.sequence_number)).where(
-            RunEventRecord.tenant_id == scope.tenant_id, RunEventRecord.run_id == run_id
+        statement = select(func.max(col(RunEventRecord.sequence_number))).where(
+            col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == run_id
         )
         return int((await session.execute(statement)).scalar_one_or_none() or 0)
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from switchyard.accelerator.pool import PoolEvent, TextDelta
 from switchyard.agents import RunState, StepStatus, StepType
@@ -64,8 +65,9 @@ class MessageDeltas:
         async with self.database.unit_of_work(self.scope) as session:
             last = (
                 await session.execute(
-                    select(func.max(RunEventRecord.sequence_number)).where(
-                        RunEventRecord.tenant_id == self.scope.tenant_id, RunEventRecord.run_id == self.ctx.run_id
+                    select(func.max(col(RunEventRecord.sequence_number))).where(
+                        col(RunEventRecord.tenant_id) == self.scope.tenant_id,
+                        col(RunEventRecord.run_id) == self.ctx.run_id,
                     )
                 )
             ).scalar_one_or_none() or 0

@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
+from sqlmodel import col
 
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import AcceleratorPool
@@ -91,7 +92,7 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
     now = utc_now()
     async with env.database.unit_of_work(scope) as session:
         run = (
-            await session.execute(select(Run).where(Run.tenant_id == scope.tenant_id, Run.id == run_id))
+            await session.execute(select(Run).where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id))
         ).scalar_one_or_none()
         if run is None:
             return "missing"
@@ -104,12 +105,12 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
                 return "awaiting_client"
         earlier = (
             await session.execute(
-                select(Run.id)
+                select(col(Run.id))
                 .where(
-                    Run.tenant_id == scope.tenant_id,
-                    Run.thread_id == run.thread_id,
-                    Run.id < run.id,
-                    Run.status.in_(("queued", "in_progress", "requires_action")),  # type: ignore[attr-defined]
+                    col(Run.tenant_id) == scope.tenant_id,
+                    col(Run.thread_id) == run.thread_id,
+                    col(Run.id) < run.id,
+                    col(Run.status).in_(("queued", "in_progress", "requires_action")),
                 )
                 .limit(1)
             )
@@ -119,13 +120,13 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         values: dict[str, Any] = {
             "lease_owner": env.worker_id,
             "lease_expires_at": now + timedelta(seconds=env.lease_s),
-            "attempts": Run.attempts + 1,
+            "attempts": col(Run.attempts) + 1,
         }
         if run.history_position < 0:
             last = (
                 await session.execute(
-                    select(func.max(ThreadMessage.position)).where(
-                        ThreadMessage.tenant_id == scope.tenant_id, ThreadMessage.thread_id == run.thread_id
+                    select(func.max(col(ThreadMessage.position))).where(
+                        col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == run.thread_id
                     )
                 )
             ).scalar_one_or_none()
@@ -133,13 +134,13 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         claimed = await session.execute(
             update(Run)
             .where(
-                Run.tenant_id == scope.tenant_id,
-                Run.id == run_id,
-                Run.revision == run.revision,
+                col(Run.tenant_id) == scope.tenant_id,
+                col(Run.id) == run_id,
+                col(Run.revision) == run.revision,
                 or_(
-                    Run.lease_expires_at.is_(None),  # type: ignore[union-attr]
-                    Run.lease_expires_at < now,  # type: ignore[operator]
-                    Run.lease_owner == env.worker_id,
+                    col(Run.lease_expires_at).is_(None),
+                    col(Run.lease_expires_at) < now,
+                    col(Run.lease_owner) == env.worker_id,
                 ),
             )
             .values(values)
@@ -151,9 +152,9 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         version = (
             await session.execute(
                 select(AgentVersion).where(
-                    AgentVersion.tenant_id == scope.tenant_id,
-                    AgentVersion.agent_id == run.agent_id,
-                    AgentVersion.version == run.agent_version,
+                    col(AgentVersion.tenant_id) == scope.tenant_id,
+                    col(AgentVersion.agent_id) == run.agent_id,
+                    col(AgentVersion.version) == run.agent_version,
                 )
             )
         ).scalar_one()
@@ -169,7 +170,11 @@ async def _heartbeat(env: RunEnvironment, scope: TenantScope, run_id: str) -> No
             async with env.database.unit_of_work(scope) as session:
                 await session.execute(
                     update(Run)
-                    .where(Run.tenant_id == scope.tenant_id, Run.id == run_id, Run.lease_owner == env.worker_id)
+                    .where(
+                        col(Run.tenant_id) == scope.tenant_id,
+                        col(Run.id) == run_id,
+                        col(Run.lease_owner) == env.worker_id,
+                    )
                     .values(lease_expires_at=utc_now() + timedelta(seconds=env.lease_s))
                     .execution_options(synchronize_session=False)
                 )
@@ -181,7 +186,7 @@ async def _release(env: RunEnvironment, scope: TenantScope, run_id: str) -> None
     async with env.database.unit_of_work(scope) as session:
         await session.execute(
             update(Run)
-            .where(Run.tenant_id == scope.tenant_id, Run.id == run_id, Run.lease_owner == env.worker_id)
+            .where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id, col(Run.lease_owner) == env.worker_id)
             .values(lease_owner=None, lease_expires_at=None)
             .execution_options(synchronize_session=False)
         )
@@ -215,9 +220,9 @@ async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> st
 async def _next_queued(env: RunEnvironment, scope: TenantScope, thread_id: str) -> str | None:
     async with env.database.unit_of_work(scope) as session:
         statement = (
-            select(Run.id)
-            .where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id, Run.status == "queued")
-            .order_by(Run.id)
+            select(col(Run.id))
+            .where(col(Run.tenant_id) == scope.tenant_id, col(Run.thread_id) == thread_id, col(Run.status) == "queued")
+            .order_by(col(Run.id))
             .limit(1)
         )
         return (await session.execute(statement)).scalar_one_or_none()
@@ -291,7 +296,9 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         async with env.database.unit_of_work(scope) as session:
             flag = (
                 await session.execute(
-                    select(Run.cancel_requested).where(Run.tenant_id == scope.tenant_id, Run.id == run.id)
+                    select(col(Run.cancel_requested)).where(
+                        col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run.id
+                    )
                 )
             ).scalar_one()
         return bool(flag)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.agents import RunState, StepType, events_between
 from switchyard.platform.billing import budgets
@@ -61,8 +62,8 @@ async def _append_events(
         return 0
     last = (
         await session.execute(
-            select(func.max(RunEventRecord.sequence_number)).where(
-                RunEventRecord.tenant_id == scope.tenant_id, RunEventRecord.run_id == ctx.run_id
+            select(func.max(col(RunEventRecord.sequence_number))).where(
+                col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == ctx.run_id
             )
         )
     ).scalar_one_or_none() or 0
@@ -159,10 +160,10 @@ async def save_transition(
         "updated_at": now,
     }
     statement = update(Run).where(
-        Run.tenant_id == scope.tenant_id, Run.id == ctx.run_id, Run.revision == before.revision
+        col(Run.tenant_id) == scope.tenant_id, col(Run.id) == ctx.run_id, col(Run.revision) == before.revision
     )
     if lease_owner is not None:
-        statement = statement.where(Run.lease_owner == lease_owner)
+        statement = statement.where(col(Run.lease_owner) == lease_owner)
         if lease_s is not None:
             values["lease_expires_at"] = now + timedelta(seconds=lease_s)
     result = await session.execute(statement.values(values).execution_options(synchronize_session=False))

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import Run, RunEventRecord
@@ -46,18 +47,20 @@ async def run_events(
         async with database.unit_of_work(scope) as session:
             # the status first: events committed with a final status are then certain to be read below
             status = (
-                await session.execute(select(Run.status).where(Run.tenant_id == scope.tenant_id, Run.id == run_id))
+                await session.execute(
+                    select(col(Run.status)).where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id)
+                )
             ).scalar_one()
             rows = (
                 (
                     await session.execute(
                         select(RunEventRecord)
                         .where(
-                            RunEventRecord.tenant_id == scope.tenant_id,
-                            RunEventRecord.run_id == run_id,
-                            RunEventRecord.sequence_number > last,
+                            col(RunEventRecord.tenant_id) == scope.tenant_id,
+                            col(RunEventRecord.run_id) == run_id,
+                            col(RunEventRecord.sequence_number) > last,
                         )
-                        .order_by(RunEventRecord.sequence_number)  # type: ignore[arg-type]
+                        .order_by(col(RunEventRecord.sequence_number))
                         .limit(500)
                     )
                 )
