@@ -11,8 +11,8 @@ import os
 from typing import Any
 
 from switchyard.agents import FunctionModel, Message, ModelRequest, ToolCall
-from switchyard.platform.runs.dispatch import InlineDispatcher
 from switchyard.platform.runs.executor import ModelFactory, RunEnvironment
+from switchyard.platform.runs.inline import InlineDispatcher
 from switchyard.platform.runs.limited import RunLimits
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -45,7 +45,7 @@ def run_inline(client: Any, *, model_factory: ModelFactory | None = None, **tool
         limits=RunLimits.from_settings(gateway.settings, gateway.rate_limiter, gateway.concurrency),
     )
     dispatcher = InlineDispatcher(env)
-    client.app.state.run_dispatcher = dispatcher
+    client.app.state.jobs = dispatcher
     return dispatcher
 
 
@@ -80,7 +80,7 @@ def _approval_route() -> bool:
 
 
 async def _agent(client: Any, tenant: Any) -> str:
-    if not isinstance(getattr(client.app.state, "run_dispatcher", None), InlineDispatcher):
+    if not isinstance(getattr(client.app.state, "jobs", None), InlineDispatcher):
         run_inline(client, model_factory=scripted_model)
     tool = {"type": "function", "name": "lookup", "requires_approval": _approval_route()}
     return str((await make_agent(client, tenant, tools=[tool]))["id"])

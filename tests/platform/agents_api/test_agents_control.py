@@ -126,10 +126,10 @@ async def test_cancel_of_a_queued_run_needs_no_worker(client: Any, make_tenant: 
     sent: list[str] = []
 
     class Nowhere:
-        def dispatch(self, tenant_id: str, run_id: str) -> None:
-            sent.append(run_id)
+        def send_task(self, name: str, args: list[str]) -> None:
+            sent.append(args[1])
 
-    client.app.state.run_dispatcher = Nowhere()
+    client.app.state.jobs = Nowhere()
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant)

@@ -20,8 +20,8 @@ class _Nowhere:
     def __init__(self) -> None:
         self.sent: list[str] = []
 
-    def dispatch(self, tenant_id: str, run_id: str) -> None:
-        self.sent.append(run_id)
+    def send_task(self, name: str, args: list[str]) -> None:
+        self.sent.append(args[1])
 
 
 class _SlowModel:
@@ -45,7 +45,7 @@ async def _set_lease(database: Any, run_id: str, owner: str | None, seconds: flo
 
 
 async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
-    client.app.state.run_dispatcher = _Nowhere()
+    client.app.state.jobs = _Nowhere()
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant)
@@ -76,7 +76,7 @@ async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
 
 
 async def test_cancel_while_a_worker_drives_the_run(client: Any, make_tenant: Any) -> None:
-    client.app.state.run_dispatcher = _Nowhere()
+    client.app.state.jobs = _Nowhere()
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant, tools=[{"type": "calculator"}])
@@ -102,7 +102,7 @@ async def test_cancel_while_a_worker_drives_the_run(client: Any, make_tenant: An
 
 
 async def test_cancel_of_a_run_whose_worker_died(client: Any, make_tenant: Any) -> None:
-    client.app.state.run_dispatcher = _Nowhere()
+    client.app.state.jobs = _Nowhere()
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant)
@@ -118,7 +118,7 @@ async def test_event_stream_pings_while_nothing_happens(client: Any, make_tenant
     from switchyard.platform.db import TenantScope
     from switchyard.platform.runs.stream import run_events
 
-    client.app.state.run_dispatcher = _Nowhere()  # no worker: the run stays queued
+    client.app.state.jobs = _Nowhere()  # no worker: the run stays queued
     tenant = await make_tenant()
     agent = await make_agent(client, tenant)
     run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=tenant.headers())).json()

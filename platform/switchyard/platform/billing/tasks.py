@@ -21,6 +21,7 @@ from switchyard.platform.billing.invoices import finalize_due
 from switchyard.platform.billing.ledger import RATABLE, RatingResult, rate_events
 from switchyard.platform.billing.tx import own_transaction
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.jobs import enqueue
 from switchyard.platform.models import UsageEvent, utc_now
 from switchyard.platform.settings import Settings, load_settings
 
@@ -68,7 +69,7 @@ def rate_events_task(self: Task, event_ids: list[str] | None = None) -> dict[str
     for tenant_id, hour in sorted(result.hours):
         by_tenant.setdefault(tenant_id, []).append(hour.isoformat())
     for tenant_id, hours in by_tenant.items():  # sent after the rating committed
-        self.app.send_task("billing.aggregate", args=[tenant_id, hours])
+        enqueue(self.app, "billing.aggregate", tenant_id, hours)
     return {"rated": result.rated, "unpriced": result.unpriced}
 
 
@@ -115,7 +116,7 @@ def sweep_task(self: Task) -> dict[str, int]:
 
     batches, expired = _run(self, job)
     for batch in batches:
-        self.app.send_task("billing.rate_events", args=[batch])
+        enqueue(self.app, "billing.rate_events", batch)
     return {"batches": len(batches), "events": sum(map(len, batches)), "expired_reservations": expired}
 
 

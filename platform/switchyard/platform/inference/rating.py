@@ -3,8 +3,9 @@
 Usage events are committed ``pending``; ``billing.rate_events`` prices them (and opens the month's draft
 invoice). A process that commits usage calls ``RatingNudge.usage_committed()``, which costs nothing on the hot
 path: at most once per ``interval_s`` one ``billing.rate_events`` job is sent (it rates the oldest pending
-events), from a thread so the event loop never waits for the broker. A nudge that cannot be sent is logged
-and dropped; ``billing.sweep`` rates whatever is still pending after 30 s.
+events), from a thread so the event loop never waits for the broker. API processes build it with
+``partial(jobs.enqueue, jobs, RATE_EVENTS_TASK)``: no session, since the usage is committed already. A nudge that
+cannot be sent is logged and dropped; ``billing.sweep`` rates whatever is still pending after 30 s.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ RATE_EVENTS_TASK = "billing.rate_events"
 
 
 class RatingNudge:
-    """Coalesces "usage was committed" into one ``billing.rate_events`` job per interval."""
+    """Coalesces "usage was committed" into one ``billing.rate_events`` job per interval, sent by ``send()``."""
 
     def __init__(self, send: Callable[[], None], *, interval_s: float = 0.5) -> None:
         self._send = send

@@ -7,15 +7,15 @@ import time
 from functools import partial
 from typing import Any
 
-from switchyard.accelerator.pool import AcceleratorPool, load_fleet
+from switchyard.accelerator.pool import AcceleratorPool, load_fleet, reload_fleet_process
 from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
+from switchyard.platform.jobs import enqueue, jobs_for
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
-from switchyard.platform.worker.sender import task_sender_for
 
 __all__ = ["build_pool", "reload_pool", "start_gateway", "stop_gateway"]
 
@@ -34,7 +34,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
         settings=settings,
         rate_limiter=rate_limiter,
         concurrency=concurrency,
-        rating=RatingNudge(partial(task_sender_for(state).send, RATE_EVENTS_TASK)),
+        rating=RatingNudge(partial(enqueue, jobs_for(state), RATE_EVENTS_TASK)),
     )
     state.gateway = gateway
     state.redis = redis_client
@@ -60,7 +60,12 @@ def build_pool(settings: Settings) -> AcceleratorPool:
 
 
 async def reload_pool(state: Any, pool: AcceleratorPool) -> None:
-    """Serve from ``pool``; the old pool's busy time is recorded once its last request has finished."""
+    """Serve from ``pool`` (after the fleet process, when there is one, has re-read the fleet file too); the old
+    pool's busy time is recorded once its last request has finished."""
+    settings: Settings = state.settings
+    if settings.fleet_url:
+        token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
+        await reload_fleet_process(settings.fleet_url, token)
     recorder: FleetBusyRecorder = state.busy_recorder
     recorder.watch(pool)
     old = await state.gateway.reload(pool)

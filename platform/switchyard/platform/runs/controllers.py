@@ -14,9 +14,9 @@ from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import Page
+from switchyard.platform.jobs import jobs_for
 from switchyard.platform.models import Run
 from switchyard.platform.runs import service
-from switchyard.platform.runs.dispatch import dispatcher_for
 from switchyard.platform.runs.schemas import (
     RunCreate,
     RunPublic,
@@ -89,7 +89,7 @@ class RunController(Controller):
             thread_id=thread_id,
             data=data,
             check_model=model_check(request, tenant),
-            dispatcher=dispatcher_for(request.app.state),
+            jobs=jobs_for(request.app.state),
         )
         return _run_or_stream(request, tenant, run, data.stream, HTTP_201_CREATED)
 
@@ -165,7 +165,7 @@ class RunController(Controller):
             actor=actor,
             thread_id=thread_id,
             run_id=run_id,
-            dispatcher=dispatcher_for(request.app.state),
+            jobs=jobs_for(request.app.state),
         )
 
     @post(
@@ -194,7 +194,7 @@ class RunController(Controller):
             thread_id=thread_id,
             run_id=run_id,
             data=data,
-            dispatcher=dispatcher_for(request.app.state),
+            jobs=jobs_for(request.app.state),
         )
         return _run_or_stream(request, tenant, run, data.stream, HTTP_200_OK, after)
 
@@ -222,7 +222,7 @@ class RunController(Controller):
             thread_id=thread_id,
             run_id=run_id,
             data=data,
-            dispatcher=dispatcher_for(request.app.state),
+            jobs=jobs_for(request.app.state),
         )
         return RunPublic.of(run)
 
@@ -249,6 +249,6 @@ class ThreadAndRunController(Controller):
             thread_id=thread.id,
             data=RunCreate.model_validate(data.model_dump(exclude={"thread"})),
             check_model=model_check(request, tenant),
-            dispatcher=dispatcher_for(request.app.state),
+            jobs=jobs_for(request.app.state),
         )
         return _run_or_stream(request, tenant, run, data.stream, HTTP_201_CREATED)

@@ -41,7 +41,7 @@ from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.runs.budgeted import BudgetedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.limited import RateLimitedModel, RunLimits
-from switchyard.platform.runs.persist import RunContext, StaleRun, save_transition
+from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
 __all__ = ["RunEnvironment", "client_loop", "execute_run", "worker_identity"]
@@ -80,11 +80,6 @@ class RunEnvironment:
 
 def _billed_steps(state: RunState) -> int:
     return sum(1 for step in state.steps if step.usage is not None)
-
-
-def client_loop(spec: AgentSpec) -> RunLoop:
-    """A loop for client transitions (tool outputs, approvals, cancel), which use neither tools nor the model."""
-    return RunLoop(spec, ToolRegistry(), context_window_tokens=1)
 
 
 async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[Run, AgentVersion] | str:

@@ -13,14 +13,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.agents import RunState, StepType, events_between
+from switchyard.agents import AgentSpec, RunLoop, RunState, StepType, ToolRegistry, events_between
 from switchyard.platform.billing import budgets
 from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.models import Run, RunEventRecord, utc_now
 from switchyard.platform.threads.service import append_messages
 
-__all__ = ["RunContext", "StaleRun", "initial_events", "save_transition"]
+__all__ = ["RunContext", "StaleRun", "client_loop", "initial_events", "save_transition"]
 
 
 class StaleRun(Exception):
@@ -37,6 +37,11 @@ class RunContext:
     agent_version: int
     api_key_id: str | None
     instance_type: str
+
+
+def client_loop(spec: AgentSpec) -> RunLoop:
+    """A loop for client transitions (tool outputs, approvals, cancel), which use neither tools nor the model."""
+    return RunLoop(spec, ToolRegistry(), context_window_tokens=1)
 
 
 def _payload(name: str, data: dict[str, object], ctx: RunContext) -> dict[str, object]:

@@ -15,10 +15,10 @@ from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.jobs import JobSender, enqueue
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
-from switchyard.platform.runs.dispatch import RunDispatcher, dispatch_after_commit
-from switchyard.platform.runs.executor import client_loop
-from switchyard.platform.runs.persist import RunContext, StaleRun, initial_events, save_transition
+from switchyard.platform.runs.dispatch import EXECUTE_TASK
+from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, initial_events, save_transition
 from switchyard.platform.runs.schemas import (
     RunCreate,
     RunPublic,
@@ -76,9 +76,9 @@ async def create_run(
     thread_id: str,
     data: RunCreate,
     check_model: ModelCheck,
-    dispatcher: RunDispatcher,
+    jobs: JobSender,
 ) -> Run:
-    """A queued run of the agent over the thread, dispatched to a worker after the commit."""
+    """A queued run of the agent over the thread, sent to the workers after the commit."""
     await thread_row(session, scope, thread_id)
     agent, version = await get_version(session, scope=scope, agent_id=data.agent_id, version=data.agent_version)
     spec = AgentSpec.model_validate(version.definition)
@@ -90,7 +90,7 @@ async def create_run(
                 f"thread {thread_id!r} has an active run {active!r}", param="thread_id", code="thread_has_active_run"
             )
         if data.multitask_strategy == "interrupt":
-            await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active, dispatcher=None)
+            await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active, jobs=None)
     run_id = new_id("run")
     state = client_loop(spec).new_run(run_id, now_ms=wall_clock_ms())
     history_position = -1  # fixed when a worker first picks the run up (after any run ahead of it)
@@ -130,7 +130,7 @@ async def create_run(
     )
     await session.flush()
     # Behind another run, the worker leaves it queued; the run ahead starts it when it ends (or the sweeper).
-    dispatch_after_commit(session, dispatcher, scope.tenant_id, run_id)
+    enqueue(jobs, EXECUTE_TASK, scope.tenant_id, run_id, session=session)
     return run
 
 
@@ -182,7 +182,7 @@ async def cancel_run(
     actor: Actor,
     thread_id: str,
     run_id: str,
-    dispatcher: RunDispatcher | None,
+    jobs: JobSender | None,
 ) -> RunPublic:
     """Cancel (idempotent). A run no live worker holds is cancelled at once; a running one at its next step."""
     run = await run_row(session, scope, thread_id, run_id)
@@ -202,17 +202,15 @@ async def cancel_run(
         # meanwhile and sees the flag at its next step.
         with contextlib.suppress(StaleRun):
             await save_transition(session, scope=scope, ctx=_context(run), before=state, after=cancelled)
-            if dispatcher is not None:
-                await _start_next_queued(session, scope, thread_id, dispatcher)
+            if jobs is not None:
+                await _start_next_queued(session, scope, thread_id, jobs)
     record(session, tenant_id=scope.tenant_id, actor=actor, action="run.cancel", target_type="run", target_id=run_id)
     await session.flush()
     await session.refresh(run)
     return RunPublic.of(run)
 
 
-async def _start_next_queued(
-    session: AsyncSession, scope: TenantScope, thread_id: str, dispatcher: RunDispatcher
-) -> None:
+async def _start_next_queued(session: AsyncSession, scope: TenantScope, thread_id: str, jobs: JobSender) -> None:
     statement = (
         select(Run.id)
         .where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id, Run.status == "queued")
@@ -221,7 +219,7 @@ async def _start_next_queued(
     )
     next_run = (await session.execute(statement)).scalar_one_or_none()
     if next_run is not None:
-        dispatch_after_commit(session, dispatcher, scope.tenant_id, next_run)
+        enqueue(jobs, EXECUTE_TASK, scope.tenant_id, next_run, session=session)
 
 
 def _outputs_error(exc: ToolOutputsError) -> Exception:
@@ -241,7 +239,7 @@ async def _client_transition(
     run_id: str,
     action: str,
     decisions: dict[str, str] | dict[str, bool],
-    dispatcher: RunDispatcher,
+    jobs: JobSender,
 ) -> Run:
     run = await run_row(session, scope, thread_id, run_id)
     state = RunState.model_validate(run.state)
@@ -253,7 +251,7 @@ async def _client_transition(
             after = loop.submit_approvals(state, decisions, now_ms=wall_clock_ms())  # type: ignore[arg-type]
     except ToolOutputsError as exc:
         if exc.code == "expired":
-            dispatcher.dispatch(scope.tenant_id, run_id)  # a worker records the expiry
+            enqueue(jobs, EXECUTE_TASK, scope.tenant_id, run_id)  # now, as the request rolls back: a worker expires it
         raise _outputs_error(exc) from None
     try:
         await save_transition(session, scope=scope, ctx=_context(run), before=state, after=after)
@@ -270,7 +268,7 @@ async def _client_transition(
     )
     await session.flush()
     await session.refresh(run)
-    dispatch_after_commit(session, dispatcher, scope.tenant_id, run_id)
+    enqueue(jobs, EXECUTE_TASK, scope.tenant_id, run_id, session=session)
     return run
 
 
@@ -282,7 +280,7 @@ async def submit_tool_outputs(
     thread_id: str,
     run_id: str,
     data: SubmitToolOutputs,
-    dispatcher: RunDispatcher,
+    jobs: JobSender,
 ) -> Run:
     outputs = {o.tool_call_id: o.output for o in data.tool_outputs}
     if len(outputs) != len(data.tool_outputs):
@@ -295,7 +293,7 @@ async def submit_tool_outputs(
         run_id=run_id,
         action="run.submit_tool_outputs",
         decisions=outputs,
-        dispatcher=dispatcher,
+        jobs=jobs,
     )
 
 
@@ -307,7 +305,7 @@ async def submit_approvals(
     thread_id: str,
     run_id: str,
     data: SubmitApprovals,
-    dispatcher: RunDispatcher,
+    jobs: JobSender,
 ) -> Run:
     decisions = {a.tool_call_id: a.approve for a in data.approvals}
     if len(decisions) != len(data.approvals):
@@ -320,5 +318,5 @@ async def submit_approvals(
         run_id=run_id,
         action="run.approvals",
         decisions=decisions,
-        dispatcher=dispatcher,
+        jobs=jobs,
     )

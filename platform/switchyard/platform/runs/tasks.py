@@ -1,4 +1,5 @@
-"""Celery jobs of runs: ``runs.execute`` (drive one run) and ``runs.sweep`` (re-enqueue runs past their lease).
+"""Celery jobs of runs: ``runs.execute`` (drive one run), ``runs.recover`` (re-enqueue runs whose worker died, as
+``runs.resume``) and ``runs.sweep`` (re-enqueue runs never picked up; expire waits past their deadline).
 
 Tasks are synchronous; each worker thread keeps one event loop, one database and one accelerator pool, so the
 pool's state (queues, replicas) lives across tasks. Delivery is at-least-once: a redelivered
@@ -12,23 +13,32 @@ import asyncio
 import logging
 import threading
 from collections.abc import Coroutine
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from celery import current_app, shared_task
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
+from switchyard.platform.jobs import enqueue
 from switchyard.platform.limits import limiters_for
 from switchyard.platform.models import Run, utc_now
-from switchyard.platform.runs.dispatch import EXECUTE_TASK
+from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
 from switchyard.platform.runs.limited import RunLimits
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["TOOL_OPTIONS", "execute_run_task", "sweep_runs", "sweep_task"]
+__all__ = [
+    "TOOL_OPTIONS",
+    "execute_run_task",
+    "recover_task",
+    "resume_run_task",
+    "runs_to_recover",
+    "sweep_runs",
+    "sweep_task",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,12 +57,12 @@ def _settings() -> Settings:
 
 
 def _send(tenant_id: str, run_id: str) -> None:
-    current_app.send_task(EXECUTE_TASK, args=[tenant_id, run_id])
+    enqueue(current_app, EXECUTE_TASK, tenant_id, run_id)
 
 
 def _ask_for_rating() -> None:
     try:
-        current_app.send_task(RATE_EVENTS_TASK)
+        enqueue(current_app, RATE_EVENTS_TASK)
     except Exception:  # the sweeper rates the usage later
         log.warning("could not ask for rating", exc_info=True)
 
@@ -94,22 +104,30 @@ def execute_run_task(tenant_id: str, run_id: str) -> str:
     return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
 
 
-async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, str]]:
-    """Runs to re-enqueue: active with a lease that passed, never picked up within ``grace_s``, or waiting for
-    the client past their deadline (a worker records the expiry). Returns ``(tenant_id, run_id)`` pairs."""
-    now = utc_now()
+@shared_task(name="runs.resume")
+def resume_run_task(tenant_id: str, run_id: str) -> str:
+    """``runs.execute`` for a run whose worker died, sent by ``runs.recover`` to the queue workers take first, so
+    it resumes ahead of every queued run. Redelivery: as ``runs.execute``."""
+    _, env = _environment()
+    return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+
+
+def _lease_passed(now: datetime) -> ColumnElement[bool]:
+    return Run.lease_expires_at < now  # type: ignore[operator,return-value]
+
+
+def _never_picked_up(now: datetime, grace_s: float) -> ColumnElement[bool]:
     unclaimed_before = now - timedelta(seconds=grace_s)
+    return and_(Run.lease_expires_at.is_(None), Run.updated_at < unclaimed_before)  # type: ignore[union-attr]
+
+
+async def _due(database: Database, now: datetime, condition: ColumnElement[bool]) -> list[tuple[str, str]]:
+    """Active runs matching ``condition``, less those waiting for the client before their deadline."""
     async with database.unit_of_work(UNSCOPED) as session:
         rows = (
             await session.execute(
                 select(Run.tenant_id, Run.id, Run.status, Run.state)
-                .where(
-                    Run.status.in_(("queued", "in_progress", "requires_action")),  # type: ignore[attr-defined]
-                    or_(
-                        Run.lease_expires_at < now,  # type: ignore[operator]
-                        and_(Run.lease_expires_at.is_(None), Run.updated_at < unclaimed_before),  # type: ignore[union-attr]
-                    ),
-                )
+                .where(Run.status.in_(("queued", "in_progress", "requires_action")), condition)  # type: ignore[attr-defined]
                 .order_by(Run.id)
                 .limit(1000)
             )
@@ -125,13 +143,43 @@ async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, s
     return due
 
 
+async def runs_to_recover(database: Database) -> list[tuple[str, str]]:
+    """Active runs whose lease passed: their worker died (a live one extends the lease, and releases it when the
+    run pauses or ends). Returns ``(tenant_id, run_id)`` pairs."""
+    now = utc_now()
+    return await _due(database, now, _lease_passed(now))
+
+
+async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, str]]:
+    """Runs to re-enqueue: active with a lease that passed, never picked up within ``grace_s``, or waiting for
+    the client past their deadline (a worker records the expiry). Returns ``(tenant_id, run_id)`` pairs."""
+    now = utc_now()
+    return await _due(database, now, or_(_lease_passed(now), _never_picked_up(now, grace_s)))
+
+
+@shared_task(name="runs.recover")
+def recover_task() -> int:
+    """Re-enqueue runs whose worker died as ``runs.resume``. Redelivery, or a run still queued from the last
+    pass: at worst a run is enqueued twice; the lease lets one worker in."""
+    _, env = _environment()
+    due = _run(runs_to_recover(env.database))
+    for tenant_id, run_id in due:
+        enqueue(current_app, RESUME_TASK, tenant_id, run_id)
+    if due:
+        log.info("resuming %d runs whose worker died", len(due))
+    return len(due)
+
+
 @shared_task(name="runs.sweep")
 def sweep_task() -> int:
-    """Re-enqueue stuck runs. Redelivery: at worst a run is enqueued twice; the lease lets one worker in."""
+    """Re-enqueue runs never picked up within a lease (their dispatch was lost, or they waited behind another run
+    of their thread) and waits past their deadline; ``runs.recover`` handles leases that passed. Redelivery: at
+    worst a run is enqueued twice; the lease lets one worker in."""
     _, env = _environment()
-    due = _run(sweep_runs(env.database, grace_s=env.lease_s))
+    now = utc_now()
+    due = _run(_due(env.database, now, _never_picked_up(now, env.lease_s)))
     for tenant_id, run_id in due:
-        _send(tenant_id, run_id)
+        enqueue(current_app, EXECUTE_TASK, tenant_id, run_id)
     if due:
         log.info("re-enqueued %d runs", len(due))
     return len(due)

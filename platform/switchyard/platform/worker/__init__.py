@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from switchyard.platform.worker.celery_app import create_celery
+from switchyard.platform.worker.celery_app import QUEUES, create_celery
 
-__all__ = ["create_celery"]
+__all__ = ["QUEUES", "create_celery"]

@@ -2,6 +2,11 @@
 
 Delivery is at-least-once (``task_acks_late`` + ``task_reject_on_worker_lost``, prefetch 1): every task must be
 idempotent, and each says what happens on redelivery.
+
+Jobs wait in three queues, so that recovering a crashed run never waits behind new runs or billing jobs:
+``switchyard.recovery`` (``runs.recover`` and the ``runs.resume`` it sends), ``switchyard.maintenance`` (the other
+periodic and billing jobs, ``system.ping``, anything unrouted) and ``switchyard.runs`` (``runs.execute``). A worker
+consumes them in that order: on Redis a free worker thread always takes the first non-empty queue.
 """
 
 from __future__ import annotations
@@ -11,10 +16,23 @@ from celery import Celery
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.worker.schedule import BEAT_SCHEDULE
 
-__all__ = ["TASK_PACKAGES", "create_celery"]
+__all__ = ["MAINTENANCE_QUEUE", "QUEUES", "RECOVERY_QUEUE", "RUNS_QUEUE", "TASK_PACKAGES", "create_celery"]
 
 TASK_PACKAGES = ["switchyard.platform.worker", "switchyard.platform.billing", "switchyard.platform.runs"]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
+
+RECOVERY_QUEUE = "switchyard.recovery"
+MAINTENANCE_QUEUE = "switchyard.maintenance"
+RUNS_QUEUE = "switchyard.runs"
+QUEUES = (RECOVERY_QUEUE, MAINTENANCE_QUEUE, RUNS_QUEUE)
+"""Every queue, in the order a worker takes jobs from them (``switchyard worker --queues`` picks some)."""
+
+TASK_ROUTES = {
+    "runs.recover": {"queue": RECOVERY_QUEUE},
+    "runs.resume": {"queue": RECOVERY_QUEUE},
+    "runs.execute": {"queue": RUNS_QUEUE},
+}
+"""Queues by task name; every other task goes to ``MAINTENANCE_QUEUE`` (the default queue)."""
 
 
 def create_celery(settings: Settings | None = None) -> Celery:
@@ -34,6 +52,10 @@ def create_celery(settings: Settings | None = None) -> Celery:
         result_expires=3600,
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
+        task_default_queue=MAINTENANCE_QUEUE,
+        task_routes=TASK_ROUTES,
+        # Redis: take from the queues in the order the worker lists them, not round-robin
+        broker_transport_options={"queue_order_strategy": "priority"},
     )
     app.conf.switchyard_settings = settings
     app.autodiscover_tasks(TASK_PACKAGES, related_name="tasks", force=True)

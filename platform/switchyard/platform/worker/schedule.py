@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BEAT_SCHEDULE"]
+__all__ = ["BEAT_SCHEDULE", "RECOVER_EVERY_S"]
+
+RECOVER_EVERY_S = 2.0
+"""How often ``runs.recover`` looks for runs whose worker died: a run resumes at most about this long after its
+lease passed (one indexed query each time)."""
 
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    # re-enqueue runs whose worker died (their lease passed), ahead of every queued run
+    "runs-recover": {"task": "runs.recover", "schedule": RECOVER_EVERY_S},
+    # re-enqueue runs never picked up (a lost dispatch, or behind another run of the thread); expire stale waits
+    "runs-sweep": {"task": "runs.sweep", "schedule": 15},
     # re-enqueue usage events still pending, expire budget holds never settled
     "billing-sweep": {"task": "billing.sweep", "schedule": 60},
     # recompute the hourly/daily usage roll-ups of recent events (catches lost aggregate jobs)
     "billing-aggregate-recent": {"task": "billing.aggregate", "schedule": 600},
     # finalize invoices whose month ended more than the grace period ago
     "billing-finalize-invoices": {"task": "billing.finalize_invoices", "schedule": 3600},
-    # re-enqueue runs whose worker died (lease passed) or that were never picked up; expire stale waits
-    "runs-sweep": {"task": "runs.sweep", "schedule": 15},
 }

@@ -1,0 +1,99 @@
+"""Sending jobs to the workers: ``enqueue()``, the one way every part of the platform sends them.
+
+A job is a Celery task named ``domain.verb`` with JSON-scalar arguments; which queue it waits in is the Celery app's
+routing (``worker/celery_app.py``), not the sender's choice. ``enqueue(jobs, task, *args, session=session)``
+sends it once ``session`` commits and drops it if the session rolls back, so a failed request sends nothing and
+a worker never looks for rows that are not stored yet. Without a session it sends at once: jobs sending jobs
+between their own transactions, and the rating nudge's coalesced sends.
+
+The broker can fail after the commit: a job sent after commit is logged and dropped then, so its domain needs a
+sweeper that finds the committed work again (``runs.sweep``, ``billing.sweep``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
+
+from switchyard.platform.settings import Settings
+
+__all__ = ["BrokerSender", "JobSender", "enqueue", "jobs_for"]
+
+log = logging.getLogger(__name__)
+
+_PENDING = "switchyard_jobs_after_commit"
+"""Key in ``Session.info``: the jobs waiting for the session's commit."""
+
+
+class JobSender(Protocol):
+    """Where jobs go: a Celery app (inside a worker), a ``BrokerSender`` (API processes), or an in-process
+    stand-in (tests: ``runs.inline.InlineDispatcher``)."""
+
+    def send_task(self, name: str, args: Sequence[Any]) -> object: ...
+
+
+class BrokerSender:
+    """Sends jobs to the broker of ``settings`` through a Celery app made on first use (a process that never sends
+    a job never touches the broker)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._app: Any = None
+
+    def send_task(self, name: str, args: Sequence[Any]) -> object:
+        if self._app is None:
+            # imported on first use: the Celery app names every task package, which import the domains
+            from switchyard.platform.worker.celery_app import create_celery
+
+            self._app = create_celery(self._settings)
+        return self._app.send_task(name, args=list(args))
+
+
+def jobs_for(state: Any) -> JobSender:
+    """The app's job sender (``state.jobs``; tests replace it), a ``BrokerSender`` made on first use from
+    ``state.settings``."""
+    jobs: JobSender | None = getattr(state, "jobs", None)
+    if jobs is None:
+        jobs = BrokerSender(state.settings)
+        state.jobs = jobs
+    return jobs
+
+
+def enqueue(jobs: JobSender, task: str, *args: Any, session: AsyncSession | None = None) -> None:
+    """Send job ``task(*args)`` through ``jobs``: once ``session`` commits (nothing if it rolls back), or now when
+    there is no session (then a broker error is raised to the caller)."""
+    if session is None:
+        jobs.send_task(task, list(args))
+        return
+    _pending(session.sync_session).append((jobs, task, list(args)))
+
+
+def _pending(session: Session) -> list[tuple[JobSender, str, list[Any]]]:
+    pending: list[tuple[JobSender, str, list[Any]]] | None = session.info.get(_PENDING)
+    if pending is None:
+        pending = []
+        session.info[_PENDING] = pending
+        event.listen(session, "after_commit", _send_pending)
+        event.listen(session, "after_soft_rollback", _drop_pending)
+    return pending
+
+
+def _send_pending(session: Session) -> None:
+    pending: list[tuple[JobSender, str, list[Any]]] = session.info[_PENDING]
+    committed = list(pending)
+    pending.clear()  # the session may run more transactions, each sending only its own jobs
+    for sender, task, args in committed:
+        try:
+            sender.send_task(task, args)
+        except Exception:  # committed already: the domain's sweeper finds the work again
+            log.exception("could not send job %s%r after the commit; its sweeper will", task, tuple(args))
+
+
+def _drop_pending(session: Session, previous_transaction: SessionTransaction) -> None:
+    if previous_transaction.parent is None:  # the whole transaction, not a savepoint inside it
+        session.info[_PENDING].clear()

@@ -1,0 +1,50 @@
+"""Executing runs in this process instead of on the workers (tests, and single-process use).
+
+Replace the app's job sender with an ``InlineDispatcher`` (``app.state.jobs``) and every ``runs.execute`` the API
+sends after a commit runs as a task of the app's event loop. API modules never import this one: it is the only
+way into the worker's executor from an API process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
+from switchyard.platform.runs.executor import RunEnvironment, execute_run
+
+__all__ = ["InlineDispatcher"]
+
+log = logging.getLogger(__name__)
+
+
+class InlineDispatcher:
+    """A job sender that executes ``runs.execute`` (and ``runs.resume``) as tasks of the running event loop."""
+
+    def __init__(self, env: RunEnvironment) -> None:
+        self.env = env
+        if env.dispatch is None:
+            env.dispatch = self.dispatch
+        self.tasks: set[asyncio.Task[str]] = set()
+
+    def send_task(self, name: str, args: Sequence[Any]) -> None:
+        if name not in (EXECUTE_TASK, RESUME_TASK):
+            raise ValueError(f"runs execute inline; job {name!r} has no worker in this process")
+        tenant_id, run_id = args
+        self.dispatch(tenant_id, run_id)
+
+    def dispatch(self, tenant_id: str, run_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(execute_run(self.env, tenant_id=tenant_id, run_id=run_id))
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[str]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("inline run failed", exc_info=task.exception())
+
+    async def drain(self) -> None:
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
