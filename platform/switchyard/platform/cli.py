@@ -193,13 +193,25 @@ def fleet(host: str | None, port: int | None) -> None:
 @click.option("--concurrency", "-c", default=None, type=int, help="Worker processes/threads.")
 @click.option("--pool", default="threads", show_default=True, help="Celery pool: prefork, threads or solo.")
 @click.option("--beat", is_flag=True, help="Also run the periodic jobs (one process per installation; `up` does).")
+@click.option(
+    "--queues",
+    "-Q",
+    default=None,
+    help="Comma-separated queues to take jobs from; default all of switchyard.recovery, switchyard.maintenance "
+    "and switchyard.runs, in that order.",
+)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
-def worker(concurrency: int | None, pool: str, beat: bool, celery_args: tuple[str, ...]) -> None:
+def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, celery_args: tuple[str, ...]) -> None:
     """Run a Celery worker; extra arguments go to `celery worker`."""
-    from switchyard.platform.worker import create_celery
+    from switchyard.platform.worker import QUEUES, create_celery
 
+    chosen = QUEUES if queues is None else tuple(q.strip() for q in queues.split(",") if q.strip())
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if unknown or not chosen:
+        raise click.BadParameter(f"choose among {', '.join(QUEUES)} (got {queues!r})", param_hint="--queues")
     settings = _settings()
     argv = ["worker", "--loglevel", settings.log_level.upper(), "--pool", pool]
+    argv += ["--queues", ",".join(q for q in QUEUES if q in chosen)]  # recovery first, new runs last
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     if beat:
