@@ -6,7 +6,7 @@ from switchyard.accelerator.pool.fair_queue import FairQueue
 from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, parse_fleet
 from switchyard.accelerator.pool.fleet_server import FleetServer
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
-from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
+from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment, reload_fleet_process
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
@@ -45,4 +45,5 @@ __all__ = [
     "count_tokens",
     "load_fleet",
     "parse_fleet",
+    "reload_fleet_process",
 ]

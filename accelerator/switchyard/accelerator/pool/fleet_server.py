@@ -8,6 +8,8 @@ serves it; ``RemoteSimulatedDeployment`` is its client):
   answer's ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
 - ``POST /v1/requests/{request_id}/cancel``: stop a request; its stream still ends with the receipt of what it used.
 - ``GET /v1/fleet``: every deployment's replicas, queue depth, utilisation and KV use. ``GET /healthz``.
+- ``POST /v1/fleet/reload``: serve the deployments ``reload`` returns (the fleet file, re-read); requests already
+  running finish on the old ones.
 
 A gateway whose connection drops before the receipt went out (its process died) never learns the request's
 compute: the request is stopped, and its chip-µs are counted in ``undelivered_chip_us`` so reconciliation can
@@ -26,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, Priority, TextDelta, ToolCallDelta
 
@@ -42,8 +44,15 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 class FleetServer:
-    def __init__(self, pool: AcceleratorPool, *, token: str = "") -> None:
+    def __init__(
+        self,
+        pool: AcceleratorPool,
+        *,
+        token: str = "",
+        reload: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.pool = pool
+        self._reload = reload
         self._token = token.encode()
         self._running: dict[str, Backend] = {}
         self._undelivered: dict[str, tuple[str, int]] = {}
@@ -54,6 +63,16 @@ class FleetServer:
         self._closing = True
         for request_id, backend in list(self._running.items()):
             backend.cancel(request_id)
+
+    async def replace_pool(self, pool: AcceleratorPool) -> AcceleratorPool:
+        """Serve from ``pool``; returns the old pool, closed, once its last running request has finished."""
+        old, self.pool = self.pool, pool
+        retired = set(old.backends())
+        # reloads are rare: polling keeps bookkeeping off every request's path
+        while any(backend in retired for backend in self._running.values()):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        await old.aclose()
+        return old
 
     def undelivered_chip_us(self) -> dict[str, tuple[str, int]]:
         """Compute of requests whose receipt never reached their gateway, since start: ``{replica: (instance
@@ -84,6 +103,13 @@ class FleetServer:
                 backend.cancel(match["request_id"])
             await _json(send, 200, {"cancelled": backend is not None})
         elif method == "GET" and path == "/v1/fleet":
+            await _json(send, 200, {"deployments": await self.pool.status()})
+        elif method == "POST" and path == "/v1/fleet/reload" and self._reload is not None:
+            try:
+                await self._reload()
+            except SimulatorError as exc:
+                await _error(send, 400, f"fleet file rejected, nothing changed: {exc}", "invalid_fleet")
+                return
             await _json(send, 200, {"deployments": await self.pool.status()})
         else:
             await _error(send, 404, f"no route {method} {path}", "not_found")

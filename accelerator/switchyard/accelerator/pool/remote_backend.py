@@ -18,12 +18,13 @@ from typing import Any
 import httpx
 
 from switchyard.accelerator.deployment import make_deployment
+from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_backend import max_chip_us
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
 from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, UpstreamError, _Answer
 
-__all__ = ["RemoteSimulatedDeployment"]
+__all__ = ["RemoteSimulatedDeployment", "reload_fleet_process"]
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +125,18 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         if self._cancels:
             await asyncio.gather(*self._cancels, return_exceptions=True)
         await super().aclose()
+
+
+async def reload_fleet_process(fleet_url: str, token: str = "") -> None:
+    """Ask the fleet process to re-read its fleet file; raises ``ConfigurationError`` when it rejects the file,
+    ``UpstreamError`` when it cannot be reached."""
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with httpx.AsyncClient(timeout=60.0) as client:
+            response = await client.post(f"{fleet_url.rstrip('/')}/v1/fleet/reload", headers=headers)
+    except httpx.HTTPError as exc:
+        raise UpstreamError(f"the fleet process at {fleet_url} did not answer: {exc!r}") from exc
+    if response.status_code == 400:
+        raise ConfigurationError(response.json()["error"]["message"])
+    if response.status_code != 200:
+        raise UpstreamError(f"the fleet process answered {response.status_code}: {response.text[:500]}")

@@ -51,10 +51,11 @@ async def record_fleet_busy(
     period_start: datetime,
     undelivered_chip_us: int = 0,
 ) -> None:
-    """Add ``chip_us`` busy chip-µs of ``replica`` (``undelivered_chip_us`` of them never receipted to a gateway)
-    to its slice starting ``period_start``. Reconciliation sums slices by ``period_start`` month."""
-    if chip_us < 0 or not 0 <= undelivered_chip_us <= chip_us:
-        raise ValueError("need chip_us >= undelivered_chip_us >= 0")
+    """Add ``chip_us`` busy chip-µs of ``replica``, and ``undelivered_chip_us`` of its busy time whose receipt never
+    reached a gateway, to its slice starting ``period_start``. Reconciliation sums slices by ``period_start``
+    month."""
+    if chip_us < 0 or undelivered_chip_us < 0:
+        raise ValueError("chip_us and undelivered_chip_us must be >= 0")
     module = postgresql if dialect_name(session) == "postgresql" else sqlite
     insert = module.insert(FleetBusy).values(
         id=new_id("fb"),
@@ -79,25 +80,30 @@ async def record_fleet_busy(
 
 
 class FleetBusyRecorder:
-    """Records the increase of each source's busy counters (and of its undelivered compute) every ``every_s``."""
+    """Records the increase of each watched counter every ``every_s``: replicas' busy chip-µs, and the part of
+    them whose receipt no gateway received."""
 
     def __init__(self, database: Database, *, every_s: float = 1.0, clock: Callable[[], datetime] = utc_now) -> None:
         self._database = database
         self._every_s = every_s
         self._clock = clock
-        self._sources: dict[int, tuple[BusySource, Counters | None]] = {}
+        self._watched: dict[int, tuple[object, Counters | None, Counters | None]] = {}
         self._recorded: dict[tuple[int, str], tuple[int, int]] = {}
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
-    def watch(self, source: BusySource, undelivered: Counters | None = None) -> None:
-        """Record ``source``'s busy time from now on (and ``undelivered``, the part no gateway received)."""
-        self._sources[id(source)] = (source, undelivered)
+    def watch(self, source: BusySource) -> None:
+        """Record the busy time of ``source``'s replicas from now on (a pool)."""
+        self._watched[id(source)] = (source, source.busy_chip_us, None)
 
-    async def retire(self, source: BusySource) -> None:
+    def watch_undelivered(self, owner: object, undelivered: Counters) -> None:
+        """Record ``undelivered``: compute already counted as busy whose receipt never reached a gateway."""
+        self._watched[id(owner)] = (owner, None, undelivered)
+
+    async def retire(self, source: object) -> None:
         """Record what ``source`` computed since the last flush, then stop watching it (a replaced pool)."""
         await self.flush()
-        self._sources.pop(id(source), None)
+        self._watched.pop(id(source), None)
         for key in [k for k in self._recorded if k[0] == id(source)]:
             del self._recorded[key]
 
@@ -144,11 +150,15 @@ class FleetBusyRecorder:
             return sum(busy for _key, _replica, _instance, busy, _undelivered, _totals in increments)
 
     def _increments(self) -> Iterable[tuple[tuple[int, str], str, str, int, int, tuple[int, int]]]:
-        for source_id, (source, undelivered) in self._sources.items():
-            lost = undelivered() if undelivered is not None else {}
-            for replica, (instance_type, total) in source.busy_chip_us().items():
-                lost_total = lost.get(replica, (instance_type, 0))[1]
-                key = (source_id, replica)
+        for owner_id, (_owner, busy, undelivered) in self._watched.items():
+            totals: dict[str, tuple[str, int, int]] = {}
+            for replica, (instance_type, chip_us) in (busy() if busy is not None else {}).items():
+                totals[replica] = (instance_type, chip_us, 0)
+            for replica, (instance_type, chip_us) in (undelivered() if undelivered is not None else {}).items():
+                totals[replica] = (instance_type, totals.get(replica, (instance_type, 0, 0))[1], chip_us)
+            for replica, (instance_type, busy_total, lost_total) in totals.items():
+                key = (owner_id, replica)
                 seen_busy, seen_lost = self._recorded.get(key, (0, 0))
-                if total > seen_busy or lost_total > seen_lost:
-                    yield key, replica, instance_type, total - seen_busy, lost_total - seen_lost, (total, lost_total)
+                if busy_total > seen_busy or lost_total > seen_lost:
+                    increment = (busy_total - seen_busy, lost_total - seen_lost)
+                    yield key, replica, instance_type, *increment, (busy_total, lost_total)

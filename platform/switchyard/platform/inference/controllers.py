@@ -182,7 +182,13 @@ class FleetController(Controller):
             pool = build_pool(settings)
         except SimulatorError as exc:
             raise InvalidRequest(f"fleet file rejected, nothing changed: {exc}", code="invalid_fleet") from None
-        await reload_pool(request.app.state, pool)
+        try:
+            await reload_pool(request.app.state, pool)
+        except (SimulatorError, UpstreamError) as exc:
+            await pool.aclose()
+            if isinstance(exc, UpstreamError):
+                raise ServiceUnavailable(str(exc), code="fleet_unavailable") from None
+            raise InvalidRequest(f"fleet file rejected, nothing changed: {exc}", code="invalid_fleet") from None
         deployments = await _fleet_status(request)
         record_operator(
             db_session,

@@ -36,10 +36,10 @@ class FleetProcess:
     """The fleet server with its busy-time recorder, as one ASGI app."""
 
     def __init__(self, settings: Settings) -> None:
-        specs = [s for s in load_fleet(settings.fleet_file) if s.backend == "trainium-sim"]
-        self.pool = AcceleratorPool.from_specs(specs, time_scale=settings.time_scale)
+        self.settings = settings
+        self.pool = self._load()
         token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
-        self.server = FleetServer(self.pool, token=token)
+        self.server = FleetServer(self.pool, token=token, reload=self.reload)
         self.database = Database(settings.database_url)
         self.recorder = FleetBusyRecorder(self.database)
 
@@ -50,13 +50,26 @@ class FleetProcess:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.recorder.watch(self.pool, self.server.undelivered_chip_us)
+                self.recorder.watch(self.pool)
+                self.recorder.watch_undelivered(self.server, self.server.undelivered_chip_us)
                 self.recorder.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def _load(self) -> AcceleratorPool:
+        specs = [s for s in load_fleet(self.settings.fleet_file) if s.backend == "trainium-sim"]
+        return AcceleratorPool.from_specs(specs, time_scale=self.settings.time_scale)
+
+    async def reload(self) -> None:
+        """Re-read the fleet file (a bad file raises and changes nothing); the old replicas' last busy time is
+        recorded once their running requests have finished."""
+        pool = self._load()
+        self.recorder.watch(pool)
+        self.pool = pool
+        await self.recorder.retire(await self.server.replace_pool(pool))
 
     async def shutdown(self) -> None:
         try:
