@@ -54,9 +54,11 @@ def create_celery(settings: Settings | None = None) -> Celery:
         worker_hijack_root_logger=False,
         task_default_queue=MAINTENANCE_QUEUE,
         task_routes=TASK_ROUTES,
-        # Redis: take from the queues in the order the worker lists them, not round-robin
-        broker_transport_options={"queue_order_strategy": "priority"},
     )
+    if settings.broker_url.split("://", 1)[0] in ("redis", "rediss", "redis+socket", "sentinel"):
+        # take from the queues in the order the worker lists them, not round-robin (the SQLite broker hands its
+        # transport options to SQLAlchemy, which refuses this one)
+        app.conf.broker_transport_options = {"queue_order_strategy": "priority"}
     app.conf.switchyard_settings = settings
     app.autodiscover_tasks(TASK_PACKAGES, related_name="tasks", force=True)
     app.conf.beat_schedule = dict(BEAT_SCHEDULE)
