@@ -110,21 +110,21 @@ async def test_a_call_waits_for_its_api_keys_request_rate(backend: Backend) -> N
 class SlotFreedLater(Timeline):
     """Another request of the tenant holds the only slot and ends after the waiting call's third pause."""
 
-    def __init__(self, concurrency: MemoryConcurrency, slot: str) -> None:
+    def __init__(self, concurrency: MemoryConcurrency, slot: str, holder: str) -> None:
         super().__init__()
-        self.concurrency, self.slot = concurrency, slot
+        self.concurrency, self.slot, self.holder = concurrency, slot, holder
 
     async def sleep(self, seconds: float) -> None:
         await super().sleep(seconds)
         if len(self.sleeps) == 3:
-            await self.concurrency.release(self.slot)
+            await self.concurrency.release(self.slot, self.holder)
 
 
 async def test_a_call_waits_for_a_request_slot_and_gives_it_back(backend: Backend) -> None:
     concurrency = MemoryConcurrency()
     slot = tenant_limit_key("t1")
-    assert await concurrency.acquire(slot, 1)
-    timeline = SlotFreedLater(concurrency, slot)
+    assert await concurrency.acquire(slot, 1, "another-request")
+    timeline = SlotFreedLater(concurrency, slot, "another-request")
     model, called_at = _limited(backend, timeline, tokens_per_minute=10**6, slots=1, concurrency=concurrency)
     await model.request(_request(10))
     assert len(timeline.sleeps) == 3

@@ -3,8 +3,11 @@
 Admission, in order (each refusal changes nothing and says why): the model exists and the tenant may use it
 (404); ``max_tokens`` and the context window (400); the key's request rate and the tenant's token rate (429,
 GCRA); the tenant's requests in flight (429); the tenant's budgets, holding the request's estimated maximum
-cost (402). The pool then runs the request in a task of its own, so a client that disconnects does not stop
-metering: the usage event and the budget settlement are written in one transaction when the receipt arrives.
+cost (402). When the limiters cannot decide (their Redis is unreachable) the request is refused with 503 and
+``retry-after``, before anything is held. The pool then runs the request in a task of its own, so a client
+that disconnects does not stop metering: the usage event and the budget settlement are written in one
+transaction when the receipt arrives. The answer always ends, even when giving the request's slot back fails
+(the slot then expires by itself).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -41,6 +45,7 @@ from switchyard.platform.inference.schemas import ChatCompletionCreate
 from switchyard.platform.limits import (
     ConcurrencyLimiter,
     Decision,
+    LimitsUnavailable,
     RateLimiter,
     api_key_limit_key,
     tenant_limit_key,
@@ -52,6 +57,7 @@ __all__ = ["Admitted", "InferenceGateway", "RequestEvents"]
 
 log = logging.getLogger(__name__)
 BUDGET_CACHE_S = 1.0
+LIMITS_RETRY_AFTER_S = 2  # asked of clients refused because the limiters' Redis is unreachable
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
 
@@ -64,6 +70,7 @@ class Admitted:
     scope: TenantScope
     api_key_id: str
     reservation_id: str | None
+    slot_holder: str  # holds the tenant's concurrency slot: unique to this request
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -160,9 +167,20 @@ class InferenceGateway:
                 code="context_length_exceeded",
             )
         worst_output = output_cap or min(self.settings.max_output_tokens, window - prompt_tokens)
-        headers = await self._check_rates(principal.key_id, scope.tenant_id, prompt_tokens + worst_output)
         slot = tenant_limit_key(scope.tenant_id)
-        if not await self.concurrency.acquire(slot, self.settings.tenant_max_concurrency):
+        # the request id may be the client's own x-request-id: not unique enough to hold a slot by itself
+        holder = f"{request_id}/{secrets.token_hex(6)}"
+        try:
+            headers = await self._check_rates(principal.key_id, scope.tenant_id, prompt_tokens + worst_output)
+            taken = await self.concurrency.acquire(slot, self.settings.tenant_max_concurrency, holder)
+        except LimitsUnavailable as exc:
+            log.warning("refusing inference: %s", exc)
+            raise ServiceUnavailable(
+                "request limits cannot be checked right now; retry shortly",
+                code="limits_unavailable",
+                headers={"retry-after": str(LIMITS_RETRY_AFTER_S)},
+            ) from None
+        if not taken:
             raise RateLimited(
                 f"too many requests in flight for this tenant (limit {self.settings.tenant_max_concurrency})",
                 code="concurrency_limit_exceeded",
@@ -182,14 +200,14 @@ class InferenceGateway:
                 )
                 reservation_id = reservation.id
         except NoApplicablePrice as exc:
-            await self.concurrency.release(slot)
+            await self.concurrency.release(slot, holder)
             log.error("refusing inference: %s", exc)
             raise ServiceUnavailable(f"{exc} (operators: see /v1/admin/rate-cards)", code="no_rate_card") from None
         except BaseException:
-            await self.concurrency.release(slot)
+            await self.concurrency.release(slot, holder)
             raise
         request = self._request(body, request_id, scope, backend, messages, tools, output_cap)
-        return Admitted(request, backend, scope, principal.key_id, reservation_id, headers)
+        return Admitted(request, backend, scope, principal.key_id, reservation_id, holder, headers)
 
     @staticmethod
     def _request(
@@ -283,8 +301,10 @@ class InferenceGateway:
                 if not metered and admitted.reservation_id:
                     await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
             finally:
-                await self.concurrency.release(tenant_limit_key(admitted.scope.tenant_id))
-                events.put(None)
+                try:  # the slot first, so the client's next request finds it free; never raises
+                    await self.concurrency.release(tenant_limit_key(admitted.scope.tenant_id), admitted.slot_holder)
+                finally:
+                    events.put(None)  # the answer always ends, whatever failed above
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
         """The usage event and the budget settlement of a finished request, committed with others in a batch."""
@@ -299,6 +319,11 @@ class InferenceGateway:
             occurred_at=utc_now(),
         )
         await self.meter.write(Metering(admitted.scope, event, admitted.reservation_id))
+
+    @property
+    def running(self) -> int:
+        """Requests admitted by this gateway and not yet finished (metering included)."""
+        return len(self._tasks)
 
     async def drain(self) -> None:
         """Wait for requests still running (their metering included); called at shutdown."""

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from switchyard.platform.limits.errors import REDIS_UNREACHABLE, LimitsUnavailable
+
 __all__ = ["Decision", "MemoryRateLimiter", "RateLimiter", "RedisRateLimiter"]
 
 
@@ -25,7 +27,10 @@ class Decision:
 
 
 class RateLimiter(Protocol):
-    async def hit(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> Decision: ...
+    async def hit(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> Decision:
+        """Spend ``cost`` units of ``key``'s allowance, or say when they would be allowed. Raises
+        :class:`LimitsUnavailable` when the limiter cannot decide."""
+        ...
 
 
 def _decide(tat: float, now: float, *, rate: int, period_s: float, cost: int) -> tuple[Decision, float]:
@@ -76,7 +81,10 @@ return {1, tostring(new_tat)}
 
 
 class RedisRateLimiter:
-    """Limits shared by every API process, atomically in Redis (one Lua script per hit, Redis's clock)."""
+    """Limits shared by every API process, atomically in Redis (one Lua script per hit, Redis's clock).
+
+    Raises :class:`LimitsUnavailable` when Redis is unreachable.
+    """
 
     def __init__(self, client: Any, prefix: str = "sy:rl:") -> None:
         self._client = client
@@ -84,12 +92,15 @@ class RedisRateLimiter:
         self._script = client.register_script(_GCRA_LUA)
 
     async def hit(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> Decision:
-        seconds, micros = await self._client.time()
-        now = seconds + micros / 1e6
         interval = period_s / rate
         if cost > rate:
             return Decision(False, rate, 0, 0.0, math.inf)
-        allowed, tat_text = await self._script(keys=[self._prefix + key], args=[now, interval, period_s, cost])
+        try:
+            seconds, micros = await self._client.time()
+            now = seconds + micros / 1e6
+            allowed, tat_text = await self._script(keys=[self._prefix + key], args=[now, interval, period_s, cost])
+        except REDIS_UNREACHABLE as exc:
+            raise LimitsUnavailable(f"the rate limiter's Redis is unreachable: {exc}") from exc
         tat = float(tat_text)
         remaining = max(0, int((period_s - (tat - now)) / interval))
         if int(allowed):

@@ -7,18 +7,32 @@ token rate, and one of the tenant's requests in flight, held until the call ends
 so a refusal is not an error: the call waits until it would be allowed. The run's time limit bounds the wait
 (the run then stops as ``incomplete``), and a call that can never fit (more tokens than the tenant's
 per-minute limit) fails the run with ``tokens_per_minute_exceeded``.
+
+When the limiters' Redis is unreachable the call waits too (its run is not failed for an outage it did not
+cause): it asks again after ``OUTAGE_POLL_S``, doubling up to ``OUTAGE_POLL_MAX_S``, within the same time
+limit. The slot is held under the call's step id and given back when the call ends; if that fails it
+expires by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from switchyard.accelerator.pool import Backend
 from switchyard.agents import Model, ModelCallRefused, ModelRequest, ModelResponse
-from switchyard.platform.limits import ConcurrencyLimiter, RateLimiter, api_key_limit_key, tenant_limit_key
+from switchyard.platform.limits import (
+    ConcurrencyLimiter,
+    Decision,
+    LimitsUnavailable,
+    RateLimiter,
+    api_key_limit_key,
+    tenant_limit_key,
+)
 from switchyard.platform.runs.budgeted import call_bounds
 from switchyard.platform.settings import Settings
 
@@ -26,6 +40,10 @@ __all__ = ["RateLimitedModel", "RunLimits"]
 
 SLOT_POLL_S = 0.05  # first wait for a request slot; doubles up to SLOT_POLL_MAX_S
 SLOT_POLL_MAX_S = 1.0
+OUTAGE_POLL_S = 0.5  # first wait when the limiters' Redis is unreachable; doubles up to OUTAGE_POLL_MAX_S
+OUTAGE_POLL_MAX_S = 5.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,9 +88,19 @@ class RateLimitedModel:
         self.api_key_id = api_key_id
         self.max_output_tokens = max_output_tokens
 
+    async def _hit(self, key: str, *, rate: int, cost: int) -> Decision:
+        outage = OUTAGE_POLL_S
+        while True:
+            try:
+                return await self.limits.rate_limiter.hit(key, rate=rate, period_s=60.0, cost=cost)
+            except LimitsUnavailable as exc:
+                log.warning("model call of tenant %s waits: %s", self.tenant_id, exc)
+                await self.limits.sleep(outage)
+                outage = min(2 * outage, OUTAGE_POLL_MAX_S)
+
     async def _wait_for_rate(self, key: str, *, rate: int, cost: int) -> None:
         while True:
-            decision = await self.limits.rate_limiter.hit(key, rate=rate, period_s=60.0, cost=cost)
+            decision = await self._hit(key, rate=rate, cost=cost)
             if decision.allowed:
                 return
             if math.isinf(decision.retry_after_s):
@@ -82,9 +110,17 @@ class RateLimitedModel:
                 )
             await self.limits.sleep(decision.retry_after_s)
 
-    async def _wait_for_slot(self, slot: str) -> None:
-        pause = SLOT_POLL_S
-        while not await self.limits.concurrency.acquire(slot, self.limits.tenant_max_concurrency):
+    async def _wait_for_slot(self, slot: str, holder: str) -> None:
+        pause, outage = SLOT_POLL_S, OUTAGE_POLL_S
+        while True:
+            try:
+                if await self.limits.concurrency.acquire(slot, self.limits.tenant_max_concurrency, holder):
+                    return
+            except LimitsUnavailable as exc:
+                log.warning("model call of tenant %s waits: %s", self.tenant_id, exc)
+                await self.limits.sleep(outage)
+                outage = min(2 * outage, OUTAGE_POLL_MAX_S)
+                continue
             await self.limits.sleep(pause)
             pause = min(2 * pause, SLOT_POLL_MAX_S)
 
@@ -95,8 +131,11 @@ class RateLimitedModel:
         prompt, output = call_bounds(self.backend, request, self.max_output_tokens)
         tenant = tenant_limit_key(self.tenant_id)
         await self._wait_for_rate(tenant, rate=limits.tenant_tokens_per_minute, cost=prompt + output)
-        await self._wait_for_slot(tenant)
+        # The step id: unique to the call, and the same when a crashed worker's call is repeated, which then
+        # takes over its dead predecessor's slot instead of waiting for the slot to expire.
+        holder = request.request_id or f"call-{secrets.token_hex(8)}"
+        await self._wait_for_slot(tenant, holder)
         try:
             return await self.inner.request(request)
         finally:
-            await limits.concurrency.release(tenant)
+            await limits.concurrency.release(tenant, holder)
