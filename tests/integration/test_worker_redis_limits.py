@@ -67,5 +67,21 @@ async def test_a_worker_with_redis_limits_executes_a_run(
             if current["status"] not in ("queued", "in_progress"):
                 break
             await asyncio.sleep(0.1)
-    assert current["status"] == "completed", current
-    assert current["chip_us"] > 0
+        assert current["status"] == "completed", current
+        assert current["chip_us"] > 0
+        # with no fleet process configured the worker simulated the model itself, and recorded its busy time
+        for _ in range(100):  # once the run has ended
+            if await _fleet_busy_chip_us(client) == current["chip_us"]:
+                break
+            await asyncio.sleep(0.1)
+        assert await _fleet_busy_chip_us(client) == current["chip_us"]
+
+
+async def _fleet_busy_chip_us(client: Any) -> int:
+    from sqlalchemy import func, select
+
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import FleetBusy
+
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        return int((await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one() or 0)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from celery import current_app, shared_task
 from sqlalchemy import ColumnElement, and_, or_, select
 
+from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
@@ -76,9 +77,15 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         asyncio.set_event_loop(loop)
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
         rate_limiter, concurrency, _redis = limiters_for(redis_url)  # lives as long as the thread
+        database = Database(settings.database_url)
+        pool = build_pool(settings)
+        # the busy time of the replicas this thread runs: real upstreams, and simulated deployments when no fleet
+        # process is configured (with one, it records them); flushed after each run
+        _local.busy = FleetBusyRecorder(database)
+        _local.busy.watch(pool)
         env = RunEnvironment(
-            database=Database(settings.database_url),
-            pool=build_pool(settings),
+            database=database,
+            pool=pool,
             lease_s=settings.agent_run_lease_seconds,
             max_output_tokens=settings.max_output_tokens,
             dispatch=_send,
@@ -96,20 +103,29 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return loop.run_until_complete(coroutine)
 
 
+def _drive(tenant_id: str, run_id: str) -> str:
+    _, env = _environment()
+    try:
+        return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+    finally:
+        try:
+            _run(_local.busy.flush())
+        except Exception:  # carried to the next run's flush
+            log.warning("could not record fleet busy time", exc_info=True)
+
+
 @shared_task(name="runs.execute")
 def execute_run_task(tenant_id: str, run_id: str) -> str:
     """Drive the run until it finishes or waits for the client. Redelivery: resumes from the last checkpoint,
     or does nothing when the run is finished, waiting, or leased by a live worker."""
-    _, env = _environment()
-    return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+    return _drive(tenant_id, run_id)
 
 
 @shared_task(name="runs.resume")
 def resume_run_task(tenant_id: str, run_id: str) -> str:
     """``runs.execute`` for a run whose worker died, sent by ``runs.recover`` to the queue workers take first, so
     it resumes ahead of every queued run. Redelivery: as ``runs.execute``."""
-    _, env = _environment()
-    return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+    return _drive(tenant_id, run_id)
 
 
 def _lease_passed(now: datetime) -> ColumnElement[bool]:
