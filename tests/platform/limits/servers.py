@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import redis
 
-__all__ = ["RedisServer", "ServedApp", "serve_app"]
+__all__ = ["RedisServer", "ServedApp", "make_tenant_over_http", "serve_app"]
 
 
 def _free_port() -> int:
@@ -99,7 +99,7 @@ async def serve_app(settings: Any) -> AsyncIterator[ServedApp]:
             assert thread.is_alive(), "the app did not start"
             await asyncio.sleep(0.02)
         url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-        tenant_id, headers = await _make_tenant(url, settings.database_url)
+        tenant_id, headers = await make_tenant_over_http(url, settings.database_url)
         yield ServedApp(url=url, app=app, tenant_id=tenant_id, headers=headers)
     finally:
         server.should_exit = True
@@ -107,7 +107,7 @@ async def serve_app(settings: Any) -> AsyncIterator[ServedApp]:
         assert not thread.is_alive(), "the app did not shut down"
 
 
-async def _make_tenant(url: str, database_url: str) -> tuple[str, dict[str, str]]:
+async def make_tenant_over_http(url: str, database_url: str) -> tuple[str, dict[str, str]]:
     """A tenant made through the API with an operator key made in the database, and its developer key."""
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED, Database

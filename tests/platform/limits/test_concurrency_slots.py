@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -103,6 +104,21 @@ async def test_a_long_running_holder_keeps_its_slot(redis_client: Any, prefix: s
     assert not await other.acquire("tenant:t", 1, "next-request")
     await running.release("tenant:t", "long-request")
     assert await other.acquire("tenant:t", 1, "next-request")
+    await other.release("tenant:t", "next-request")
+
+
+@pytest.mark.redis
+async def test_a_holder_paused_past_its_ttl_does_not_take_its_slot_back(redis_client: Any, prefix: str) -> None:
+    paused = RedisConcurrency(redis_client, prefix=prefix, ttl_s=TTL_S)
+    other = RedisConcurrency(redis_client, prefix=prefix, ttl_s=TTL_S)
+    assert await paused.acquire("tenant:t", 1, "paused-request")
+    time.sleep(2 * TTL_S)  # noqa: ASYNC251 (blocks the event loop, as SIGSTOP would: no renewal runs)
+    assert await other.acquire("tenant:t", 1, "next-request")  # the paused holder's slot had expired
+    await asyncio.sleep(2 * TTL_S)  # the paused holder's renewals now run and find its slot gone
+    members = [m.decode() for m in await redis_client.zrange(prefix + "tenant:t", 0, -1)]
+    assert members == ["next-request"]
+    await paused.release("tenant:t", "paused-request")  # gives back nothing that is not its own
+    assert not await paused.acquire("tenant:t", 1, "third-request")
     await other.release("tenant:t", "next-request")
 
 

@@ -74,19 +74,19 @@ redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(last[2])) + 1000)
 return 1
 """
 
-# Renews the slots of the given holders that still exist (XX: a slot that already expired is not brought
-# back, it may have been given to another request); returns how many were gone.
+# Renews the slots of the given holders that are still live (a slot that already expired is not brought back:
+# it may have been given to another request); returns the holders whose slots were gone.
 _RENEW_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expires = now + tonumber(ARGV[1])
-local lost = 0
+local lost = {}
 for i = 2, #ARGV do
   local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if score and tonumber(score) > now then
     redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[i])
   else
-    lost = lost + 1
+    table.insert(lost, ARGV[i])
   end
 end
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
@@ -147,20 +147,24 @@ class RedisConcurrency:
     async def _remove(self, key: str, holder: str) -> None:
         try:
             await self._client.zrem(self._prefix + key, holder)
-        except Exception:
-            log.warning("could not release the slot of %s on %s; it expires by itself", holder, key, exc_info=True)
+        except Exception as exc:  # an outage is expected here, a traceback per request is not useful
+            log.warning("could not release the slot of %s on %s (%s); it expires by itself", holder, key, exc)
 
     async def _renew_while_held(self) -> None:
         while self._held:
             await asyncio.sleep(self._renew_every_s)
             for key, holders in list(self._held.items()):
                 try:
-                    lost = int(await self._renew(keys=[self._prefix + key], args=[self._ttl_ms, *holders]))
-                except Exception:
-                    log.warning("could not renew the slots held on %s; will retry", key, exc_info=True)
+                    lost = await self._renew(keys=[self._prefix + key], args=[self._ttl_ms, *holders])
+                except Exception as exc:
+                    log.warning("could not renew the slots held on %s (%s); will retry", key, exc)
                     continue
-                if lost:
-                    log.warning("%d slot(s) held on %s had expired before their renewal", lost, key)
+                for raw in lost:  # this process was too slow to renew them (paused, or Redis was away)
+                    holder = raw.decode() if isinstance(raw, bytes) else str(raw)
+                    log.warning("the slot of %s on %s had expired before its renewal; its request goes on", holder, key)
+                    holders.discard(holder)
+                if not holders and self._held.get(key) is holders:
+                    del self._held[key]
 
     async def aclose(self) -> None:
         """Stop renewing (slots still held expire by themselves) and wait for releases under way."""
