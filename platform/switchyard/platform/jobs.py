@@ -51,7 +51,9 @@ class BrokerSender:
             from switchyard.platform.worker.celery_app import create_celery
 
             self._app = create_celery(self._settings)
-        return self._app.send_task(name, args=list(args))
+        # ignore_result: an API process never reads a job's result, and subscribing to it retries a lost Redis
+        # result backend for 20 s, holding a send (and the shutdown waiting for it) through a Redis outage
+        return self._app.send_task(name, args=list(args), ignore_result=True)
 
 
 def jobs_for(state: Any) -> JobSender:
