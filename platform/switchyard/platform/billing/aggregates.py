@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.billing.periods import hour_start
 from switchyard.platform.billing.sql import dialect_name
@@ -45,32 +46,32 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
         for start in starts:
             await session.execute(
                 delete(UsageAggregate).where(
-                    UsageAggregate.tenant_id == tenant_id,
-                    UsageAggregate.bucket_width == width,
-                    UsageAggregate.bucket_start == start,
+                    col(UsageAggregate.tenant_id) == tenant_id,
+                    col(UsageAggregate.bucket_width) == width,
+                    col(UsageAggregate.bucket_start) == start,
                 )
             )
             groups = await session.execute(
                 select(
-                    UsageEvent.api_key_id,
-                    UsageEvent.agent_id,
-                    UsageEvent.model,
-                    UsageEvent.instance_type,
-                    func.sum(UsageEvent.chip_us),
-                    func.sum(UsageEvent.prompt_tokens),
-                    func.sum(UsageEvent.completion_tokens),
+                    col(UsageEvent.api_key_id),
+                    col(UsageEvent.agent_id),
+                    col(UsageEvent.model),
+                    col(UsageEvent.instance_type),
+                    func.sum(col(UsageEvent.chip_us)),
+                    func.sum(col(UsageEvent.prompt_tokens)),
+                    func.sum(col(UsageEvent.completion_tokens)),
                     func.count(),
                 )
                 .where(
-                    UsageEvent.tenant_id == tenant_id,
-                    UsageEvent.hour_start >= start,
-                    UsageEvent.hour_start < start + _STEPS[width],
+                    col(UsageEvent.tenant_id) == tenant_id,
+                    col(UsageEvent.hour_start) >= start,
+                    col(UsageEvent.hour_start) < start + _STEPS[width],
                 )
                 .group_by(
-                    UsageEvent.api_key_id,
-                    UsageEvent.agent_id,
-                    UsageEvent.model,
-                    UsageEvent.instance_type,
+                    col(UsageEvent.api_key_id),
+                    col(UsageEvent.agent_id),
+                    col(UsageEvent.model),
+                    col(UsageEvent.instance_type),
                 )
             )
             for key_id, agent_id, model, instance_type, chip_us, prompt, completion, count in groups.all():
@@ -99,7 +100,9 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
 async def recent_hours(session: AsyncSession, *, since: datetime) -> dict[str, list[datetime]]:
     """Tenant → hour buckets of the events recorded since ``since`` (what the periodic refresh recomputes)."""
     rows = await session.execute(
-        select(UsageEvent.tenant_id, UsageEvent.hour_start).where(UsageEvent.recorded_at >= since).distinct()
+        select(col(UsageEvent.tenant_id), col(UsageEvent.hour_start))
+        .where(col(UsageEvent.recorded_at) >= since)
+        .distinct()
     )
     found: dict[str, list[datetime]] = {}
     for tenant_id, hour in rows.all():

@@ -22,8 +22,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import BigInteger, case, literal, or_, select, update
+from sqlalchemy import BigInteger, ColumnElement, case, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped
+from sqlmodel import col
 
 from switchyard.platform.billing.errors import BudgetExceeded, ReservationNotFound
 from switchyard.platform.billing.money import MICROS_PER_UNIT, cost_micros_ceil, currency_exponent
@@ -82,51 +84,56 @@ class Reservation:
 
 def limit_micros(budget: Budget) -> int:
     """A budget's limit in micro-units of its currency."""
-    return budget.limit_minor * 10 ** (6 - currency_exponent(budget.currency))
+    scale: int = 10 ** (6 - currency_exponent(budget.currency))  # int ** int is typed Any (negative powers are float)
+    return budget.limit_minor * scale
 
 
-def _rolled(period: datetime, column: Any) -> Any:
+def _rolled(period: datetime, column: Mapped[int]) -> ColumnElement[int]:
     """``column`` as of ``period``: zero when the budget's stored month is older (a new month began)."""
-    return case((Budget.period_start < period, literal(0, BigInteger)), else_=column)
+    return case((col(Budget.period_start) < period, literal(0, BigInteger)), else_=column)
 
 
-def _period_value(period: datetime) -> Any:
-    return case((Budget.period_start < period, period), else_=Budget.period_start)
+def _period_value(period: datetime) -> ColumnElement[datetime]:
+    return case((col(Budget.period_start) < period, period), else_=col(Budget.period_start))
 
 
 async def _applicable_budgets(
     session: AsyncSession, scope: TenantScope, api_key_id: str | None, agent_id: str | None
 ) -> list[Budget]:
-    conditions = [Budget.scope_kind == "tenant"]
+    conditions = [col(Budget.scope_kind) == "tenant"]
     if api_key_id:
-        conditions.append((Budget.scope_kind == "api_key") & (Budget.scope_ref == api_key_id))
+        conditions.append((col(Budget.scope_kind) == "api_key") & (col(Budget.scope_ref) == api_key_id))
     if agent_id:
-        conditions.append((Budget.scope_kind == "agent") & (Budget.scope_ref == agent_id))
-    statement = select(Budget).where(Budget.tenant_id == scope.tenant_id, or_(*conditions)).order_by(Budget.id)
+        conditions.append((col(Budget.scope_kind) == "agent") & (col(Budget.scope_ref) == agent_id))
+    statement = (
+        select(Budget).where(col(Budget.tenant_id) == scope.tenant_id, or_(*conditions)).order_by(col(Budget.id))
+    )
     return list((await session.execute(statement)).scalars())
 
 
 async def _charge(session: AsyncSession, budget: Budget, period: datetime, amount: int, now: datetime) -> bool:
-    over = _rolled(period, Budget.spent_micros) + Budget.reserved_micros + amount
+    over = _rolled(period, col(Budget.spent_micros)) + col(Budget.reserved_micros) + amount
     statement = (
         update(Budget)
-        .where(Budget.id == budget.id, Budget.tenant_id == budget.tenant_id)
+        .where(col(Budget.id) == budget.id, col(Budget.tenant_id) == budget.tenant_id)
         .values(
-            spent_micros=_rolled(period, Budget.spent_micros),
+            spent_micros=_rolled(period, col(Budget.spent_micros)),
             period_start=_period_value(period),
-            reserved_micros=Budget.reserved_micros + amount,
+            reserved_micros=col(Budget.reserved_micros) + amount,
             updated_at=now,
         )
         .execution_options(synchronize_session=False)
     )
     if budget.hard:
-        statement = statement.where(over <= Budget.limit_minor * (10 ** (6 - currency_exponent(budget.currency))))
+        statement = statement.where(over <= col(Budget.limit_minor) * (10 ** (6 - currency_exponent(budget.currency))))
     return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined,no-any-return]
 
 
 async def _refusal(session: AsyncSession, budget: Budget, period: datetime, amount: int) -> BudgetExceeded:
     fresh = (
-        await session.execute(select(Budget).where(Budget.id == budget.id).execution_options(populate_existing=True))
+        await session.execute(
+            select(Budget).where(col(Budget.id) == budget.id).execution_options(populate_existing=True)
+        )
     ).scalar_one()
     spent = 0 if fresh.period_start < period else fresh.spent_micros
     remaining = max(0, limit_micros(fresh) - spent - fresh.reserved_micros)
@@ -143,7 +150,7 @@ async def _refusal(session: AsyncSession, budget: Budget, period: datetime, amou
 
 async def tenant_has_budgets(session: AsyncSession, *, scope: TenantScope) -> bool:
     """Whether the tenant has any budget at all (callers skip reservations when it has none)."""
-    statement = select(Budget.id).where(Budget.tenant_id == scope.tenant_id).limit(1)
+    statement = select(col(Budget.id)).where(col(Budget.tenant_id) == scope.tenant_id).limit(1)
     return (await session.execute(statement)).first() is not None
 
 
@@ -211,8 +218,8 @@ async def reserve(
 async def _uncharge(session: AsyncSession, budget_id: str, tenant_id: str, amount: int) -> None:
     await session.execute(
         update(Budget)
-        .where(Budget.id == budget_id, Budget.tenant_id == tenant_id)
-        .values(reserved_micros=Budget.reserved_micros - amount)
+        .where(col(Budget.id) == budget_id, col(Budget.tenant_id) == tenant_id)
+        .values(reserved_micros=col(Budget.reserved_micros) - amount)
         .execution_options(synchronize_session=False)
     )
 
@@ -221,9 +228,9 @@ async def _close(session: AsyncSession, row_id: str, tenant_id: str, from_status
     statement = (
         update(BudgetReservation)
         .where(
-            BudgetReservation.id == row_id,
-            BudgetReservation.tenant_id == tenant_id,
-            BudgetReservation.status == from_status,
+            col(BudgetReservation.id) == row_id,
+            col(BudgetReservation.tenant_id) == tenant_id,
+            col(BudgetReservation.status) == from_status,
         )
         .values(**values)
         .execution_options(synchronize_session=False)
@@ -235,7 +242,7 @@ async def _load(session: AsyncSession, scope: TenantScope, reservation_id: str) 
     row = (
         await session.execute(
             select(BudgetReservation)
-            .where(BudgetReservation.id == reservation_id, BudgetReservation.tenant_id == scope.tenant_id)
+            .where(col(BudgetReservation.id) == reservation_id, col(BudgetReservation.tenant_id) == scope.tenant_id)
             .execution_options(populate_existing=True)
         )
     ).scalar_one_or_none()
@@ -247,7 +254,7 @@ async def _load(session: AsyncSession, scope: TenantScope, reservation_id: str) 
 async def _fire_alerts(session: AsyncSession, budget_ids: Sequence[str], tenant_id: str, now: datetime) -> None:
     if not budget_ids:
         return
-    statement = select(Budget).where(Budget.id.in_(list(budget_ids)), Budget.tenant_id == tenant_id)
+    statement = select(Budget).where(col(Budget.id).in_(list(budget_ids)), col(Budget.tenant_id) == tenant_id)
     for budget in (await session.execute(statement.execution_options(populate_existing=True))).scalars():
         limit = limit_micros(budget)
         crossed = [pct for pct in ALERT_THRESHOLDS if limit > 0 and budget.spent_micros * 100 >= limit * pct]
@@ -298,11 +305,11 @@ async def settle(
         for budget_id in sorted(row.budget_ids):  # one row at a time, in id order: no lock-order deadlocks
             await session.execute(
                 update(Budget)
-                .where(Budget.id == budget_id, Budget.tenant_id == row.tenant_id)
+                .where(col(Budget.id) == budget_id, col(Budget.tenant_id) == row.tenant_id)
                 .values(
-                    spent_micros=_rolled(period, Budget.spent_micros) + actual,
+                    spent_micros=_rolled(period, col(Budget.spent_micros)) + actual,
                     period_start=_period_value(period),
-                    reserved_micros=Budget.reserved_micros - held,
+                    reserved_micros=col(Budget.reserved_micros) - held,
                     updated_at=now,
                 )
                 .execution_options(synchronize_session=False)
@@ -329,7 +336,7 @@ async def expire_reservations(target: Database | AsyncSession, *, now: datetime 
     now = now or utc_now()
     async with own_transaction(target, UNSCOPED) as session:
         statement = select(BudgetReservation).where(
-            BudgetReservation.status == "held", BudgetReservation.expires_at < now
+            col(BudgetReservation.status) == "held", col(BudgetReservation.expires_at) < now
         )
         expired = 0
         give_back: dict[tuple[str, str], int] = {}

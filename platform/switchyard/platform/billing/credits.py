@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
@@ -65,5 +66,5 @@ async def grant_credit(session: AsyncSession, *, tenant_id: str, actor: Actor, d
 
 async def list_credits(session: AsyncSession, *, tenant_id: str) -> list[CreditPublic]:
     await _tenant(session, tenant_id)
-    rows = await session.execute(select(Credit).where(Credit.tenant_id == tenant_id).order_by(Credit.id))
+    rows = await session.execute(select(Credit).where(col(Credit.tenant_id) == tenant_id).order_by(col(Credit.id)))
     return [_public(row) for row in rows.scalars()]

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.billing.money import cost_minor
 from switchyard.platform.billing.periods import month_start, next_month, period_label
@@ -94,8 +95,10 @@ async def ensure_drafts(session: AsyncSession, touched: Iterable[tuple[str, date
         finalized = set(
             (
                 await session.execute(
-                    select(Invoice.period_start).where(
-                        Invoice.tenant_id == tenant_id, Invoice.status == "finalized", Invoice.period_start >= period
+                    select(col(Invoice.period_start)).where(
+                        col(Invoice.tenant_id) == tenant_id,
+                        col(Invoice.status) == "finalized",
+                        col(Invoice.period_start) >= period,
                     )
                 )
             ).scalars()
@@ -116,19 +119,21 @@ async def ensure_drafts(session: AsyncSession, touched: Iterable[tuple[str, date
 
 
 async def _earliest_draft(session: AsyncSession, tenant_id: str) -> datetime | None:
-    statement = select(func.min(Invoice.period_start)).where(Invoice.tenant_id == tenant_id, Invoice.status == "draft")
+    statement = select(func.min(col(Invoice.period_start))).where(
+        col(Invoice.tenant_id) == tenant_id, col(Invoice.status) == "draft"
+    )
     return (await session.execute(statement)).scalar_one_or_none()
 
 
-def _billable(invoice: Invoice, with_adjustments: bool) -> list[object]:
-    own = UsageEvent.period_start == invoice.period_start
+def _billable(invoice: Invoice, with_adjustments: bool) -> list[ColumnElement[bool]]:
+    own = col(UsageEvent.period_start) == invoice.period_start
     conditions = [
-        UsageEvent.tenant_id == invoice.tenant_id,
-        UsageEvent.status == "rated",
-        UsageEvent.invoice_line_id.is_(None),
+        col(UsageEvent.tenant_id) == invoice.tenant_id,
+        col(UsageEvent.status) == "rated",
+        col(UsageEvent.invoice_line_id).is_(None),
     ]
     if with_adjustments:
-        conditions.append(UsageEvent.period_start <= invoice.period_start)
+        conditions.append(col(UsageEvent.period_start) <= invoice.period_start)
     else:
         conditions.append(own)
     return conditions
@@ -143,32 +148,35 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
     if invoice.status == "finalized":
         stored = (
             await session.execute(
-                select(InvoiceLine).where(InvoiceLine.invoice_id == invoice.id).order_by(InvoiceLine.position)
+                select(InvoiceLine).where(col(InvoiceLine.invoice_id) == invoice.id).order_by(col(InvoiceLine.position))
             )
         ).scalars()
         return [_from_stored(line) for line in stored]
     with_adjustments = await _earliest_draft(session, invoice.tenant_id) == invoice.period_start
     statement = (
         select(
-            UsageEvent.period_start,
-            UsageEvent.instance_type,
-            UsageEvent.model,
-            UsageEvent.currency,
-            UsageEvent.price_per_chip_hour,
-            func.sum(UsageEvent.chip_us),
+            col(UsageEvent.period_start),
+            col(UsageEvent.instance_type),
+            col(UsageEvent.model),
+            col(UsageEvent.currency),
+            col(UsageEvent.price_per_chip_hour),
+            func.sum(col(UsageEvent.chip_us)),
             func.count(),
         )
-        .where(*_billable(invoice, with_adjustments))  # type: ignore[arg-type]
+        .where(*_billable(invoice, with_adjustments))
         .group_by(
-            UsageEvent.period_start,
-            UsageEvent.instance_type,
-            UsageEvent.model,
-            UsageEvent.currency,
-            UsageEvent.price_per_chip_hour,
+            col(UsageEvent.period_start),
+            col(UsageEvent.instance_type),
+            col(UsageEvent.model),
+            col(UsageEvent.currency),
+            col(UsageEvent.price_per_chip_hour),
         )
     )
     lines: dict[tuple[str, datetime, str, str, str], LineDraft] = {}
     for period, instance_type, model, currency, price, chip_us, count in await session.execute(statement):
+        # rating set both (_billable reads rated events)
+        assert currency is not None
+        assert price is not None
         draft = LineDraft(_kind(invoice, period), instance_type, model, period, currency)
         line = lines.setdefault(draft.key, draft)
         line.chip_us += int(chip_us)
@@ -182,8 +190,8 @@ async def _open_credits(session: AsyncSession, tenant_id: str) -> list[Credit]:
     """Credits not yet on an invoice: the tenant's earliest draft shows them, finalizing claims them."""
     statement = (
         select(Credit)
-        .where(Credit.tenant_id == tenant_id, Credit.invoice_line_id.is_(None))  # type: ignore[union-attr]
-        .order_by(Credit.id)
+        .where(col(Credit.tenant_id) == tenant_id, col(Credit.invoice_line_id).is_(None))
+        .order_by(col(Credit.id))
     )
     return list((await session.execute(statement)).scalars())
 
@@ -214,42 +222,48 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
     """
     now = now or utc_now()
     invoice = (
-        await session.execute(select(Invoice).where(Invoice.id == invoice_id).execution_options(populate_existing=True))
+        await session.execute(
+            select(Invoice).where(col(Invoice.id) == invoice_id).execution_options(populate_existing=True)
+        )
     ).scalar_one()
     earliest = await _earliest_draft(session, invoice.tenant_id)
     if invoice.status == "draft" and earliest is not None and earliest < invoice.period_start:
         raise FinalizeBlocked(f"invoice {invoice.id}: {period_label(earliest)} must be finalized first")
     flipped = await session.execute(
         update(Invoice)
-        .where(Invoice.id == invoice.id, Invoice.status == "draft")
+        .where(col(Invoice.id) == invoice.id, col(Invoice.status) == "draft")
         .values(status="finalized", finalized_at=now)
         .execution_options(synchronize_session=False)
     )
     if flipped.rowcount != 1:  # type: ignore[attr-defined]
         return False
     groups = await session.execute(
-        select(UsageEvent.period_start, UsageEvent.instance_type, UsageEvent.model, UsageEvent.currency)
-        .where(*_billable(invoice, with_adjustments=True))  # type: ignore[arg-type]
+        select(
+            col(UsageEvent.period_start), col(UsageEvent.instance_type), col(UsageEvent.model), col(UsageEvent.currency)
+        )
+        .where(*_billable(invoice, with_adjustments=True))
         .distinct()
     )
     lines: list[tuple[str, LineDraft]] = []
     for period, instance_type, model, currency in sorted(groups.all()):
+        assert currency is not None  # rating set it (_billable reads rated events)
         line_id = new_id("il")
         claimed = await session.execute(
             update(UsageEvent)
             .where(
-                *_billable(invoice, with_adjustments=True),  # type: ignore[arg-type]
-                UsageEvent.period_start == period,
-                UsageEvent.instance_type == instance_type,
-                UsageEvent.model == model,
-                UsageEvent.currency == currency,
+                *_billable(invoice, with_adjustments=True),
+                col(UsageEvent.period_start) == period,
+                col(UsageEvent.instance_type) == instance_type,
+                col(UsageEvent.model) == model,
+                col(UsageEvent.currency) == currency,
             )
             .values(invoice_line_id=line_id)
-            .returning(UsageEvent.chip_us, UsageEvent.price_per_chip_hour)
+            .returning(col(UsageEvent.chip_us), col(UsageEvent.price_per_chip_hour))
             .execution_options(synchronize_session=False)
         )
         draft = LineDraft(_kind(invoice, period), instance_type, model, period, currency)
         for chip_us, price in claimed.all():
+            assert price is not None  # rating set it
             draft.chip_us += int(chip_us)
             draft.event_count += 1
             draft.priced.append((int(chip_us), price))
@@ -259,7 +273,7 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
         line_id = new_id("il")
         claimed = await session.execute(
             update(Credit)
-            .where(Credit.id == credit.id, Credit.invoice_line_id.is_(None))  # type: ignore[union-attr]
+            .where(col(Credit.id) == credit.id, col(Credit.invoice_line_id).is_(None))
             .values(invoice_line_id=line_id)
             .execution_options(synchronize_session=False)
         )
@@ -293,7 +307,7 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
     await session.flush()
     await session.execute(
         update(Invoice)
-        .where(Invoice.id == invoice.id)
+        .where(col(Invoice.id) == invoice.id)
         .values(total_minor=total, currency=currencies.pop() if currencies else invoice.currency)
         .execution_options(synchronize_session=False)
     )
@@ -314,17 +328,17 @@ async def finalize_due(
     now = now or utc_now()
     async with database.unit_of_work(UNSCOPED) as session:
         unbilled = await session.execute(
-            select(UsageEvent.tenant_id, UsageEvent.period_start)
-            .where(UsageEvent.status == "rated", UsageEvent.invoice_line_id.is_(None))
+            select(col(UsageEvent.tenant_id), col(UsageEvent.period_start))
+            .where(col(UsageEvent.status) == "rated", col(UsageEvent.invoice_line_id).is_(None))
             .distinct()
         )
         await ensure_drafts(session, [(tenant, period) for tenant, period in unbilled.all()])
     async with database.unit_of_work(UNSCOPED) as session:
         due = (
             await session.execute(
-                select(Invoice.id, Invoice.tenant_id, Invoice.period_end)
-                .where(Invoice.status == "draft")
-                .order_by(Invoice.tenant_id, Invoice.period_start)
+                select(col(Invoice.id), col(Invoice.tenant_id), col(Invoice.period_end))
+                .where(col(Invoice.status) == "draft")
+                .order_by(col(Invoice.tenant_id), col(Invoice.period_start))
             )
         ).all()
     finalized: list[str] = []

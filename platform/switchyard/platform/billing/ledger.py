@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.invoices import ensure_drafts
@@ -113,7 +114,7 @@ def record_usage_sync(connection: Connection, receipts: Sequence[tuple[TenantSco
 @cache
 def _usage_insert(dialect: str) -> Any:
     """The receipt insert of a dialect, built once (its compiled form is cached by SQLAlchemy)."""
-    return insert_ignore_for(dialect, UsageEvent, ["tenant_id", "event_id"]).returning(UsageEvent.event_id)
+    return insert_ignore_for(dialect, UsageEvent, ["tenant_id", "event_id"]).returning(col(UsageEvent.event_id))
 
 
 async def record_usage(session: AsyncSession, *, scope: TenantScope, event: UsageEventCreate) -> bool:
@@ -143,9 +144,9 @@ async def rate_events(
     An event with no applicable card becomes ``unpriced`` with the reason, is logged as an error, and is
     retried by the sweeper.
     """
-    statement = select(UsageEvent).where(UsageEvent.status.in_(RATABLE)).order_by(UsageEvent.id).limit(limit)
+    statement = select(UsageEvent).where(col(UsageEvent.status).in_(RATABLE)).order_by(col(UsageEvent.id)).limit(limit)
     if event_ids is not None:
-        statement = statement.where(UsageEvent.id.in_(list(event_ids)))
+        statement = statement.where(col(UsageEvent.id).in_(list(event_ids)))
     events = list((await session.execute(statement)).scalars())
     result = RatingResult()
     cards: dict[str, list[RateCard]] = {}
@@ -173,7 +174,7 @@ async def rate_events(
             }
         changed = await session.execute(
             update(UsageEvent)
-            .where(UsageEvent.id == event.id, UsageEvent.status.in_(RATABLE))
+            .where(col(UsageEvent.id) == event.id, col(UsageEvent.status).in_(RATABLE))
             .values(**values)
             .execution_options(synchronize_session=False)
         )

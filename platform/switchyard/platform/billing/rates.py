@@ -17,6 +17,7 @@ from functools import cache
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.money import PRICE_DECIMAL_PLACES, currency_exponent, parse_price
@@ -103,11 +104,11 @@ async def ensure_default_rate_cards(session: AsyncSession, *, instance_types: Se
     wanted = [name for name in (instance_types or sorted(defaults)) if name in defaults]
     if not wanted:
         return 0
-    baseline = select(RateCard.instance_type).where(
-        RateCard.instance_type.in_(wanted),
-        RateCard.model == ANY,
-        RateCard.tenant_tier == ANY,
-        RateCard.effective_from == DEFAULTS_EFFECTIVE_FROM,
+    baseline = select(col(RateCard.instance_type)).where(
+        col(RateCard.instance_type).in_(wanted),
+        col(RateCard.model) == ANY,
+        col(RateCard.tenant_tier) == ANY,
+        col(RateCard.effective_from) == DEFAULTS_EFFECTIVE_FROM,
     )
     existing = set((await session.execute(baseline)).scalars())
     rows = [
@@ -150,7 +151,7 @@ def _is_baseline(card: RateCard) -> bool:
 
 async def cards_for(session: AsyncSession, *, instance_type: str) -> list[RateCard]:
     """Every card of an instance type, seeding the catalog baseline card when it is missing."""
-    statement = select(RateCard).where(RateCard.instance_type == instance_type)
+    statement = select(RateCard).where(col(RateCard.instance_type) == instance_type)
     cards = list((await session.execute(statement)).scalars())
     if not any(map(_is_baseline, cards)) and instance_type in default_prices():
         # Another transaction may have seeded it since our read: read again whether or not we inserted.

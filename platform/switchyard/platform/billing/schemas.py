@@ -232,7 +232,10 @@ class UsageBucketPublic(BaseModel):
                     input_tokens=row.input_tokens,
                     output_tokens=row.output_tokens,
                     num_model_requests=row.num_model_requests,
-                    **row.group,
+                    agent_id=row.group.get("agent_id"),
+                    api_key_id=row.group.get("api_key_id"),
+                    model=row.group.get("model"),
+                    instance_type=row.group.get("instance_type"),
                 )
                 for row in bucket.rows
             ],

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.audit.service import record, record_operator
 from switchyard.platform.auth.principal import Actor
@@ -53,8 +54,8 @@ async def list_rate_cards(
 ) -> Page[RateCardPublic]:
     statement = select(RateCard)
     if instance_type:
-        statement = statement.where(RateCard.instance_type == instance_type)
-    return await paginate(session, statement, RateCard.id, params, RateCardPublic.of)
+        statement = statement.where(col(RateCard.instance_type) == instance_type)
+    return await paginate(session, statement, col(RateCard.id), params, RateCardPublic.of)
 
 
 async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCardCreate) -> RateCardPublic:
@@ -70,11 +71,11 @@ async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCar
     except UnknownCurrency as error:
         raise InvalidRequest(str(error), param="currency", code="invalid_value") from None
     duplicate = await session.execute(
-        select(RateCard.id).where(
-            RateCard.instance_type == data.instance_type,
-            RateCard.model == data.model,
-            RateCard.tenant_tier == data.tenant_tier,
-            RateCard.effective_from == effective_from,
+        select(col(RateCard.id)).where(
+            col(RateCard.instance_type) == data.instance_type,
+            col(RateCard.model) == data.model,
+            col(RateCard.tenant_tier) == data.tenant_tier,
+            col(RateCard.effective_from) == effective_from,
         )
     )
     if duplicate.first() is not None:
@@ -104,16 +105,18 @@ async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCar
 async def _budget_public(session: AsyncSession, row: Budget) -> BudgetPublic:
     period = month_start(utc_now())
     alerts = await session.execute(
-        select(BudgetAlert.threshold_pct)
-        .where(BudgetAlert.budget_id == row.id, BudgetAlert.period_start == period)
-        .order_by(BudgetAlert.threshold_pct)
+        select(col(BudgetAlert.threshold_pct))
+        .where(col(BudgetAlert.budget_id) == row.id, col(BudgetAlert.period_start) == period)
+        .order_by(col(BudgetAlert.threshold_pct))
     )
     return BudgetPublic.of(row, current_period=period, alerts=list(alerts.scalars()))
 
 
 async def _find_budget(session: AsyncSession, scope: TenantScope, budget_id: str) -> Budget:
     row = (
-        await session.execute(select(Budget).where(Budget.tenant_id == scope.tenant_id, Budget.id == budget_id))
+        await session.execute(
+            select(Budget).where(col(Budget.tenant_id) == scope.tenant_id, col(Budget.id) == budget_id)
+        )
     ).scalar_one_or_none()
     if row is None:
         raise NotFound(f"no budget {budget_id!r}", param="budget_id")
@@ -131,9 +134,9 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
     row = (
         await session.execute(
             select(Budget).where(
-                Budget.tenant_id == scope.tenant_id,
-                Budget.scope_kind == data.scope,
-                Budget.scope_ref == data.scope_id,
+                col(Budget.tenant_id) == scope.tenant_id,
+                col(Budget.scope_kind) == data.scope,
+                col(Budget.scope_ref) == data.scope_id,
             )
         )
     ).scalar_one_or_none()
@@ -168,8 +171,8 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
 
 
 async def list_budgets(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[BudgetPublic]:
-    statement = select(Budget).where(Budget.tenant_id == scope.tenant_id)
-    page = await paginate(session, statement, Budget.id, params, lambda row: row)
+    statement = select(Budget).where(col(Budget.tenant_id) == scope.tenant_id)
+    page = await paginate(session, statement, col(Budget.id), params, lambda row: row)
     data = [await _budget_public(session, row) for row in page.data]
     return Page(data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
 
@@ -181,7 +184,7 @@ async def get_budget(session: AsyncSession, *, scope: TenantScope, budget_id: st
 async def delete_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, budget_id: str) -> str:
     """Remove a budget; reservations still held against it settle without it."""
     row = await _find_budget(session, scope, budget_id)
-    await session.execute(delete(BudgetAlert).where(BudgetAlert.budget_id == row.id))
+    await session.execute(delete(BudgetAlert).where(col(BudgetAlert.budget_id) == row.id))
     await session.delete(row)
     record(
         session,
@@ -201,15 +204,17 @@ async def _invoice_public(session: AsyncSession, row: Invoice) -> InvoicePublic:
 
 
 async def list_invoices(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[InvoicePublic]:
-    statement = select(Invoice).where(Invoice.tenant_id == scope.tenant_id)
-    page = await paginate(session, statement, Invoice.id, params, lambda row: row)
+    statement = select(Invoice).where(col(Invoice.tenant_id) == scope.tenant_id)
+    page = await paginate(session, statement, col(Invoice.id), params, lambda row: row)
     data = [await _invoice_public(session, row) for row in page.data]
     return Page(data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
 
 
 async def get_invoice(session: AsyncSession, *, scope: TenantScope, invoice_id: str) -> InvoicePublic:
     row = (
-        await session.execute(select(Invoice).where(Invoice.tenant_id == scope.tenant_id, Invoice.id == invoice_id))
+        await session.execute(
+            select(Invoice).where(col(Invoice.tenant_id) == scope.tenant_id, col(Invoice.id) == invoice_id)
+        )
     ).scalar_one_or_none()
     if row is None:
         raise NotFound(f"no invoice {invoice_id!r}", param="invoice_id")

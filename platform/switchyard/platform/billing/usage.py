@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.db import TenantScope
 from switchyard.platform.models import UsageEvent
@@ -78,19 +79,19 @@ async def read_usage(
     columns: list[Any] = [getattr(UsageEvent, name) for name in group_by]
     statement = (
         select(
-            UsageEvent.hour_start,
+            col(UsageEvent.hour_start),
             *columns,
-            func.sum(UsageEvent.chip_us),
-            func.sum(UsageEvent.prompt_tokens),
-            func.sum(UsageEvent.completion_tokens),
+            func.sum(col(UsageEvent.chip_us)),
+            func.sum(col(UsageEvent.prompt_tokens)),
+            func.sum(col(UsageEvent.completion_tokens)),
             func.count(),
         )
         .where(
-            UsageEvent.tenant_id == scope.tenant_id,
-            UsageEvent.hour_start >= edges[0],
-            UsageEvent.hour_start < end,
+            col(UsageEvent.tenant_id) == scope.tenant_id,
+            col(UsageEvent.hour_start) >= edges[0],
+            col(UsageEvent.hour_start) < end,
         )
-        .group_by(UsageEvent.hour_start, *columns)
+        .group_by(col(UsageEvent.hour_start), *columns)
     )
     step = _WIDTHS[width]
     buckets = {edge: UsageBucket(edge, edge + step) for edge in edges}
@@ -98,14 +99,14 @@ async def read_usage(
     for record in await session.execute(statement):
         hour, *values = record
         group_values, (chip_us, prompt, completion, count) = tuple(values[: len(columns)]), values[len(columns) :]
-        bucket = _floor(hour, width)
-        if bucket not in buckets:
+        edge = _floor(hour, width)
+        if edge not in buckets:
             continue
-        row = found.get((bucket, group_values))
+        row = found.get((edge, group_values))
         if row is None:
             row = UsageRow(dict(zip(group_by, group_values, strict=True)))
-            found[(bucket, group_values)] = row
-            buckets[bucket].rows.append(row)
+            found[(edge, group_values)] = row
+            buckets[edge].rows.append(row)
         row.chip_us += int(chip_us)
         row.input_tokens += int(prompt)
         row.output_tokens += int(completion)
