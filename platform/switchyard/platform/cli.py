@@ -56,9 +56,11 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
     """Start everything in one go: migrate, bootstrap on first start, API and an embedded worker."""
     from switchyard.platform.bootstrap import bootstrap
     from switchyard.platform.db.migrate import upgrade
+    from switchyard.platform.worker.celery_app import create_celery, declare_queues
 
     settings = _settings(host=host, port=port)
     upgrade(settings.database_url)
+    declare_queues(create_celery(settings))  # before the API and the worker both reach for them
     first = _run(bootstrap, settings)
     url = settings.public_url
     click.echo(f"Switchyard {'first start' if first else 'start'}: data in {settings.data_dir}")

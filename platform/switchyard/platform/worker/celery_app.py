@@ -12,11 +12,20 @@ consumes them in that order: on Redis a free worker thread always takes the firs
 from __future__ import annotations
 
 from celery import Celery
+from kombu import Exchange, Queue
 
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.worker.schedule import BEAT_SCHEDULE
 
-__all__ = ["MAINTENANCE_QUEUE", "QUEUES", "RECOVERY_QUEUE", "RUNS_QUEUE", "TASK_PACKAGES", "create_celery"]
+__all__ = [
+    "MAINTENANCE_QUEUE",
+    "QUEUES",
+    "RECOVERY_QUEUE",
+    "RUNS_QUEUE",
+    "TASK_PACKAGES",
+    "create_celery",
+    "declare_queues",
+]
 
 TASK_PACKAGES = ["switchyard.platform.worker", "switchyard.platform.billing", "switchyard.platform.runs"]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
@@ -63,3 +72,11 @@ def create_celery(settings: Settings | None = None) -> Celery:
     app.autodiscover_tasks(TASK_PACKAGES, related_name="tasks", force=True)
     app.conf.beat_schedule = dict(BEAT_SCHEDULE)
     return app
+
+
+def declare_queues(app: Celery) -> None:
+    """Create every queue on the broker now, before several processes use it: the SQLite broker stores a queue
+    as a row made on first use, and two processes making it at once collide (kombu's get-or-create is not atomic)."""
+    with app.connection_for_write() as connection:
+        for name in QUEUES:
+            Queue(name, Exchange(name), routing_key=name)(connection.default_channel).declare()
