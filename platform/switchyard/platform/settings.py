@@ -96,8 +96,8 @@ class Settings(BaseSettings):
     agent_run_lease_seconds: float = Field(
         default=120.0,
         gt=0,
-        description="How long a worker holds an agent run without checkpointing; past it the sweeper "
-        "(`runs.sweep`, every 15 s) re-enqueues the run for another worker.",
+        description="How long a worker holds an agent run without checkpointing; past it `runs.recover` "
+        "(every 2 s) re-enqueues the run for another worker, ahead of every queued run.",
     )
 
     @model_validator(mode="after")
