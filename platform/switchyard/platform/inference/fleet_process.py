@@ -13,8 +13,8 @@ import logging
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, FleetServer, load_fleet
-from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.db import Database
+from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.settings import Settings
 
 __all__ = ["FleetProcess", "fleet_address", "serve_fleet"]

@@ -8,9 +8,9 @@ from functools import partial
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet, reload_fleet_process
-from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.jobs import enqueue, jobs_for

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from celery import current_app, shared_task
 from sqlalchemy import ColumnElement, and_, or_, select
 
-from switchyard.platform.billing.fleet import FleetBusyRecorder
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.jobs import enqueue
