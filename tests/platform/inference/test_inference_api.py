@@ -52,6 +52,19 @@ async def _fleet_busy(client: Any) -> int:
         return int((await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one() or 0)
 
 
+async def test_a_reused_client_request_id_never_merges_two_answers_into_one_usage_event(
+    client: Any, make_tenant: Any
+) -> None:
+    tenant = await make_tenant()
+    headers = {**tenant.headers("developer"), "x-request-id": "my-client-id"}
+    answers = [await client.post("/v1/chat/completions", json=_chat(f"q{n}"), headers=headers) for n in range(2)]
+    assert [a.headers["x-request-id"] for a in answers] == ["my-client-id"] * 2  # echoed for tracing
+    ids = {a.json()["id"] for a in answers}
+    assert len(ids) == 2
+    await client.app.state.gateway.drain()
+    assert {e.event_id for e in await _usage_events(client)} == ids  # each answer billed, once
+
+
 async def test_every_flush_of_fleet_busy_time_is_recorded(client: Any, make_tenant: Any) -> None:
     """One request per flush, three flushes: each flush's busy time is stored (the second flush of a replica once
     reused the first one's slice and was dropped)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +19,6 @@ from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession
 from switchyard.platform.http.errors import ApiError, InvalidRequest, ServiceUnavailable
-from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
@@ -87,7 +87,8 @@ class ChatController(Controller):
         `usage.compute` reports the chip-microseconds attributed to the request and its simulated timings.
         """
         gateway = _gateway(request)
-        completion_id = f"chatcmpl-{request_id_of(request.scope).removeprefix('req_')}"
+        # always ours: a client's x-request-id may repeat, and the completion id keys the request's one usage event
+        completion_id = f"chatcmpl-{secrets.token_hex(12)}"
         admitted = await gateway.admit(principal=principal, body=data, request_id=completion_id)
         events = gateway.run(admitted)
         created = int(time.time())
