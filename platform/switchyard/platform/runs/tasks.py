@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from celery import current_app, shared_task
 from sqlalchemy import ColumnElement, and_, or_, select
+from sqlmodel import col
 
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
@@ -129,12 +130,12 @@ def resume_run_task(tenant_id: str, run_id: str) -> str:
 
 
 def _lease_passed(now: datetime) -> ColumnElement[bool]:
-    return Run.lease_expires_at < now  # type: ignore[operator,return-value]
+    return col(Run.lease_expires_at) < now
 
 
 def _never_picked_up(now: datetime, grace_s: float) -> ColumnElement[bool]:
     unclaimed_before = now - timedelta(seconds=grace_s)
-    return and_(Run.lease_expires_at.is_(None), Run.updated_at < unclaimed_before)  # type: ignore[union-attr]
+    return and_(col(Run.lease_expires_at).is_(None), col(Run.updated_at) < unclaimed_before)
 
 
 async def _due(database: Database, now: datetime, condition: ColumnElement[bool]) -> list[tuple[str, str]]:
@@ -142,9 +143,9 @@ async def _due(database: Database, now: datetime, condition: ColumnElement[bool]
     async with database.unit_of_work(UNSCOPED) as session:
         rows = (
             await session.execute(
-                select(Run.tenant_id, Run.id, Run.status, Run.state)
-                .where(Run.status.in_(("queued", "in_progress", "requires_action")), condition)  # type: ignore[attr-defined]
-                .order_by(Run.id)
+                select(col(Run.tenant_id), col(Run.id), col(Run.status), col(Run.state))
+                .where(col(Run.status).in_(("queued", "in_progress", "requires_action")), condition)
+                .order_by(col(Run.id))
                 .limit(1000)
             )
         ).all()

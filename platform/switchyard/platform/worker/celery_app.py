@@ -12,7 +12,7 @@ consumes them in that order: on Redis a free worker thread always takes the firs
 from __future__ import annotations
 
 from celery import Celery
-from kombu import Exchange, Queue
+from kombu.entity import Exchange, Queue
 
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.worker.schedule import BEAT_SCHEDULE
