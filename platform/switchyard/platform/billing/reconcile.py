@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.platform.billing.periods import next_month, period_label
 from switchyard.platform.models import FleetBusy, Invoice, InvoiceLine, UsageEvent
@@ -71,26 +72,32 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
     """Check one month across all tenants (an operator job: ``session`` must be unscoped)."""
     report = ReconciliationReport(period_start)
     end = next_month(period_start)
-    in_month = (UsageEvent.occurred_at >= period_start, UsageEvent.occurred_at < end)
+    in_month = (col(UsageEvent.occurred_at) >= period_start, col(UsageEvent.occurred_at) < end)
     attributed = await session.execute(
-        select(UsageEvent.instance_type, func.sum(UsageEvent.chip_us))
+        select(col(UsageEvent.instance_type), func.sum(col(UsageEvent.chip_us)))
         .where(*in_month)
-        .group_by(UsageEvent.instance_type)
+        .group_by(col(UsageEvent.instance_type))
     )
     report.attributed_chip_us = {name: int(total) for name, total in attributed.all()}
     busy = await session.execute(
-        select(FleetBusy.instance_type, func.sum(FleetBusy.chip_us), func.sum(FleetBusy.undelivered_chip_us))
-        .where(FleetBusy.period_start >= period_start, FleetBusy.period_start < end)
-        .group_by(FleetBusy.instance_type)
+        select(
+            col(FleetBusy.instance_type), func.sum(col(FleetBusy.chip_us)), func.sum(col(FleetBusy.undelivered_chip_us))
+        )
+        .where(col(FleetBusy.period_start) >= period_start, col(FleetBusy.period_start) < end)
+        .group_by(col(FleetBusy.instance_type))
     )
     for name, total, undelivered in busy.all():
         report.fleet_busy_chip_us[name] = int(total)
         if undelivered:
             report.undelivered_chip_us[name] = int(undelivered)
     lost = await session.execute(
-        select(FleetBusy.period_start, FleetBusy.replica, FleetBusy.undelivered_chip_us)
-        .where(FleetBusy.period_start >= period_start, FleetBusy.period_start < end, FleetBusy.undelivered_chip_us > 0)
-        .order_by(FleetBusy.period_start, FleetBusy.replica)
+        select(col(FleetBusy.period_start), col(FleetBusy.replica), col(FleetBusy.undelivered_chip_us))
+        .where(
+            col(FleetBusy.period_start) >= period_start,
+            col(FleetBusy.period_start) < end,
+            col(FleetBusy.undelivered_chip_us) > 0,
+        )
+        .order_by(col(FleetBusy.period_start), col(FleetBusy.replica))
     )
     report.undelivered_minutes = [(minute, replica, int(chip_us)) for minute, replica, chip_us in lost.all()]
     for instance in sorted(set(report.attributed_chip_us) | set(report.fleet_busy_chip_us)):
@@ -111,9 +118,9 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
             )
 
     status_counts = await session.execute(
-        select(UsageEvent.status, func.count(), func.count(UsageEvent.invoice_line_id))
+        select(col(UsageEvent.status), func.count(), func.count(col(UsageEvent.invoice_line_id)))
         .where(*in_month)
-        .group_by(UsageEvent.status)
+        .group_by(col(UsageEvent.status))
     )
     for status, count, billed in status_counts.all():
         report.events += int(count)
@@ -127,26 +134,32 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
     dangling = await session.execute(
         select(func.count())
         .select_from(UsageEvent)
-        .outerjoin(InvoiceLine, InvoiceLine.id == UsageEvent.invoice_line_id)
-        .where(*in_month, UsageEvent.invoice_line_id.is_not(None), InvoiceLine.id.is_(None))
+        .outerjoin(InvoiceLine, col(InvoiceLine.id) == col(UsageEvent.invoice_line_id))
+        .where(*in_month, col(UsageEvent.invoice_line_id).is_not(None), col(InvoiceLine.id).is_(None))
     )
     if missing := int(dangling.scalar_one()):
         report.discrepancies.append(f"{missing} usage events point at invoice lines that do not exist")
 
     linked = (
         select(
-            UsageEvent.invoice_line_id.label("line_id"),
-            func.sum(UsageEvent.chip_us).label("chip_us"),
+            col(UsageEvent.invoice_line_id).label("line_id"),
+            func.sum(col(UsageEvent.chip_us)).label("chip_us"),
             func.count().label("events"),
         )
-        .where(UsageEvent.invoice_line_id.is_not(None))
-        .group_by(UsageEvent.invoice_line_id)
+        .where(col(UsageEvent.invoice_line_id).is_not(None))
+        .group_by(col(UsageEvent.invoice_line_id))
         .subquery()
     )
     lines = await session.execute(
-        select(InvoiceLine.id, InvoiceLine.chip_us, InvoiceLine.event_count, linked.c.chip_us, linked.c.events)
-        .outerjoin(linked, linked.c.line_id == InvoiceLine.id)
-        .where(InvoiceLine.usage_period_start == period_start)
+        select(
+            col(InvoiceLine.id),
+            col(InvoiceLine.chip_us),
+            col(InvoiceLine.event_count),
+            linked.c.chip_us,
+            linked.c.events,
+        )
+        .outerjoin(linked, linked.c.line_id == col(InvoiceLine.id))
+        .where(col(InvoiceLine.usage_period_start) == period_start)
     )
     for line_id, chip_us, event_count, linked_chip_us, linked_events in lines.all():
         if (chip_us, event_count) != (int(linked_chip_us or 0), int(linked_events or 0)):
@@ -156,14 +169,14 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
             )
 
     sums = (
-        select(InvoiceLine.invoice_id.label("invoice_id"), func.sum(InvoiceLine.amount_minor).label("amount"))
-        .group_by(InvoiceLine.invoice_id)
+        select(col(InvoiceLine.invoice_id).label("invoice_id"), func.sum(col(InvoiceLine.amount_minor)).label("amount"))
+        .group_by(col(InvoiceLine.invoice_id))
         .subquery()
     )
     invoices = await session.execute(
-        select(Invoice.id, Invoice.total_minor, sums.c.amount)
-        .outerjoin(sums, sums.c.invoice_id == Invoice.id)
-        .where(Invoice.status == "finalized", Invoice.period_start == period_start)
+        select(col(Invoice.id), col(Invoice.total_minor), sums.c.amount)
+        .outerjoin(sums, sums.c.invoice_id == col(Invoice.id))
+        .where(col(Invoice.status) == "finalized", col(Invoice.period_start) == period_start)
     )
     for invoice_id, total, amount in invoices.all():
         report.invoices_checked += 1

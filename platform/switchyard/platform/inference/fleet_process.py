@@ -21,7 +21,7 @@ __all__ = ["FleetProcess", "fleet_address", "serve_fleet"]
 
 log = logging.getLogger(__name__)
 DEFAULT_FLEET_URL = "http://127.0.0.1:8001"
-CANCEL_GRACE_S = 5.0
+CANCEL_GRACE_S = 5
 
 
 def fleet_address(settings: Settings) -> tuple[str, int]:
