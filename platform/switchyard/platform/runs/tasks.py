@@ -174,7 +174,7 @@ async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, s
     return await _due(database, now, or_(_lease_passed(now), _never_picked_up(now, grace_s)))
 
 
-@shared_task(name="runs.recover")
+@shared_task(name="runs.recover", ignore_result=True)  # every 2 s: no result rows to store
 def recover_task() -> int:
     """Re-enqueue runs whose worker died as ``runs.resume``. Redelivery, or a run still queued from the last
     pass: at worst a run is enqueued twice; the lease lets one worker in."""
