@@ -25,12 +25,12 @@ test: $(STAMP)
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
 
-## Lint, format check, import contracts and strict typing of the SDK and the accelerator.
+## Lint, format check, import contracts and strict typing of every package.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy -p switchyard.sdk -p switchyard.accelerator
+	$(BIN)/mypy -p switchyard.sdk -p switchyard.accelerator -p switchyard.platform -p switchyard.agents
 
 clean:
 	rm -rf $(VENV) .switchyard

@@ -392,6 +392,7 @@ def billing_reconcile(period: str) -> None:
 def billing_rate_cards(seed: bool) -> None:
     """List rate cards (price per chip-hour, exact), optionally seeding the catalog baselines."""
     from sqlalchemy import select
+    from sqlmodel import col
 
     from switchyard.platform.billing.rates import ensure_default_rate_cards
     from switchyard.platform.db import UNSCOPED
@@ -401,7 +402,7 @@ def billing_rate_cards(seed: bool) -> None:
         async with database.unit_of_work(UNSCOPED) as session:
             if seed:
                 await ensure_default_rate_cards(session)
-            statement = select(RateCard).order_by(RateCard.instance_type, RateCard.effective_from)
+            statement = select(RateCard).order_by(col(RateCard.instance_type), col(RateCard.effective_from))
             return list((await session.execute(statement)).scalars())
 
     for card in _run(cards, _settings()):

@@ -53,9 +53,7 @@ async def _month_of_usage(database: Database) -> TenantScope:
         await record_fleet_busy(  # two flushes of one replica in one minute add up in the minute's row
             session, replica="r1", instance_type="trn2.48xlarge", chip_us=1_500_000, period_start=NOV
         )
-        await record_fleet_busy(
-            session, replica="r1", instance_type="trn2.48xlarge", chip_us=500_000, period_start=NOV
-        )
+        await record_fleet_busy(session, replica="r1", instance_type="trn2.48xlarge", chip_us=500_000, period_start=NOV)
     return scope
 
 

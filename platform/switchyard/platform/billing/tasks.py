@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from celery import Task, shared_task
 from sqlalchemy import select
+from sqlmodel import col
 
 from switchyard.platform.billing.aggregates import recent_hours, refresh_aggregates
 from switchyard.platform.billing.budgets import expire_reservations
@@ -38,13 +39,13 @@ REFRESH_WINDOW = timedelta(hours=2)
 """The periodic ``billing.aggregate`` recomputes buckets of events recorded this recently (catching lost jobs)."""
 
 
-def _settings(task: Task) -> Settings:
+def _settings(task: Task[Any, Any]) -> Settings:
     """The settings of the Celery app running ``task`` (``create_celery`` puts them on its conf)."""
     settings = getattr(task.app.conf, "switchyard_settings", None)
     return settings if isinstance(settings, Settings) else load_settings()
 
 
-def _run(task: Task, job: Callable[[Database], Awaitable[T]]) -> T:
+def _run(task: Task[Any, Any], job: Callable[[Database], Awaitable[T]]) -> T:
     async def go() -> T:
         database = Database(_settings(task).database_url)
         try:
@@ -56,7 +57,7 @@ def _run(task: Task, job: Callable[[Database], Awaitable[T]]) -> T:
 
 
 @shared_task(name="billing.rate_events", bind=True)
-def rate_events_task(self: Task, event_ids: list[str] | None = None) -> dict[str, int]:
+def rate_events_task(self: Task[Any, Any], event_ids: list[str] | None = None) -> dict[str, int]:
     """Rate the given events (or the oldest pending ones), then send ``billing.aggregate`` for the hours rated.
     Redelivery: events already rated are skipped by the conditional update, so nothing is priced twice."""
 
@@ -74,7 +75,9 @@ def rate_events_task(self: Task, event_ids: list[str] | None = None) -> dict[str
 
 
 @shared_task(name="billing.aggregate", bind=True)
-def aggregate_task(self: Task, tenant_id: str | None = None, hours: list[str] | None = None) -> dict[str, int]:
+def aggregate_task(
+    self: Task[Any, Any], tenant_id: str | None = None, hours: list[str] | None = None
+) -> dict[str, int]:
     """Recompute usage roll-ups: the given hour buckets (and their days) of a tenant, or, with no arguments,
     every bucket that received events in the last ``REFRESH_WINDOW``. Redelivery: buckets are recomputed
     from the ledger, so the rows come out the same."""
@@ -95,7 +98,7 @@ def aggregate_task(self: Task, tenant_id: str | None = None, hours: list[str] | 
 
 
 @shared_task(name="billing.sweep", bind=True)
-def sweep_task(self: Task) -> dict[str, int]:
+def sweep_task(self: Task[Any, Any]) -> dict[str, int]:
     """Re-enqueue ratable events older than ``SWEEP_AGE`` in batches and expire stale reservations.
     Redelivery: at worst the same batch is enqueued twice, and rating it twice is a no-op."""
 
@@ -104,9 +107,9 @@ def sweep_task(self: Task) -> dict[str, int]:
             ids = list(
                 (
                     await session.execute(
-                        select(UsageEvent.id)
-                        .where(UsageEvent.status.in_(RATABLE), UsageEvent.recorded_at < utc_now() - SWEEP_AGE)
-                        .order_by(UsageEvent.id)
+                        select(col(UsageEvent.id))
+                        .where(col(UsageEvent.status).in_(RATABLE), col(UsageEvent.recorded_at) < utc_now() - SWEEP_AGE)
+                        .order_by(col(UsageEvent.id))
                         .limit(BATCH * 20)
                     )
                 ).scalars()
@@ -121,7 +124,7 @@ def sweep_task(self: Task) -> dict[str, int]:
 
 
 @shared_task(name="billing.finalize_invoices", bind=True)
-def finalize_invoices_task(self: Task) -> dict[str, Any]:
+def finalize_invoices_task(self: Task[Any, Any]) -> dict[str, Any]:
     """Finalize every draft past its month's grace period. Redelivery: finalized invoices are skipped (the
     status flip is conditional), so each is finalized exactly once."""
     finalized = _run(self, lambda database: finalize_due(database))

@@ -22,8 +22,7 @@ async def healthz() -> dict[str, str]:
 
 
 def _broker_reachable(url: str) -> None:
-    # kombu ships py.typed but leaves Connection.__init__ unannotated
-    with Connection(url, connect_timeout=2) as connection:  # type: ignore[no-untyped-call]
+    with Connection(url, connect_timeout=2) as connection:
         connection.ensure_connection(max_retries=1, timeout=2)
 
 

@@ -12,6 +12,7 @@ from litestar.exceptions import (
     SerializationException,
     ValidationException,
 )
+from litestar.types import ExceptionHandlersMap
 from pydantic import BaseModel
 
 __all__ = [
@@ -167,7 +168,7 @@ def _handle_unexpected(_request: Request[Any, Any, Any], exc: Exception) -> Resp
     return error_response(500, "internal server error", error_type="api_error", code="internal_error")
 
 
-exception_handlers: dict[type[Exception], Any] = {
+exception_handlers: ExceptionHandlersMap = {
     HTTPException: _handle_http_exception,
     Exception: _handle_unexpected,
 }

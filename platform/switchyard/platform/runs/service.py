@@ -6,6 +6,7 @@ import contextlib
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from switchyard.agents import TERMINAL_STATUSES, AgentSpec, RunState, RunStatus, ToolOutputsError
 from switchyard.agents.runner import wall_clock_ms
@@ -41,7 +42,9 @@ __all__ = [
 
 
 async def run_row(session: AsyncSession, scope: TenantScope, thread_id: str, run_id: str) -> Run:
-    statement = select(Run).where(Run.tenant_id == scope.tenant_id, Run.id == run_id, Run.thread_id == thread_id)
+    statement = select(Run).where(
+        col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id, col(Run.thread_id) == thread_id
+    )
     row = (await session.execute(statement)).scalar_one_or_none()
     if row is None:
         raise NotFound(f"no run {run_id!r} in thread {thread_id!r}", param="run_id")
@@ -61,9 +64,9 @@ def _context(run: Run) -> RunContext:
 
 async def _spec(session: AsyncSession, scope: TenantScope, run: Run) -> AgentSpec:
     statement = select(AgentVersion).where(
-        AgentVersion.tenant_id == scope.tenant_id,
-        AgentVersion.agent_id == run.agent_id,
-        AgentVersion.version == run.agent_version,
+        col(AgentVersion.tenant_id) == scope.tenant_id,
+        col(AgentVersion.agent_id) == run.agent_id,
+        col(AgentVersion.version) == run.agent_version,
     )
     return AgentSpec.model_validate((await session.execute(statement)).scalar_one().definition)
 
@@ -97,8 +100,8 @@ async def create_run(
     if active is None:
         last = (
             await session.execute(
-                select(func.max(ThreadMessage.position)).where(
-                    ThreadMessage.tenant_id == scope.tenant_id, ThreadMessage.thread_id == thread_id
+                select(func.max(col(ThreadMessage.position))).where(
+                    col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == thread_id
                 )
             )
         ).scalar_one_or_none()
@@ -142,8 +145,8 @@ async def list_runs(
     session: AsyncSession, *, scope: TenantScope, thread_id: str, params: CursorParams
 ) -> Page[RunPublic]:
     await thread_row(session, scope, thread_id)
-    statement = select(Run).where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id)
-    return await paginate(session, statement, Run.id, params, RunPublic.of)
+    statement = select(Run).where(col(Run.tenant_id) == scope.tenant_id, col(Run.thread_id) == thread_id)
+    return await paginate(session, statement, col(Run.id), params, RunPublic.of)
 
 
 async def list_steps(
@@ -191,7 +194,7 @@ async def cancel_run(
         return RunPublic.of(run)
     await session.execute(
         update(Run)
-        .where(Run.tenant_id == scope.tenant_id, Run.id == run_id)
+        .where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id)
         .values(cancel_requested=True)
         .execution_options(synchronize_session=False)
     )
@@ -212,9 +215,9 @@ async def cancel_run(
 
 async def _start_next_queued(session: AsyncSession, scope: TenantScope, thread_id: str, jobs: JobSender) -> None:
     statement = (
-        select(Run.id)
-        .where(Run.tenant_id == scope.tenant_id, Run.thread_id == thread_id, Run.status == "queued")
-        .order_by(Run.id)
+        select(col(Run.id))
+        .where(col(Run.tenant_id) == scope.tenant_id, col(Run.thread_id) == thread_id, col(Run.status) == "queued")
+        .order_by(col(Run.id))
         .limit(1)
     )
     next_run = (await session.execute(statement)).scalar_one_or_none()
