@@ -131,6 +131,8 @@ class FaultSchedule:
         self.note(f"SIGSTOP {name} (holding {held or 'no run'})")
         # past its lease at least; then until another worker has taken its runs over (bounded)
         await asyncio.sleep(self.lease_s + 1.0)
+        blocked = await asyncio.to_thread(self.pg.blocked)
+        self.note(f"while {name} is stopped, {len(blocked)} sessions wait or sit in a transaction: {blocked[:6]}")
         deadline = stopped + self.lease_s + 25.0
         moved = False
         while time.monotonic() < deadline:

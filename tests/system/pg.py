@@ -42,6 +42,18 @@ class Pg:
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def blocked(self) -> list[str]:
+        """The application's sessions waiting for a lock, and the sessions idle inside a transaction (what a
+        frozen process leaves behind), as short descriptions."""
+        with psycopg.connect(self.admin_url, autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT state, wait_event_type, now() - xact_start, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+                "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
+                "AND (wait_event_type = 'Lock' OR state = 'idle in transaction')",
+                (self.name,),
+            ).fetchall()
+        return [f"{state}/{wait or '-'} for {str(age).split('.')[0]}: {query}" for state, wait, age, query in rows]
+
     def leased_runs(self, owner: str) -> list[str]:
         """Runs ``owner`` (a worker's ``host:pid``) holds an unexpired lease on."""
         try:
