@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from celery import current_app, shared_task
+from celery.signals import worker_shutting_down
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlmodel import col
 
@@ -104,15 +105,34 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return loop.run_until_complete(coroutine)
 
 
+_driving: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[str]]] = {}
+"""The run each worker thread is driving, so that a stopping worker can interrupt them."""
+
+
 def _drive(tenant_id: str, run_id: str) -> str:
-    _, env = _environment()
+    loop, env = _environment()
+    task = loop.create_task(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+    _driving[threading.get_ident()] = (loop, task)
     try:
-        return _run(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+        return loop.run_until_complete(task)
+    except asyncio.CancelledError:  # the worker is stopping: the run's lease is released, another worker goes on
+        enqueue(current_app, RESUME_TASK, tenant_id, run_id)
+        log.info("run %s interrupted by the worker's shutdown; sent for another worker to resume", run_id)
+        return "interrupted"
     finally:
+        _driving.pop(threading.get_ident(), None)
         try:
             _run(_local.busy.flush())
         except Exception:  # carried to the next run's flush
             log.warning("could not record fleet busy time", exc_info=True)
+
+
+@worker_shutting_down.connect
+def _interrupt_runs(**_: Any) -> None:
+    """On SIGTERM Celery stops taking jobs and waits for those running, and an agent run can take minutes: stop
+    each run at its next await instead (its last checkpoint stands; the model call in flight is repeated)."""
+    for loop, task in list(_driving.values()):
+        loop.call_soon_threadsafe(task.cancel)
 
 
 @shared_task(name="runs.execute")
