@@ -142,11 +142,11 @@ async def test_cancel_over_http_still_delivers_the_receipt_of_the_compute_used(s
     assert receipt.finish_reason == "cancelled"
     assert 3 <= receipt.completion_tokens < 2000
     assert receipt.chip_us == slow_fleet.busy() > 0
-    assert slow_fleet.server.undelivered_chip_us() == {}
+    assert [r for r, _at in slow_fleet.server.take_receipts()] == [receipt]  # the fleet's own copy, to record
     await pool.aclose()
 
 
-async def test_a_gateway_that_dies_mid_stream_leaves_its_compute_counted_as_undelivered(slow_fleet: Served) -> None:
+async def test_a_gateway_that_dies_mid_stream_leaves_a_receipt_for_the_books(slow_fleet: Served) -> None:
     body = {
         "model": "small",
         "messages": [{"role": "user", "content": "hello " * 30}],
@@ -155,21 +155,40 @@ async def test_a_gateway_that_dies_mid_stream_leaves_its_compute_counted_as_unde
         "switchyard": {"request_id": "gone", "tenant": "t"},
     }
     headers = {"authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient() as client:
-        async with client.stream("POST", f"{slow_fleet.url}/v1/chat/completions", json=body, headers=headers) as r:
-            lines = 0
-            async for line in r.aiter_lines():
-                lines += line.startswith("data:")
-                if lines == 4:
-                    break  # the connection closes here, as when the gateway's process is killed
+    url = f"{slow_fleet.url}/v1/chat/completions"
+    async with httpx.AsyncClient() as client, client.stream("POST", url, json=body, headers=headers) as r:
+        lines = 0
+        async for line in r.aiter_lines():
+            lines += line.startswith("data:")
+            if lines == 4:
+                break  # the connection closes here, as when the gateway's process is killed
     deadline = time.monotonic() + 10
-    while not slow_fleet.server.undelivered_chip_us() and time.monotonic() < deadline:
+    taken: list[Any] = []
+    while not taken and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    ((replica, (instance, chip_us)),) = slow_fleet.server.undelivered_chip_us().items()
-    assert replica.startswith("small/")
-    assert instance == "trn2.3xlarge"
-    assert chip_us == slow_fleet.busy() > 0  # the whole compute of the request, and nothing ran on after it
+        taken = slow_fleet.server.take_receipts()
+    ((receipt, _at),) = taken
+    assert (receipt.request_id, receipt.tenant, receipt.finish_reason) == ("gone", "t", "cancelled")
+    assert receipt.replica.startswith("small/")
+    assert receipt.chip_us == slow_fleet.busy() > 0  # the request's whole compute, and nothing ran on after it
     assert slow_fleet.server.in_flight() == 0
+
+
+async def test_a_request_repeated_under_its_id_runs_beside_the_first(slow_fleet: Served) -> None:
+    """An agent step retried by another worker while the first worker is frozen mid-call: both run, each ends with
+    its own receipt under the caller's id, and stopping one leaves the other alone."""
+    pools = [slow_fleet.client(), slow_fleet.client()]
+    first = pools[0].submit(_request(5, max_tokens=40))
+    assert isinstance(await first.__anext__(), TextDelta)
+    _deltas, second = await _run(pools[1], _request(5, max_tokens=40))
+    assert second.finish_reason == "length"
+    assert second.completion_tokens == 40
+    rest = [event async for event in first]
+    assert isinstance(rest[-1], ComputeReceipt)
+    assert rest[-1].request_id == second.request_id == "r5"
+    assert sorted(r.request_id for r, _at in slow_fleet.server.take_receipts()) == ["r5", "r5"]
+    for pool in pools:
+        await pool.aclose()
 
 
 async def test_the_fleet_refuses_callers_without_its_token_and_unknown_models(fleet: Served) -> None:

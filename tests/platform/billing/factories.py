@@ -34,6 +34,38 @@ def receipt(
     )
 
 
+async def record_fleet_side(
+    session: Any, scope: TenantScope, events: list[UsageEventCreate], replicas: int = 1
+) -> None:
+    """What the replicas record for ``events``: their receipts, and busy time per instance type in the month of
+    the first event (split over ``replicas`` replicas: each its own rows)."""
+    from switchyard.platform.billing.fleet import minute_of, record_fleet_busy, record_fleet_receipts
+
+    await record_fleet_receipts(
+        session,
+        [
+            (
+                scope.tenant_id,
+                e.event_id,
+                f"{e.instance_type}/{n % replicas}",
+                e.instance_type,
+                e.chip_us,
+                e.occurred_at,
+            )
+            for n, e in enumerate(events)
+        ],
+    )
+    busy: dict[tuple[str, str], int] = {}
+    for n, event in enumerate(events):
+        key = (event.instance_type, f"{event.instance_type}/{n % replicas}")
+        busy[key] = busy.get(key, 0) + event.chip_us
+    minute = minute_of(events[0].occurred_at)
+    for (instance_type, replica), chip_us in busy.items():
+        await record_fleet_busy(
+            session, replica=replica, instance_type=instance_type, chip_us=chip_us, period_start=minute
+        )
+
+
 async def rated_usage(database: Database, scope: TenantScope, *events: UsageEventCreate) -> None:
     """Record ``events`` for the tenant and rate everything pending (which also opens draft invoices)."""
     async with database.unit_of_work(scope) as session:

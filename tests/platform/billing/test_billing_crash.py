@@ -25,7 +25,6 @@ import pytest
 from sqlalchemy import func, select
 
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.billing.fleet import record_fleet_busy
 from switchyard.platform.billing.invoices import finalize_due
 from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
 from switchyard.platform.billing.periods import month_start, next_month
@@ -35,6 +34,7 @@ from switchyard.platform.models import UsageAggregate, UsageEvent
 from switchyard.platform.settings import Settings
 from switchyard.platform.tenants.service import create_tenant
 from switchyard.platform.worker import create_celery
+from tests.platform.billing.factories import record_fleet_side
 
 pytestmark = pytest.mark.slow
 T = TypeVar("T")
@@ -158,15 +158,7 @@ def test_kill_9_while_metering_loses_and_duplicates_nothing(
                     select(UsageEvent.status, func.count(), func.sum(UsageEvent.chip_us)).group_by(UsageEvent.status)
                 )
             ).all()
-            for instance in ("trn2.48xlarge", "inf2.48xlarge"):
-                busy = sum(r.chip_us for r in receipts if r.instance_type == instance)
-                await record_fleet_busy(
-                    session,
-                    replica=f"{instance}-0",
-                    instance_type=instance,
-                    chip_us=busy,
-                    period_start=month_start(now),
-                )
+            await record_fleet_side(session, scope, receipts)
         await finalize_due(database, now=next_month(now) + timedelta(days=2))
         async with database.unit_of_work(UNSCOPED) as session:
             report = await reconcile(session, period_start=month_start(now))

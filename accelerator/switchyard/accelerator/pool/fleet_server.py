@@ -11,9 +11,11 @@ serves it; ``RemoteSimulatedDeployment`` is its client):
 - ``POST /v1/fleet/reload``: serve the deployments ``reload`` returns (the fleet file, re-read); requests already
   running finish on the old ones.
 
-A gateway whose connection drops before the receipt went out (its process died) never learns the request's
-compute: the request is stopped, and its chip-µs are counted in ``undelivered_chip_us`` so reconciliation can
-name them. When ``token`` is set every request must carry ``Authorization: Bearer <token>``.
+Every receipt the fleet issues is kept for ``take_receipts`` (the fleet process records them): a gateway that
+dies before it has committed a receipt as usage leaves one the books can name. When a gateway's connection drops
+the request is stopped. Requests run under ids of the fleet's own, so a request repeated under the same id (an
+agent step retried after its worker froze) runs beside the first. When ``token`` is set every request must carry
+``Authorization: Bearer <token>``.
 """
 
 from __future__ import annotations
@@ -21,16 +23,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import itertools
 import json
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
-from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, Priority, TextDelta, ToolCallDelta
+from switchyard.accelerator.pool.types import (
+    KEPT_RECEIPTS,
+    ComputeReceipt,
+    InferenceRequest,
+    Priority,
+    TextDelta,
+    ToolCallDelta,
+)
 
 __all__ = ["FleetServer"]
 
@@ -54,30 +66,32 @@ class FleetServer:
         self.pool = pool
         self._reload = reload
         self._token = token.encode()
-        self._running: dict[str, Backend] = {}
-        self._undelivered: dict[str, tuple[str, int]] = {}
+        self._running: dict[str, tuple[str, Backend]] = {}  # by the fleet's own id: (the caller's id, backend)
+        self._serial = itertools.count(1)
+        self._issued: deque[tuple[ComputeReceipt, float]] = deque(maxlen=KEPT_RECEIPTS)
         self._closing = False
 
     def close(self) -> None:
         """Take no more requests and stop those running: each stream still ends with its receipt (shutdown)."""
         self._closing = True
-        for request_id, backend in list(self._running.items()):
-            backend.cancel(request_id)
+        for own_id, (_request_id, backend) in list(self._running.items()):
+            backend.cancel(own_id)
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
+        """Every receipt issued since the last call, with the wall time (epoch seconds) it was issued."""
+        taken = list(self._issued)
+        self._issued.clear()
+        return taken
 
     async def replace_pool(self, pool: AcceleratorPool) -> AcceleratorPool:
         """Serve from ``pool``; returns the old pool, closed, once its last running request has finished."""
         old, self.pool = self.pool, pool
         retired = set(old.backends())
         # reloads are rare: polling keeps bookkeeping off every request's path
-        while any(backend in retired for backend in self._running.values()):  # noqa: ASYNC110
+        while any(backend in retired for _id, backend in self._running.values()):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await old.aclose()
         return old
-
-    def undelivered_chip_us(self) -> dict[str, tuple[str, int]]:
-        """Compute of requests whose receipt never reached their gateway, since start: ``{replica: (instance
-        type, chip-µs)}``."""
-        return dict(self._undelivered)
 
     def in_flight(self) -> int:
         return len(self._running)
@@ -98,10 +112,10 @@ class FleetServer:
         if method == "POST" and path == "/v1/chat/completions":
             await self._complete(scope, receive, send)
         elif method == "POST" and (match := _CANCEL.match(path)):
-            backend = self._running.get(match["request_id"])
-            if backend is not None:
-                backend.cancel(match["request_id"])
-            await _json(send, 200, {"cancelled": backend is not None})
+            running = [(own, b) for own, (rid, b) in list(self._running.items()) if rid == match["request_id"]]
+            for own_id, backend in running:
+                backend.cancel(own_id)
+            await _json(send, 200, {"cancelled": bool(running)})
         elif method == "GET" and path == "/v1/fleet":
             await _json(send, 200, {"deployments": await self.pool.status()})
         elif method == "POST" and path == "/v1/fleet/reload" and self._reload is not None:
@@ -133,40 +147,35 @@ class FleetServer:
         if self._closing:
             await _error(send, 503, "the fleet process is shutting down", "fleet_shutting_down")
             return
-        if request.request_id in self._running:
-            await _error(send, 409, f"request {request.request_id!r} is already running", "duplicate_request")
-            return
-        self._running[request.request_id] = backend
+        own_id = f"{request.request_id}~{next(self._serial)}"
+        self._running[own_id] = (request.request_id, backend)
         gone = asyncio.Event()
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, request.request_id))
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, own_id))
         receipt: ComputeReceipt | None = None
         try:
             stream = _ChunkWriter(send, request.model, gone) if request.stream else _WholeWriter(send, request.model)
             await stream.start()
-            async for event in backend.generate(request):
+            async for event in backend.generate(replace(request, request_id=own_id)):
                 if isinstance(event, ComputeReceipt):
-                    receipt = event
+                    receipt = replace(event, request_id=request.request_id)
+                    self._issued.append((receipt, time.time()))
                 else:
                     await stream.delta(event)
             assert receipt is not None
             await stream.finish(receipt)
         finally:
             watcher.cancel()
-            self._running.pop(request.request_id, None)
+            self._running.pop(own_id, None)
             if receipt is not None and gone.is_set():
-                instance, chip_us = self._undelivered.get(receipt.replica, (receipt.instance_type, 0))
-                self._undelivered[receipt.replica] = (instance, chip_us + receipt.chip_us)
-                log.warning(
-                    "request %s: its gateway went away; %d chip-us not delivered", request.request_id, receipt.chip_us
-                )
+                log.warning("request %s: its gateway went away (%d chip-us)", request.request_id, receipt.chip_us)
 
     @staticmethod
-    async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, request_id: str) -> None:
+    async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, own_id: str) -> None:
         """Stop the request when its gateway disconnects (its process died or it gave up)."""
         while (await receive())["type"] != "http.disconnect":
             pass
         gone.set()
-        backend.cancel(request_id)
+        backend.cancel(own_id)
 
 
 class _ChunkWriter:

@@ -9,7 +9,7 @@ from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
-from switchyard.accelerator.pool.types import InferenceRequest, PoolEvent
+from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent
 from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment
 
 __all__ = ["AcceleratorPool", "Backend"]
@@ -33,6 +33,8 @@ class Backend(Protocol):
     def cancel(self, request_id: str) -> None: ...
 
     def busy_chip_us(self) -> dict[str, tuple[str, int]]: ...
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]: ...
 
     async def status(self) -> dict[str, Any]: ...
 
@@ -92,6 +94,10 @@ class AcceleratorPool:
         for backend in self._backends.values():
             busy |= backend.busy_chip_us()
         return busy
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
+        """Receipts issued by the replicas this process runs since the last call, with their epoch times."""
+        return [taken for backend in self._backends.values() for taken in backend.take_receipts()]
 
     async def aclose(self) -> None:
         for backend in self._backends.values():

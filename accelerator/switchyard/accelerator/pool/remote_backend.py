@@ -55,8 +55,14 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
 
     def busy_chip_us(self) -> dict[str, tuple[str, int]]:
-        """Nothing: the fleet process records its replicas' busy time."""
+        """Nothing: the fleet process records its replicas' busy time and receipts."""
         return {}
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
+        return []
+
+    def _record(self, receipt: ComputeReceipt) -> None:
+        pass
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
         body = super()._body(request)

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
@@ -23,7 +24,14 @@ from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens
-from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent, TextDelta, ToolCallDelta
+from switchyard.accelerator.pool.types import (
+    KEPT_RECEIPTS,
+    ComputeReceipt,
+    InferenceRequest,
+    PoolEvent,
+    TextDelta,
+    ToolCallDelta,
+)
 from switchyard.accelerator.requests import FinishedRequest
 
 __all__ = ["SimulatedDeployment", "max_chip_us"]
@@ -50,9 +58,10 @@ class SimulatedDeployment:
         self._ids = itertools.count(1)
         self._waiters: dict[int, asyncio.Future[FinishedRequest]] = {}
         self._progress: dict[int, tuple[int, asyncio.Event]] = {}
-        self._jobs: dict[str, Job] = {}
+        self._jobs: dict[str, list[Job]] = {}  # by request id: a request repeated after a crash may overlap itself
         self._driver: asyncio.Task[None] | None = None
         self._drain_scheduled = False
+        self._issued: deque[tuple[ComputeReceipt, float]] | None = None  # kept once someone takes them
 
     @property
     def name(self) -> str:
@@ -64,6 +73,15 @@ class SimulatedDeployment:
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
         return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
+        """Every receipt issued since the last call (none before the first), with the wall time (epoch seconds)
+        it was issued."""
+        if self._issued is None:
+            self._issued = deque(maxlen=KEPT_RECEIPTS)
+        taken = list(self._issued)
+        self._issued.clear()
+        return taken
 
     def busy_chip_us(self) -> dict[str, tuple[str, int]]:
         """Each replica's busy chip-µs since start (``{replica: (instance type, chip-µs)}``): the engine's
@@ -94,7 +112,7 @@ class SimulatedDeployment:
         )
         future: asyncio.Future[FinishedRequest] = asyncio.get_running_loop().create_future()
         self._waiters[job.job_id] = future
-        self._jobs[request.request_id] = job
+        self._jobs.setdefault(request.request_id, []).append(job)
         progressed = asyncio.Event()
         self._progress[job.job_id] = (0, progressed)
         self.dispatcher.offer(job, job.arrival_s)
@@ -116,24 +134,29 @@ class SimulatedDeployment:
         finally:
             self._waiters.pop(job.job_id, None)
             self._progress.pop(job.job_id, None)
-            self._jobs.pop(request.request_id, None)
+            same = self._jobs.get(request.request_id, [])
+            if job in same:
+                same.remove(job)
+            if not same:
+                self._jobs.pop(request.request_id, None)
         if not result.cancelled:
             for event in self._deltas(completion)[sent:]:
                 yield event
-        yield self._receipt(request, job, result, completion)
+        receipt = self._receipt(request, job, result, completion)
+        if self._issued is not None:
+            self._issued.append((receipt, time.time()))
+        yield receipt
 
     def cancel(self, request_id: str) -> None:
         """Stop a request whose client went away; its receipt then carries the compute used so far."""
-        job = self._jobs.get(request_id)
-        if job is None:
-            return
-        queued = self.dispatcher.abort(job.job_id)
-        if queued is not None:  # never reached the cluster: nothing was computed
-            now = self._sim_now()
-            never_ran = FinishedRequest(job.job_id, -1, job.arrival_s, now, now, now, job.prompt_tokens, 0, 0)
-            self._resolve([(job, replace(never_ran, cancelled=True))])
-        else:
-            self._wake()
+        for job in list(self._jobs.get(request_id, ())):
+            queued = self.dispatcher.abort(job.job_id)
+            if queued is not None:  # never reached the cluster: nothing was computed
+                now = self._sim_now()
+                never_ran = FinishedRequest(job.job_id, -1, job.arrival_s, now, now, now, job.prompt_tokens, 0, 0)
+                self._resolve([(job, replace(never_ran, cancelled=True))])
+            else:
+                self._wake()
 
     @staticmethod
     def _deltas(completion: Completion) -> list[PoolEvent]:

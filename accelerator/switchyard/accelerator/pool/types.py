@@ -8,6 +8,7 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "KEPT_RECEIPTS",
     "ComputeReceipt",
     "InferenceRequest",
     "PoolEvent",
@@ -86,3 +87,6 @@ class ComputeReceipt:
 
 
 PoolEvent = TextDelta | ToolCallDelta | ComputeReceipt
+
+KEPT_RECEIPTS = 100_000
+"""How many issued receipts a backend keeps until they are taken (``take_receipts``); past that the oldest go."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from httpx_aiohttp import AiohttpTransport
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
 from switchyard.accelerator.pool.types import (
+    KEPT_RECEIPTS,
     ComputeReceipt,
     InferenceRequest,
     PoolEvent,
@@ -56,6 +58,7 @@ class UpstreamDeployment:
             self._headers["authorization"] = f"Bearer {spec.api_key}"
         self._timeout = httpx.Timeout(spec.timeout_s, connect=5.0).as_dict()
         self._busy_chip_us = 0
+        self._issued: deque[tuple[ComputeReceipt, float]] | None = None  # kept once someone takes them
 
     @property
     def name(self) -> str:
@@ -83,6 +86,20 @@ class UpstreamDeployment:
         """Compute of every answer this process received since start (``{replica: (instance type, chip-µs)}``):
         an upstream's busy time is what the gateway measured of it, the sum of its receipts."""
         return {f"{self.spec.name}/upstream": (self.spec.instance, self._busy_chip_us)}
+
+    def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
+        """Every receipt issued since the last call (none before the first), with the wall time (epoch seconds)
+        it was issued."""
+        if self._issued is None:
+            self._issued = deque(maxlen=KEPT_RECEIPTS)
+        taken = list(self._issued)
+        self._issued.clear()
+        return taken
+
+    def _record(self, receipt: ComputeReceipt) -> None:
+        self._busy_chip_us += receipt.chip_us
+        if self._issued is not None:
+            self._issued.append((receipt, time.time()))
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
@@ -146,7 +163,7 @@ class UpstreamDeployment:
         for index, call in enumerate(tool_calls):
             yield ToolCallDelta(index, call)
         receipt = self._receipt(request, answer, started, finished)
-        self._busy_chip_us += receipt.chip_us
+        self._record(receipt)
         yield receipt
 
     def _receipt(self, request: InferenceRequest, answer: _Answer, started: float, finished: float) -> ComputeReceipt:

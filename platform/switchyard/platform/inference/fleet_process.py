@@ -50,8 +50,9 @@ class FleetProcess:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.recorder.watch(self.pool)
-                self.recorder.watch_undelivered(self.server, self.server.undelivered_chip_us)
+                # busy time from the replicas; receipts from the server, under the callers' request ids
+                self.recorder.watch(self.pool, busy=self.pool.busy_chip_us)
+                self.recorder.watch(self.server, receipts=self.server.take_receipts)
                 self.recorder.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
@@ -67,7 +68,7 @@ class FleetProcess:
         """Re-read the fleet file (a bad file raises and changes nothing); the old replicas' last busy time is
         recorded once their running requests have finished."""
         pool = self._load()
-        self.recorder.watch(pool)
+        self.recorder.watch(pool, busy=pool.busy_chip_us)
         self.pool = pool
         await self.recorder.retire(await self.server.replace_pool(pool))
 

@@ -40,7 +40,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     state.redis = redis_client
     state.started_at = time.time()
     state.busy_recorder = FleetBusyRecorder(database)
-    state.busy_recorder.watch(gateway.pool)
+    state.busy_recorder.watch_pool(gateway.pool)
     state.busy_recorder.start()
     return gateway
 
@@ -67,7 +67,7 @@ async def reload_pool(state: Any, pool: AcceleratorPool) -> None:
         token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
         await reload_fleet_process(settings.fleet_url, token)
     recorder: FleetBusyRecorder = state.busy_recorder
-    recorder.watch(pool)
+    recorder.watch_pool(pool)
     old = await state.gateway.reload(pool)
     await recorder.retire(old)
 

@@ -12,6 +12,7 @@ from switchyard.platform.models.budget_alert import BudgetAlert
 from switchyard.platform.models.budget_reservation import BudgetReservation
 from switchyard.platform.models.credit import Credit
 from switchyard.platform.models.fleet_busy import FleetBusy
+from switchyard.platform.models.fleet_receipt import FleetReceipt
 from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
 from switchyard.platform.models.invoice_line import InvoiceLine
@@ -37,6 +38,7 @@ __all__ = [
     "BudgetReservation",
     "Credit",
     "FleetBusy",
+    "FleetReceipt",
     "IdempotencyRecord",
     "Invoice",
     "InvoiceLine",

@@ -26,6 +26,5 @@ class FleetBusy(SQLModel, table=True):
     replica: str = Field(max_length=128)
     instance_type: str = Field(max_length=64)
     chip_us: int = Field(sa_type=BigInteger)
-    undelivered_chip_us: int = Field(default=0, sa_type=BigInteger, sa_column_kwargs={"server_default": "0"})
     period_start: datetime = Field(sa_type=UTCDateTime, index=True)
     recorded_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)

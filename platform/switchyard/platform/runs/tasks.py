@@ -84,7 +84,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         # the busy time of the replicas this thread runs: real upstreams, and simulated deployments when no fleet
         # process is configured (with one, it records them); flushed after each run
         _local.busy = FleetBusyRecorder(database)
-        _local.busy.watch(pool)
+        _local.busy.watch_pool(pool)
         env = RunEnvironment(
             database=database,
             pool=pool,
