@@ -14,7 +14,10 @@ from switchyard.platform.db.inline import InlineWriter
 from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_session
 from switchyard.platform.db.sqlite import SQLITE_BUSY_TIMEOUT_MS, configure_sqlite
 
-__all__ = ["Database", "async_url", "sync_url"]
+__all__ = ["IDLE_IN_TRANSACTION_TIMEOUT_MS", "Database", "async_url", "sync_url"]
+
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
+"""PostgreSQL ends a session left idle inside a transaction this long (the application's are milliseconds long)."""
 
 
 def async_url(url: str) -> str:
@@ -41,7 +44,12 @@ def create_engine_for(url: str) -> AsyncEngine:
         engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine.sync_engine, "connect", configure_sqlite)
         return engine
-    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # A process frozen (SIGSTOP, a stuck thread) inside a transaction would hold its row locks, and every request
+    # touching those rows (a tenant's budget, a run) would wait with it: PostgreSQL ends such a session instead.
+    options = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+    return create_async_engine(
+        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"options": options}
+    )
 
 
 class Database:

@@ -14,6 +14,7 @@ from litestar.exceptions import (
 )
 from litestar.types import ExceptionHandlersMap
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 __all__ = [
     "ApiError",
@@ -163,12 +164,28 @@ def _handle_http_exception(_request: Request[Any, Any, Any], exc: HTTPException)
     return error_response(exc.status_code, message, code=code, headers=headers)
 
 
+def _handle_database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """The database dropped or refused the connection (a restart, a failover, a terminated session): nothing was
+    committed, and a retry gets a new connection."""
+    log.warning("database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return error_response(
+        503,
+        "the database is unavailable; nothing was changed, retry shortly",
+        error_type="api_error",
+        code="database_unavailable",
+        headers={"retry-after": "1"},
+    )
+
+
 def _handle_unexpected(_request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    if isinstance(exc, DBAPIError) and (exc.connection_invalidated or isinstance(exc, OperationalError)):
+        return _handle_database_unavailable(_request, exc)
     log.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal server error", error_type="api_error", code="internal_error")
 
 
 exception_handlers: ExceptionHandlersMap = {
     HTTPException: _handle_http_exception,
+    OperationalError: _handle_database_unavailable,
     Exception: _handle_unexpected,
 }
