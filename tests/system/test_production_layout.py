@@ -21,9 +21,9 @@ process exits within 10 s of SIGTERM. On failure the tail of every process's log
 the client ledger (every attempt, one JSON line each) stay in the test's tmp directory. Error answers, operations
 that never got through and slow run takeovers are printed as observations, not asserted.
 
-Opt-in while the defects it found are being fixed: ``SWITCHYARD_SYSTEM_TEST=1``. Knobs: ``..._LONG=1`` (three
-rounds), ``..._SEED`` (replays the random choices), ``..._FAULTS=api-kill,redis-outage`` (only those faults),
-``..._KEEP=1`` (keeps the database).
+Runs in ``make test`` whenever PostgreSQL and Redis are configured (as in ``.ci/run``), in about two minutes.
+Knobs: ``SWITCHYARD_SYSTEM_TEST_LONG=1`` (three rounds), ``..._SEED`` (replays the random choices),
+``..._FAULTS=api-kill,redis-outage`` (only those faults), ``..._KEEP=1`` (keeps the database).
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ COOLDOWN_S = 5.0
 SETTLE_RUNS_S = 2 * LEASE_S + 2 * 15 + 10  # leases pass, two sweeps (every 15 s) re-enqueue, the runs finish
 SETTLE_RATING_S = 75.0  # billing.sweep (every 60 s) rates what lost its nudge
 SETTLE_SLOTS_S = 15.0
-OPT_IN = "SWITCHYARD_SYSTEM_TEST"  # =1 runs the test (opt-in while the defects it found are being fixed)
 LONG = "SWITCHYARD_SYSTEM_TEST_LONG"  # =1: three rounds of the fault schedule, a larger workload
 SEED = "SWITCHYARD_SYSTEM_TEST_SEED"  # replays the random choices of a run (not its timing)
 ONLY = "SWITCHYARD_SYSTEM_TEST_FAULTS"  # debugging: only these faults, e.g. "api-kill,redis-outage"
@@ -77,8 +76,6 @@ ACTIVE = ("queued", "in_progress", "requires_action", "cancelling")
 
 @pytest.mark.timeout(1800)
 def test_production_layout_under_faults(postgres_url: str, redis_url: str, tmp_path: Path) -> None:
-    if os.environ.get(OPT_IN) != "1":
-        pytest.skip(f"opt-in until the issue-12 fixes land: set {OPT_IN}=1")
     if shutil.which("redis-server") is None:
         pytest.fail("the system test needs `redis-server` on PATH (it starts and stops a Redis of its own)")
     long = os.environ.get(LONG) == "1"
