@@ -28,7 +28,6 @@ import json
 import logging
 import re
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -36,9 +35,9 @@ from typing import Any
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.types import (
-    KEPT_RECEIPTS,
     ComputeReceipt,
     InferenceRequest,
+    IssuedReceipts,
     Priority,
     TextDelta,
     ToolCallDelta,
@@ -68,7 +67,7 @@ class FleetServer:
         self._token = token.encode()
         self._running: dict[str, tuple[str, Backend]] = {}  # by the fleet's own id: (the caller's id, backend)
         self._serial = itertools.count(1)
-        self._issued: deque[tuple[ComputeReceipt, float]] = deque(maxlen=KEPT_RECEIPTS)
+        self._issued = IssuedReceipts(keep=True)
         self._closing = False
 
     def close(self) -> None:
@@ -78,10 +77,8 @@ class FleetServer:
             backend.cancel(own_id)
 
     def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
-        """Every receipt issued since the last call, with the wall time (epoch seconds) it was issued."""
-        taken = list(self._issued)
-        self._issued.clear()
-        return taken
+        """Every receipt issued since the last call, under the callers' request ids, with epoch times."""
+        return self._issued.take()
 
     async def replace_pool(self, pool: AcceleratorPool) -> AcceleratorPool:
         """Serve from ``pool``; returns the old pool, closed, once its last running request has finished."""
@@ -158,7 +155,7 @@ class FleetServer:
             async for event in backend.generate(replace(request, request_id=own_id)):
                 if isinstance(event, ComputeReceipt):
                     receipt = replace(event, request_id=request.request_id)
-                    self._issued.append((receipt, time.time()))
+                    self._issued.add(receipt)
                 else:
                     await stream.delta(event)
             assert receipt is not None
@@ -214,7 +211,7 @@ class _ChunkWriter:
 
     async def finish(self, receipt: ComputeReceipt) -> None:
         await self._write(self._chunk({}, receipt.finish_reason))
-        await self._write({**self._base, "choices": [], "usage": _usage(receipt)})
+        await self._write({**self._base, "choices": [], "usage": receipt.usage()})
         await self._write("[DONE]", more=False)
 
 
@@ -242,25 +239,9 @@ class _WholeWriter:
         if self._calls:
             message["tool_calls"] = self._calls
         choice = {"index": 0, "message": message, "finish_reason": receipt.finish_reason}
-        completion = {"object": "chat.completion", "model": self._model, "choices": [choice], "usage": _usage(receipt)}
+        completion = {"object": "chat.completion", "model": self._model, "choices": [choice], "usage": receipt.usage()}
         with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
             await _json(self._send, 200, completion)
-
-
-def _usage(receipt: ComputeReceipt) -> dict[str, Any]:
-    return {
-        "prompt_tokens": receipt.prompt_tokens,
-        "completion_tokens": receipt.completion_tokens,
-        "total_tokens": receipt.prompt_tokens + receipt.completion_tokens,
-        "compute": {
-            "chip_us": receipt.chip_us,
-            "instance_type": receipt.instance_type,
-            "replica": receipt.replica,
-            "queue_ms": receipt.queue_ms,
-            "ttft_ms": receipt.ttft_ms,
-            "decode_ms": receipt.decode_ms,
-        },
-    }
 
 
 def _inference_request(body: dict[str, Any]) -> InferenceRequest:

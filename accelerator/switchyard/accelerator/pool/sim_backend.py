@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import math
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
@@ -25,9 +24,9 @@ from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens
 from switchyard.accelerator.pool.types import (
-    KEPT_RECEIPTS,
     ComputeReceipt,
     InferenceRequest,
+    IssuedReceipts,
     PoolEvent,
     TextDelta,
     ToolCallDelta,
@@ -61,7 +60,7 @@ class SimulatedDeployment:
         self._jobs: dict[str, list[Job]] = {}  # by request id: a request repeated after a crash may overlap itself
         self._driver: asyncio.Task[None] | None = None
         self._drain_scheduled = False
-        self._issued: deque[tuple[ComputeReceipt, float]] | None = None  # kept once someone takes them
+        self._issued = IssuedReceipts()
 
     @property
     def name(self) -> str:
@@ -75,13 +74,7 @@ class SimulatedDeployment:
         return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
 
     def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
-        """Every receipt issued since the last call (none before the first), with the wall time (epoch seconds)
-        it was issued."""
-        if self._issued is None:
-            self._issued = deque(maxlen=KEPT_RECEIPTS)
-        taken = list(self._issued)
-        self._issued.clear()
-        return taken
+        return self._issued.take()
 
     def busy_chip_us(self) -> dict[str, tuple[str, int]]:
         """Each replica's busy chip-µs since start (``{replica: (instance type, chip-µs)}``): the engine's
@@ -143,8 +136,7 @@ class SimulatedDeployment:
             for event in self._deltas(completion)[sent:]:
                 yield event
         receipt = self._receipt(request, job, result, completion)
-        if self._issued is not None:
-            self._issued.append((receipt, time.time()))
+        self._issued.add(receipt)
         yield receipt
 
     def cancel(self, request_id: str) -> None:

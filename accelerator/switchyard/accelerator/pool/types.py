@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -85,8 +87,44 @@ class ComputeReceipt:
     finish_reason: str
     tool_calls: tuple[ToolCall, ...] = field(default=())
 
+    def usage(self) -> dict[str, Any]:
+        """OpenAI's ``usage`` object with Switchyard's ``compute``: this receipt on the wire."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "compute": {
+                "chip_us": self.chip_us,
+                "instance_type": self.instance_type,
+                "replica": self.replica,
+                "queue_ms": round(self.queue_ms, 3),
+                "ttft_ms": round(self.ttft_ms, 3),
+                "decode_ms": round(self.decode_ms, 3),
+            },
+        }
+
 
 PoolEvent = TextDelta | ToolCallDelta | ComputeReceipt
 
 KEPT_RECEIPTS = 100_000
 """How many issued receipts a backend keeps until they are taken (``take_receipts``); past that the oldest go."""
+
+
+class IssuedReceipts:
+    """The receipts a backend issued, for the process's recorder: kept from the first ``take`` on (a backend
+    nobody takes from keeps nothing), at most ``KEPT_RECEIPTS`` of them."""
+
+    def __init__(self, *, keep: bool = False) -> None:
+        self._kept: deque[tuple[ComputeReceipt, float]] | None = deque(maxlen=KEPT_RECEIPTS) if keep else None
+
+    def add(self, receipt: ComputeReceipt) -> None:
+        if self._kept is not None:
+            self._kept.append((receipt, time.time()))
+
+    def take(self) -> list[tuple[ComputeReceipt, float]]:
+        """Every receipt issued since the last call, with the wall time (epoch seconds) it was issued."""
+        if self._kept is None:
+            self._kept = deque(maxlen=KEPT_RECEIPTS)
+        taken = list(self._kept)
+        self._kept.clear()
+        return taken

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,9 +18,9 @@ from httpx_aiohttp import AiohttpTransport
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
 from switchyard.accelerator.pool.types import (
-    KEPT_RECEIPTS,
     ComputeReceipt,
     InferenceRequest,
+    IssuedReceipts,
     PoolEvent,
     TextDelta,
     ToolCall,
@@ -58,7 +57,7 @@ class UpstreamDeployment:
             self._headers["authorization"] = f"Bearer {spec.api_key}"
         self._timeout = httpx.Timeout(spec.timeout_s, connect=5.0).as_dict()
         self._busy_chip_us = 0
-        self._issued: deque[tuple[ComputeReceipt, float]] | None = None  # kept once someone takes them
+        self._issued = IssuedReceipts()
 
     @property
     def name(self) -> str:
@@ -88,18 +87,11 @@ class UpstreamDeployment:
         return {f"{self.spec.name}/upstream": (self.spec.instance, self._busy_chip_us)}
 
     def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
-        """Every receipt issued since the last call (none before the first), with the wall time (epoch seconds)
-        it was issued."""
-        if self._issued is None:
-            self._issued = deque(maxlen=KEPT_RECEIPTS)
-        taken = list(self._issued)
-        self._issued.clear()
-        return taken
+        return self._issued.take()
 
     def _record(self, receipt: ComputeReceipt) -> None:
         self._busy_chip_us += receipt.chip_us
-        if self._issued is not None:
-            self._issued.append((receipt, time.time()))
+        self._issued.add(receipt)
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}

@@ -26,7 +26,6 @@ from switchyard.platform.inference.responses import (
     compute_headers,
     sse,
     tool_call_deltas,
-    usage_object,
 )
 from switchyard.platform.inference.runtime import build_pool, reload_pool
 from switchyard.platform.inference.schemas import ChatCompletionCreate, ModelList, ModelPublic
@@ -140,7 +139,7 @@ async def _stream(
                     usage = {
                         **chunk(completion_id, created, model, {}, None),
                         "choices": [],
-                        "usage": usage_object(event),
+                        "usage": event.usage(),
                     }
                     yield sse(usage)
         finished = True

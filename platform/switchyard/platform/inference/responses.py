@@ -7,23 +7,7 @@ from typing import Any
 
 from switchyard.accelerator.pool import ComputeReceipt, ToolCall
 
-__all__ = ["completion_object", "compute_headers", "sse", "usage_object"]
-
-
-def usage_object(receipt: ComputeReceipt) -> dict[str, Any]:
-    return {
-        "prompt_tokens": receipt.prompt_tokens,
-        "completion_tokens": receipt.completion_tokens,
-        "total_tokens": receipt.prompt_tokens + receipt.completion_tokens,
-        "compute": {
-            "chip_us": receipt.chip_us,
-            "instance_type": receipt.instance_type,
-            "replica": receipt.replica,
-            "queue_ms": round(receipt.queue_ms, 3),
-            "ttft_ms": round(receipt.ttft_ms, 3),
-            "decode_ms": round(receipt.decode_ms, 3),
-        },
-    }
+__all__ = ["completion_object", "compute_headers", "sse"]
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
@@ -43,7 +27,7 @@ def completion_object(
         "model": model,
         "system_fingerprint": "switchyard",
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": receipt.finish_reason}],
-        "usage": usage_object(receipt),
+        "usage": receipt.usage(),
     }
 
 
