@@ -66,8 +66,20 @@ class FaultSchedule:
                 if only is not None and name not in only:
                     continue
                 await asyncio.sleep(self.rng.uniform(2.0, 4.0))
+                await self.restart_exited()
                 await fault()
+        await self.restart_exited()
         self.note("fault schedule done")
+
+    async def restart_exited(self) -> None:
+        """Start again, as a supervisor would (compose: ``restart: unless-stopped``), a switchyard process that
+        exited on its own: a worker whose Redis connection dropped can exit on a kombu error. Counted, so the
+        report says how often."""
+        for name, proc in self.layout.procs.items():
+            if name != "redis" and proc.popen is not None and not proc.alive:
+                self._count("exited on its own (restarted)")
+                self.note(f"{name} had exited on its own (status {proc.popen.returncode}): restarted")
+                await asyncio.to_thread(proc.start)
 
     # -- faults --------------------------------------------------------------------------------------------
 
