@@ -17,6 +17,7 @@ from switchyard.agents import (
     FunctionModel,
     InvalidTransitionError,
     Message,
+    ModelCallInterrupted,
     ModelCallRefused,
     ModelRequest,
     ModelResponse,
@@ -464,6 +465,29 @@ async def test_drive_run_fails_a_refused_model_call_with_the_refusals_code() -> 
     assert state.status is RunStatus.FAILED
     assert state.last_error is not None
     assert (state.last_error.code, state.last_error.message) == ("budget_exceeded", "agent budget bud_1 has 0.00 left")
+
+
+async def test_an_interrupted_model_call_leaves_the_run_to_resume_not_failed() -> None:
+    """The platform's database went away during the call: not the run's fault (it once failed as model_error)."""
+
+    def interrupted(request: ModelRequest) -> str:
+        raise ModelCallInterrupted("the database was unavailable")
+
+    loop = make_loop()
+    saved: list[RunState] = []
+
+    async def checkpoint(state: RunState) -> None:
+        saved.append(state)
+
+    with pytest.raises(ModelCallInterrupted):
+        await drive_run(
+            loop, loop.new_run("r", now_ms=0), thread=THREAD, model=FunctionModel(interrupted), checkpoint=checkpoint
+        )
+    assert saved
+    assert saved[-1].status is RunStatus.IN_PROGRESS
+    assert saved[-1].last_error is None
+    resumed, _ = await drive_run(loop, saved[-1], thread=THREAD, model=scripted("done"))
+    assert resumed.status is RunStatus.COMPLETED
 
 
 async def test_drive_run_honours_a_cancel_request_between_steps() -> None:

@@ -6,6 +6,7 @@ __all__ = [
     "AgentsError",
     "ContextOverflowError",
     "InvalidTransitionError",
+    "ModelCallInterrupted",
     "ModelCallRefused",
     "SSRFBlockedError",
     "ToolExecutionError",
@@ -51,6 +52,11 @@ class InvalidTransitionError(AgentsError):
 
 class ContextOverflowError(AgentsError):
     """Even the newest turn of the conversation does not fit the model's context window."""
+
+
+class ModelCallInterrupted(AgentsError):
+    """A model call could not be made for a reason outside the run (the platform's database or broker went away):
+    the run is not failed; driving it stops here, and it resumes from its last checkpoint."""
 
 
 class ModelCallRefused(AgentsError):

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from switchyard.agents.errors import ModelCallRefused, ToolExecutionError
+from switchyard.agents.errors import ModelCallInterrupted, ModelCallRefused, ToolExecutionError
 from switchyard.agents.loop import RunLoop
 from switchyard.agents.messages import Message
 from switchyard.agents.model import Model
@@ -81,6 +81,8 @@ async def drive_run(
                     response = await model.request(action.request)
             except TimeoutError:
                 continue  # advance() sees the timeout and stops the run as incomplete
+            except ModelCallInterrupted:
+                raise  # not the run's fault: it resumes from this checkpoint
             except Exception as exc:
                 code, message = (
                     (exc.code, str(exc))

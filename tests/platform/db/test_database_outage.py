@@ -122,3 +122,34 @@ async def test_a_session_idle_inside_a_transaction_is_ended_by_the_server(postgr
     finally:
         await database.dispose()
     assert setting == "10s"
+
+
+async def test_an_agent_model_call_without_its_database_is_interrupted_not_failed(
+    proxied_database_url: tuple[str, CuttableProxy],
+) -> None:
+    """A run's model call whose budget check loses the database (it terminated the session) is interrupted: the
+    run resumes later from its checkpoint instead of failing with ``model_error`` (seen in the system test)."""
+    from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool
+    from switchyard.agents import FunctionModel, Message, ModelCallInterrupted, ModelRequest
+    from switchyard.platform.db import Database, TenantScope
+    from switchyard.platform.runs.budgeted import BudgetedModel
+
+    url, proxy = proxied_database_url
+    database = Database(url)
+    backend = AcceleratorPool.from_specs(DEFAULT_FLEET[:1], time_scale=0).backends()[0]
+    model = BudgetedModel(
+        FunctionModel(lambda _request: "never asked"),
+        database=database,
+        scope=TenantScope("ten_gone"),
+        backend=backend,
+        api_key_id=None,
+        agent_id="agent_1",
+        max_output_tokens=16,
+    )
+    proxy.cut()
+    request = ModelRequest(request_id="step_1", model=backend.name, messages=[Message.user("hi")])
+    try:
+        with pytest.raises(ModelCallInterrupted, match="database was unavailable"):
+            await model.request(request)
+    finally:
+        await database.dispose()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 
+from sqlalchemy.exc import InterfaceError, OperationalError
+
 from switchyard.accelerator.pool import Backend, count_prompt_tokens
-from switchyard.agents import Model, ModelCallRefused, ModelRequest, ModelResponse
+from switchyard.agents import Model, ModelCallInterrupted, ModelCallRefused, ModelRequest, ModelResponse
 from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import Database, TenantScope
@@ -59,6 +61,12 @@ class BudgetedModel:
             return await budgets.tenant_has_budgets(session, scope=self.scope)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
+        try:
+            return await self._request(request)
+        except (OperationalError, InterfaceError) as exc:  # the database went away: the run is not to blame
+            raise ModelCallInterrupted(f"the database was unavailable: {exc.orig or exc}") from exc
+
+    async def _request(self, request: ModelRequest) -> ModelResponse:
         reservation_id = None
         if await self._has_budgets():
             prompt, output = call_bounds(self.backend, request, self.max_output_tokens)

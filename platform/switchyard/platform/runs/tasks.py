@@ -21,6 +21,7 @@ from celery.signals import worker_shutting_down
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlmodel import col
 
+from switchyard.agents import ModelCallInterrupted
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
@@ -118,6 +119,10 @@ def _drive(tenant_id: str, run_id: str) -> str:
     except asyncio.CancelledError:  # the worker is stopping: the run's lease is released, another worker goes on
         enqueue(current_app, RESUME_TASK, tenant_id, run_id)
         log.info("run %s interrupted by the worker's shutdown; sent for another worker to resume", run_id)
+        return "interrupted"
+    except ModelCallInterrupted as exc:  # the database went away mid-call: the run goes on from its checkpoint
+        log.warning("run %s interrupted (%s); sent to resume", run_id, exc)
+        enqueue(current_app, RESUME_TASK, tenant_id, run_id)  # (runs.sweep finds it if this send fails)
         return "interrupted"
     finally:
         _driving.pop(threading.get_ident(), None)
