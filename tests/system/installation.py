@@ -40,11 +40,6 @@ def readme_production() -> tuple[list[str], list[str]]:
     return variables, commands
 
 
-def fleet_command_available() -> bool:
-    done = subprocess.run([switchyard_bin(), "fleet", "--help"], capture_output=True, timeout=60)
-    return done.returncode == 0
-
-
 @dataclass
 class Installation:
     server_url: str  # the PostgreSQL server of the `postgres_url` fixture
@@ -54,7 +49,7 @@ class Installation:
     pg: Pg = field(init=False)
     redis_port: int = field(default_factory=free_port)
     api_ports: list[int] = field(default_factory=lambda: [free_port(), free_port()])
-    fleet_port: int | None = None
+    fleet_port: int = field(default_factory=free_port)
     notes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     layout: Layout = field(init=False)
@@ -73,27 +68,19 @@ class Installation:
         variables, commands = readme_production()
         unknown = sorted(set(commands) - HARNESS_COMMANDS)
         assert not unknown, f"the README's production section runs {unknown}, which the system test does not"
-        fleet = fleet_command_available()
-        if fleet:
-            self.fleet_port = free_port()
-        else:
-            assert "fleet" not in commands, "the README runs `switchyard fleet`, but the command does not exist"
-            self.notes.append("`switchyard fleet` does not exist yet: no fleet process, each process simulates its own")
+        assert "fleet" in commands, "the README's production section must run the fleet process"
         redis = f"redis://127.0.0.1:{self.redis_port}"
         provided = {
             "SWITCHYARD_DATABASE_URL": self.pg.url,
             "SWITCHYARD_BROKER_URL": f"{redis}/0",
             "SWITCHYARD_REDIS_URL": f"{redis}/1",
             "SWITCHYARD_FLEET_TOKEN": secrets.token_urlsafe(24),
+            "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{self.fleet_port}",
         }
-        if self.fleet_port is not None:
-            provided["SWITCHYARD_FLEET_URL"] = f"http://127.0.0.1:{self.fleet_port}"
         missing = sorted(set(variables) - set(provided))
         assert not missing, f"the README's production section sets {missing}, which the system test cannot provide"
-        chosen = set(variables) | ({"SWITCHYARD_FLEET_URL"} if self.fleet_port is not None else set())
-        if self.fleet_port is not None and "SWITCHYARD_FLEET_URL" not in variables:
-            self.notes.append("the README's production section does not set SWITCHYARD_FLEET_URL yet; the test does")
-        settings = {name: provided[name] for name in sorted(chosen)}
+        assert "SWITCHYARD_FLEET_URL" in variables, "the README's production section must set SWITCHYARD_FLEET_URL"
+        settings = {name: provided[name] for name in sorted(variables)}
         settings |= {
             "SWITCHYARD_TIME_SCALE": str(self.time_scale),
             "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(self.lease_s),
@@ -135,11 +122,8 @@ class Installation:
         self.tenant_id = re.search(r"tenant:\s+(\S+)", tenant.stdout).group(1)  # type: ignore[union-attr]
         self.owner_key = re.search(r"owner key:\s+(\S+)", tenant.stdout).group(1)  # type: ignore[union-attr]
         procs: list[Proc] = []
-        if self.fleet_port is not None:
-            fleet_argv = [sy, "fleet", "--host", "127.0.0.1", "--port", str(self.fleet_port)]
-            procs.append(
-                self.layout.add("fleet", fleet_argv, ready=http_ok(f"http://127.0.0.1:{self.fleet_port}/healthz"))
-            )
+        fleet_argv = [sy, "fleet", "--host", "127.0.0.1", "--port", str(self.fleet_port)]
+        procs.append(self.layout.add("fleet", fleet_argv, ready=http_ok(f"http://127.0.0.1:{self.fleet_port}/healthz")))
         for index, port in enumerate(self.api_ports):
             argv = [sy, "api", "--host", "127.0.0.1", "--port", str(port)]
             procs.append(self.layout.add(f"api-{index}", argv, ready=http_ok(f"http://127.0.0.1:{port}/healthz")))
