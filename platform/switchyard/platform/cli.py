@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -204,7 +205,14 @@ def fleet(host: str | None, port: int | None) -> None:
 )
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, celery_args: tuple[str, ...]) -> None:
-    """Run a Celery worker; extra arguments go to `celery worker`."""
+    """Run a Celery worker; extra arguments go to `celery worker`.
+
+    A worker that stops without being asked to (kombu gives up on a Redis connection lost in the middle of an
+    acknowledgement: "Unrecoverable error") is started again in this process after a second."""
+    import time
+
+    from celery.signals import worker_shutting_down
+
     from switchyard.platform.worker import QUEUES, create_celery
 
     chosen = QUEUES if queues is None else tuple(q.strip() for q in queues.split(",") if q.strip())
@@ -218,7 +226,15 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
         argv += ["--concurrency", str(concurrency)]
     if beat:
         argv += ["--beat", "--schedule", str(settings.data_dir / "beat-schedule")]
-    create_celery(settings).worker_main([*argv, *celery_args])
+    asked_to_stop: list[object] = []
+    worker_shutting_down.connect(lambda **_: asked_to_stop.append(True), weak=False)  # SIGTERM, SIGINT, SIGQUIT
+    while True:
+        with contextlib.suppress(SystemExit):
+            create_celery(settings).worker_main([*argv, *celery_args])
+        if asked_to_stop:
+            return
+        click.echo("switchyard worker: the worker stopped without being asked to; starting it again", err=True)
+        time.sleep(1.0)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
