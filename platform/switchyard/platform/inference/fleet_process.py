@@ -1,9 +1,10 @@
 """``switchyard fleet``: the one process that simulates the installation's ``trainium-sim`` deployments.
 
 API processes and workers reach it at ``SWITCHYARD_FLEET_URL`` (``RemoteSimulatedDeployment``); it records
-its replicas' busy time, and the compute of requests whose gateway died before their receipt arrived, in the
-database every second (``FleetBusyRecorder``). On SIGTERM it stops taking requests and cancels those still
-running, so each gateway receives the receipt of what its request used, then records the last busy time.
+its replicas' busy time and every receipt it issues in the database every second (``FleetBusyRecorder``), so
+reconciliation can name the compute of requests whose gateway died before it committed their usage. On SIGTERM
+it stops taking requests and cancels those still running, so each gateway receives the receipt of what its
+request used, then records the last busy time.
 """
 
 from __future__ import annotations

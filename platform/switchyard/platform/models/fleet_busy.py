@@ -13,10 +13,9 @@ __all__ = ["FleetBusy"]
 class FleetBusy(SQLModel, table=True):
     """Busy chip-microseconds of one replica over one minute, written by the process that runs the replica.
 
-    Reconciliation compares these with the chip-microseconds attributed to usage events. ``(replica,
+    Reconciliation compares these with the receipts the replicas issued (``FleetReceipt``). ``(replica,
     period_start)`` is unique: each flush adds its increment to the minute's row in the transaction that
-    records it. ``undelivered_chip_us`` is the part of ``chip_us`` used by requests whose receipt never reached
-    a gateway (its process died mid-request): compute no usage event can account for, named by reconciliation.
+    records it.
     """
 
     __tablename__ = "fleet_busy"
