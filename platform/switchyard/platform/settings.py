@@ -121,6 +121,16 @@ class Settings(BaseSettings):
     def uses_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
+    @property
+    def redis_url_value(self) -> str | None:
+        """``redis_url`` unwrapped, for the clients that connect with it (None when unset)."""
+        return self.redis_url.get_secret_value() if self.redis_url else None
+
+    @property
+    def fleet_token_value(self) -> str:
+        """``fleet_token`` unwrapped ("" when unset)."""
+        return self.fleet_token.get_secret_value() if self.fleet_token else ""
+
     def ensure_data_dir(self) -> None:
         """Create the data directory when any embedded default points into it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -39,8 +39,7 @@ class FleetProcess:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.pool = self._load()
-        token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
-        self.server = FleetServer(self.pool, token=token, reload=self.reload)
+        self.server = FleetServer(self.pool, token=settings.fleet_token_value, reload=self.reload)
         self.database = Database(settings.database_url)
         self.recorder = FleetBusyRecorder(self.database)
 

@@ -26,8 +26,7 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     specs = load_fleet(settings.fleet_file)
     async with database.unit_of_work(UNSCOPED) as session:
         await ensure_default_rate_cards(session, instance_types=sorted({s.instance for s in specs}))
-    redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
-    rate_limiter, concurrency, redis_client = limiters_for(redis_url)
+    rate_limiter, concurrency, redis_client = limiters_for(settings.redis_url_value)
     gateway = InferenceGateway(
         pool=build_pool(settings),
         database=database,
@@ -50,12 +49,11 @@ def build_pool(settings: Settings) -> AcceleratorPool:
 
     With ``SWITCHYARD_FLEET_URL`` set, ``trainium-sim`` deployments are the fleet process's; otherwise this process
     simulates them itself."""
-    token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
     return AcceleratorPool.from_specs(
         load_fleet(settings.fleet_file),
         time_scale=settings.time_scale,
         fleet_url=settings.fleet_url or None,
-        fleet_token=token,
+        fleet_token=settings.fleet_token_value,
     )
 
 
@@ -64,8 +62,7 @@ async def reload_pool(state: Any, pool: AcceleratorPool) -> None:
     pool's busy time is recorded once its last request has finished."""
     settings: Settings = state.settings
     if settings.fleet_url:
-        token = settings.fleet_token.get_secret_value() if settings.fleet_token else ""
-        await reload_fleet_process(settings.fleet_url, token)
+        await reload_fleet_process(settings.fleet_url, settings.fleet_token_value)
     recorder: FleetBusyRecorder = state.busy_recorder
     recorder.watch_pool(pool)
     old = await state.gateway.reload(pool)

@@ -78,8 +78,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         settings = _settings()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
-        rate_limiter, concurrency, _redis = limiters_for(redis_url)  # lives as long as the thread
+        rate_limiter, concurrency, _redis = limiters_for(settings.redis_url_value)  # lives as long as the thread
         database = Database(settings.database_url)
         pool = build_pool(settings)
         # the busy time of the replicas this thread runs: real upstreams, and simulated deployments when no fleet
