@@ -22,14 +22,14 @@ from switchyard.platform.billing.fleet import ReceiptRow, minute_of, record_flee
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import utc_now
 
-__all__ = ["BusyCounters", "FleetBusyRecorder", "IssuedReceipts"]
+__all__ = ["BusyCounters", "FleetBusyRecorder", "ReceiptSource"]
 
 log = logging.getLogger(__name__)
 
 BusyCounters = Callable[[], dict[str, tuple[str, int]]]
 """Cumulative busy chip-µs since start, ``{replica: (instance type, chip-µs)}``: a pool's ``busy_chip_us``."""
 
-IssuedReceipts = Callable[[], list[tuple[ComputeReceipt, float]]]
+ReceiptSource = Callable[[], list[tuple[ComputeReceipt, float]]]
 """Receipts issued since the last call, with epoch times: a pool's (or the fleet server's) ``take_receipts``."""
 
 
@@ -40,13 +40,13 @@ class FleetBusyRecorder:
         self._database = database
         self._every_s = every_s
         self._clock = clock
-        self._watched: dict[int, tuple[object, BusyCounters | None, IssuedReceipts | None]] = {}
+        self._watched: dict[int, tuple[object, BusyCounters | None, ReceiptSource | None]] = {}
         self._recorded: dict[tuple[int, str], int] = {}
         self._receipts: list[ReceiptRow] = []  # taken, not yet stored
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
-    def watch(self, owner: object, *, busy: BusyCounters | None = None, receipts: IssuedReceipts | None = None) -> None:
+    def watch(self, owner: object, *, busy: BusyCounters | None = None, receipts: ReceiptSource | None = None) -> None:
         """Record ``busy`` and ``receipts`` of ``owner`` (a pool; the fleet server for the fleet's receipts)."""
         self._watched[id(owner)] = (owner, busy, receipts)
 
