@@ -30,6 +30,7 @@ from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
+from switchyard.platform.http.json_body import DepthLimitedRequest, require_body
 from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
@@ -100,7 +101,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             IdempotencyMiddleware(),
         ],
         exception_handlers=exception_handlers,
+        request_class=DepthLimitedRequest,
         logging_config=_logging(settings),
+        before_request=require_body,
         before_send=[add_request_id_header],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],

@@ -83,3 +83,122 @@ async def test_failed_mutation_rolls_back_with_its_audit_row(client: Any, make_t
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "last_owner"
     assert await _state(client, tenant) == before
+
+
+# ---- JSON nested too deep: refused before it is decoded, on every route ----
+
+
+def _depth(value: Any) -> int:
+    """Containers nested in ``value`` (``{}`` is 1, ``{"a": []}`` is 2)."""
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def _deep_list(levels: int) -> bytes:
+    return b"[" * levels + b"]" * levels
+
+
+def _deep_object(levels: int) -> bytes:
+    return b'{"a":' * (levels - 1) + b"{}" + b"}" * (levels - 1)
+
+
+_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _deep_bodies(levels: int) -> list[tuple[str, bytes]]:
+    """Each kind of body with something ``levels`` deep where the route takes free-form JSON (or where it does not)."""
+    obj = _deep_object(levels)
+    return [
+        ("/v1/members", b'{"email": "a@b.co", "role": ' + _deep_list(levels) + b"}"),
+        ("/v1/threads", b'{"metadata": ' + obj + b"}"),
+        (
+            "/v1/chat/completions",
+            b'{"model": "' + _MODEL.encode() + b'", "messages": [{"role": "user", "content": "hi"}], '
+            b'"tools": [{"type": "function", "function": {"name": "f", "parameters": ' + obj + b"}}]}",
+        ),
+        (
+            "/v1/agents",
+            b'{"name": "a", "model": "' + _MODEL.encode() + b'", "tools": [{"type": "function", "name": "f", '
+            b'"parameters": ' + obj + b"}]}",
+        ),
+        ("/v1/runs", b'{"agent_id": "agent_x", "thread": {"metadata": ' + obj + b"}}"),
+        ("/v1/budgets", _deep_list(levels)),
+    ]
+
+
+@pytest.mark.parametrize("levels", [65, 1_000, 100_000])
+@pytest.mark.parametrize("idempotent", [False, True])
+async def test_json_nested_too_deep_is_400_on_every_kind_of_route(
+    client: Any, make_tenant: Any, levels: int, idempotent: bool
+) -> None:
+    tenant = await make_tenant()
+    before = await _state(client, tenant)
+    for path, body in _deep_bodies(levels):
+        headers = {**tenant.headers(), "content-type": "application/json"}
+        if idempotent:
+            headers["Idempotency-Key"] = f"deep-{path}"
+        response = await client.post(path, content=body, headers=headers)
+        assert response.status_code == 400, (path, response.text[:300])
+        error = response.json()["error"]
+        assert error["code"] == "json_too_deep", (path, error)
+        assert "64" in error["message"]
+    assert await _state(client, tenant) == before
+
+
+async def test_json_nested_too_deep_is_400_on_operator_routes(client: Any, operator_headers: Any) -> None:
+    headers = {**operator_headers, "content-type": "application/json"}
+    response = await client.post("/v1/admin/tenants", content=b'{"name": ' + _deep_list(5_000) + b"}", headers=headers)
+    assert response.status_code == 400, response.text[:300]
+    assert response.json()["error"]["code"] == "json_too_deep"
+
+
+def _schema_chain(links: int, innermost: dict[str, Any]) -> dict[str, Any]:
+    """A JSON Schema of objects nested ``links`` properties deep around ``innermost``."""
+    schema = innermost
+    for _ in range(links):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+async def test_nesting_limit_is_64_levels(client: Any, make_tenant: Any) -> None:
+    """A tool schema 64 containers deep (counting the body itself) is accepted; one level more is refused."""
+    tenant = await make_tenant()
+    for leaf, depth, status in [({}, 64, 201), ({"enum": [1]}, 65, 400)]:
+        schema = _schema_chain(29, {"type": "object", "properties": {"x": leaf}})
+        body = {"name": "deep", "model": _MODEL, "tools": [{"type": "function", "name": "f", "parameters": schema}]}
+        assert _depth(body) == depth
+        response = await client.post("/v1/agents", json=body, headers=tenant.headers("developer"))
+        assert response.status_code == status, response.text[:300]
+    assert response.json()["error"]["code"] == "json_too_deep"
+
+
+async def test_brackets_inside_strings_do_not_count_as_nesting(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    content = '[{"\\"' * 500 + "quoted brackets are text" + "]}" * 500
+    response = await client.post(
+        "/v1/threads", json={"messages": [{"content": content}]}, headers=tenant.headers("developer")
+    )
+    assert response.status_code == 201, response.text[:300]
+    messages = (await client.get(f"/v1/threads/{response.json()['id']}/messages", headers=tenant.headers())).json()
+    assert messages["data"][0]["content"] == content
+
+
+# ---- an empty body says so ----
+
+
+@pytest.mark.parametrize("body", [b"", b" \n\t"])
+@pytest.mark.parametrize("path", ["/v1/members", "/v1/api-keys", "/v1/threads", "/v1/agents", "/v1/chat/completions"])
+async def test_an_empty_body_is_400_missing_body(client: Any, make_tenant: Any, path: str, body: bytes) -> None:
+    tenant = await make_tenant()
+    before = await _state(client, tenant)
+    headers = {**tenant.headers(), "content-type": "application/json"}
+    response = await client.post(path, content=body, headers=headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "missing_body"
+    assert error["param"] is None
+    assert "body is empty" in error["message"]
+    assert await _state(client, tenant) == before
