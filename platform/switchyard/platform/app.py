@@ -9,9 +9,6 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.logging import LoggingConfig
 from litestar.middleware import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 
 from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
@@ -31,6 +28,7 @@ from switchyard.platform.health.controllers import healthz, readyz
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
 from switchyard.platform.http.json_body import DepthLimitedRequest, require_body
+from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
@@ -108,16 +106,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],
         state=State({"settings": settings}),
-        openapi_config=OpenAPIConfig(
-            title="Switchyard",
-            version=VERSION,
-            description="Multi-tenant agent hosting on a simulated AWS Trainium fleet, billed by compute used.",
-            path="/schema",
-            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
-            components=Components(
-                security_schemes={"ApiKey": SecurityScheme(type="http", scheme="bearer", description="`sy_...` key")}
-            ),
-            security=[{"ApiKey": []}],
-        ),
+        plugins=[
+            ApiContract(
+                title="Switchyard",
+                version=VERSION,
+                description="Multi-tenant agent hosting on a simulated AWS Trainium fleet, billed by compute used.",
+            )
+        ],
         debug=False,
     )

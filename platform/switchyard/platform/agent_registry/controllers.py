@@ -17,6 +17,7 @@ from switchyard.platform.agent_registry.schemas import (
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
+from switchyard.platform.http.errors import NotFound
 from switchyard.platform.http.pagination import Page
 
 __all__ = ["AgentController", "model_check"]
@@ -33,7 +34,7 @@ class AgentController(Controller):
     tags = ["Agents"]
     guards = [require_access]
 
-    @post(opt=access(Role.DEVELOPER), summary="Create an agent")
+    @post(opt=access(Role.DEVELOPER), summary="Create an agent", raises=[NotFound])
     async def create_agent(
         self,
         request: Request[Any, Any, Any],

@@ -10,7 +10,7 @@ from litestar import Request, Response, get
 from sqlalchemy import text
 
 from switchyard.platform.auth import access
-from switchyard.platform.http.errors import error_response
+from switchyard.platform.http.errors import ServiceUnavailable, error_response
 
 __all__ = ["healthz", "readyz"]
 
@@ -26,7 +26,14 @@ def _broker_reachable(url: str) -> None:
         connection.ensure_connection(max_retries=1, timeout=2)
 
 
-@get("/readyz", opt=access("public"), exclude_from_auth=True, tags=["Health"], summary="Readiness")
+@get(
+    "/readyz",
+    opt=access("public"),
+    exclude_from_auth=True,
+    tags=["Health"],
+    summary="Readiness",
+    raises=[ServiceUnavailable],
+)
 async def readyz(request: Request[Any, Any, Any]) -> Response[Any]:
     """The database and the Celery broker answer; 503 names the one that does not."""
     state = request.app.state

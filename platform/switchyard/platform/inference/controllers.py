@@ -17,8 +17,9 @@ from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta, UpstreamError
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
+from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession
-from switchyard.platform.http.errors import ApiError, InvalidRequest, ServiceUnavailable
+from switchyard.platform.http.errors import ApiError, InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
@@ -77,7 +78,12 @@ class ChatController(Controller):
     tags = ["Inference"]
     guards = [require_access]
 
-    @post(opt=access(Role.DEVELOPER), summary="Create a chat completion", status_code=200)
+    @post(
+        opt=access(Role.DEVELOPER),
+        summary="Create a chat completion",
+        status_code=200,
+        raises=[NotFound, BudgetExceeded, RateLimited],
+    )
     async def create_chat_completion(
         self, request: Request[Any, Any, Any], principal: CurrentPrincipal, data: JSONBody[ChatCompletionCreate]
     ) -> Response[Any]:

@@ -6,6 +6,7 @@ from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession, PageParams
+from switchyard.platform.http.errors import Conflict
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.members import service
 from switchyard.platform.members.schemas import MemberCreate, MemberDeleted, MemberPublic, MemberUpdate
@@ -47,7 +48,7 @@ class MemberController(Controller):
         """One member of the tenant."""
         return await service.get_member(db_session, scope=tenant, member_id=member_id)
 
-    @patch("/{member_id:str}", opt=access(Role.ADMIN), summary="Change a member's role")
+    @patch("/{member_id:str}", opt=access(Role.ADMIN), summary="Change a member's role", raises=[Conflict])
     async def update_member(
         self,
         db_session: DbSession,
@@ -67,7 +68,13 @@ class MemberController(Controller):
             role=data.role,
         )
 
-    @delete("/{member_id:str}", opt=access(Role.ADMIN), status_code=HTTP_200_OK, summary="Remove a member")
+    @delete(
+        "/{member_id:str}",
+        opt=access(Role.ADMIN),
+        status_code=HTTP_200_OK,
+        summary="Remove a member",
+        raises=[Conflict],
+    )
     async def delete_member(
         self,
         db_session: DbSession,

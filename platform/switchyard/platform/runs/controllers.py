@@ -12,7 +12,7 @@ from switchyard.platform.agent_registry.controllers import model_check
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
-from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.jobs import jobs_for
 from switchyard.platform.models import Run
@@ -232,7 +232,12 @@ class ThreadAndRunController(Controller):
     tags = ["Runs"]
     guards = [require_access]
 
-    @post(opt=access(Role.DEVELOPER), summary="Create a thread and run an agent on it", responses=_RUN_OR_STREAM)
+    @post(
+        opt=access(Role.DEVELOPER),
+        summary="Create a thread and run an agent on it",
+        responses=_RUN_OR_STREAM,
+        raises=[NotFound],
+    )
     async def create_thread_and_run(
         self,
         request: Request[Any, Any, Any],

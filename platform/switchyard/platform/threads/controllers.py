@@ -6,6 +6,7 @@ from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
+from switchyard.platform.http.errors import Conflict
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.threads import service
 from switchyard.platform.threads.schemas import MessageCreate, MessagePublic, ThreadCreate, ThreadDeleted, ThreadPublic
@@ -28,7 +29,13 @@ class ThreadController(Controller):
     async def get_thread(self, db_session: DbSession, tenant: CurrentTenant, thread_id: FromPath[str]) -> ThreadPublic:
         return await service.get_thread(db_session, scope=tenant, thread_id=thread_id)
 
-    @delete("/{thread_id:str}", opt=access(Role.DEVELOPER), status_code=HTTP_200_OK, summary="Delete a thread")
+    @delete(
+        "/{thread_id:str}",
+        opt=access(Role.DEVELOPER),
+        status_code=HTTP_200_OK,
+        summary="Delete a thread",
+        raises=[Conflict],
+    )
     async def delete_thread(
         self, db_session: DbSession, tenant: CurrentTenant, actor: CurrentActor, thread_id: FromPath[str]
     ) -> ThreadDeleted:
