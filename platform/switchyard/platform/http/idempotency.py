@@ -1,10 +1,26 @@
-"""``Idempotency-Key`` on every POST: the first response is stored per tenant and replayed to retries.
+"""``Idempotency-Key`` on every POST: a successful answer is stored per API key and replayed to its retries.
 
-Same key and same request → the stored status and body (``idempotent-replayed: true``); same key with a
-different body → 422; same key while the first request is still running → 409. The response is stored before
-its last bytes go out, so a retry sent the moment the answer arrived is replayed; server errors (5xx) and answers
-that never completed (a client gone mid-stream) are not stored, so a retry runs again. A claim left by a crashed
-process is taken over after ``IN_FLIGHT_LEASE``.
+The rules, after the payment APIs that introduced the header:
+
+- **Per API key.** A record belongs to the key that sent the request (tenant or operator key); another key with
+  the same ``Idempotency-Key``, even of the same tenant, makes a new request.
+- **Authorization first.** The route's guards run before any record is read or claimed: a caller the route
+  refuses gets that refusal, never a stored answer.
+- **Only completed outcomes are stored: 2xx.** Every other answer (a 4xx refusal, a 5xx, an answer cut off
+  mid-stream) releases the claim, so the retry runs again; a refusal changed nothing, so running it again is safe,
+  and a 429 or a 402 retried after its cause is gone succeeds.
+- **Sealed at rest.** The stored headers and body are encrypted under a key derived from the caller's key secret
+  (``http.replay_seal``), which the server never stores: only the same key can have its answer replayed.
+- **Audited.** Every replay writes ``request.replay`` (path, ``Idempotency-Key``, status) to the tenant's audit
+  log, or to the operator log for operator keys.
+
+Same key and same request → the stored status, body and outcome headers (``idempotent-replayed: true``); same key
+with a different body → 422; same key while the first request is still running → 409. The answer is stored before
+its last bytes go out, so a retry sent the moment the answer arrived is replayed.
+
+A claim left by a crashed process is taken over after ``IN_FLIGHT_LEASE``. It stays long (10 minutes) because no
+route bounds how long it runs (a non-streamed completion of many tokens on the simulated fleet takes minutes), and
+a lease shorter than a live request would run that request twice.
 """
 
 from __future__ import annotations
@@ -15,6 +31,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
@@ -22,13 +39,22 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
+from switchyard.platform.audit.service import record, record_operator
+from switchyard.platform.auth.keys import parse_key
+from switchyard.platform.auth.principal import Actor, Principal
 from switchyard.platform.db import UNSCOPED, Database, new_id
+from switchyard.platform.http.replay_seal import StoredAnswer, seal, unseal
+from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.models import IdempotencyRecord, utc_now
 
-__all__ = ["IdempotencyMiddleware"]
+__all__ = ["IN_FLIGHT_LEASE", "REPLAY_ACTION", "IdempotencyMiddleware"]
 
 IN_FLIGHT_LEASE = timedelta(minutes=10)
 MAX_KEY_LENGTH = 255
+REPLAY_ACTION = "request.replay"
+_OUTCOME_HEADERS = frozenset({"content-type", "location"})
+"""Headers a replay repeats, besides ``x-switchyard-*``: not ``x-request-id`` (per request) nor rate-limit headers
+(they describe the moment of the first request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +63,16 @@ class _Claimed:
 
 
 async def _claim(
-    database: Database, *, owner: str, key: str, request_sha256: str, ttl: timedelta
+    database: Database, *, api_key_id: str, key: str, request_sha256: str, ttl: timedelta
 ) -> _Claimed | IdempotencyRecord:
-    """Insert the in-flight claim, or return the existing record for this (owner, key)."""
+    """Insert the in-flight claim, or return the existing record for this (API key, Idempotency-Key)."""
     now = utc_now()
     for _attempt in range(3):
         async with database.unit_of_work(UNSCOPED) as session:
             existing = (
                 await session.execute(
                     select(IdempotencyRecord).where(
-                        col(IdempotencyRecord.owner) == owner, col(IdempotencyRecord.key) == key
+                        col(IdempotencyRecord.api_key_id) == api_key_id, col(IdempotencyRecord.key) == key
                     )
                 )
             ).scalar_one_or_none()
@@ -58,24 +84,24 @@ async def _claim(
                 existing = None
             if existing is not None:
                 return existing
-        record = IdempotencyRecord(
-            id=new_id("idem"), owner=owner, key=key, request_sha256=request_sha256, expires_at=now + ttl
+        claim = IdempotencyRecord(
+            id=new_id("idem"), api_key_id=api_key_id, key=key, request_sha256=request_sha256, expires_at=now + ttl
         )
         try:
             async with database.unit_of_work(UNSCOPED) as session:
-                session.add(record)
+                session.add(claim)
         except IntegrityError:
             continue  # another request claimed it between our read and insert: read again
-        return _Claimed(record.id)
+        return _Claimed(claim.id)
     raise RuntimeError("could not claim idempotency key")
 
 
-async def _finish(database: Database, record_id: str, status: int, content_type: str | None, body: bytes) -> None:
+async def _finish(database: Database, record_id: str, status: int, sealed: bytes) -> None:
     async with database.unit_of_work(UNSCOPED) as session:
         await session.execute(
             update(IdempotencyRecord)
             .where(col(IdempotencyRecord.id) == record_id)
-            .values(status_code=status, content_type=content_type, response_body=body)
+            .values(status_code=status, response_sealed=sealed)
         )
 
 
@@ -84,19 +110,49 @@ async def _release(database: Database, record_id: str) -> None:
         await session.execute(delete(IdempotencyRecord).where(col(IdempotencyRecord.id) == record_id))
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
+async def _audit_replay(database: Database, principal: Principal, scope: Scope, stored: IdempotencyRecord) -> None:
+    """``request.replay`` in the caller's audit log (the operator log for operator keys), before the replay."""
+    actor = Actor(key_id=principal.key_id, request_id=request_id_of(scope))
+    details = {"path": scope["path"], "idempotency_key": stored.key, "status_code": stored.status_code}
+    async with database.unit_of_work(principal.scope or UNSCOPED) as session:
+        if principal.scope is None:
+            record_operator(
+                session,
+                actor=actor,
+                action=REPLAY_ACTION,
+                target_type="idempotency_record",
+                target_id=stored.id,
+                details=details,
+            )
+        else:
+            record(
+                session,
+                tenant_id=principal.scope.tenant_id,
+                actor=actor,
+                action=REPLAY_ACTION,
+                target_type="idempotency_record",
+                target_id=stored.id,
+                details=details,
+            )
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     payload = json.dumps(body).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-        *extra,
-    ]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload, "more_body": False})
 
 
 def _error(message: str, code: str, kind: str = "invalid_request_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": "Idempotency-Key", "code": code}}
+
+
+def _bearer_secret(scope: Scope) -> str | None:
+    """The secret of the key the authentication middleware verified (read from the request, never kept)."""
+    header = next((value for name, value in scope["headers"] if name == b"authorization"), b"").decode("latin-1")
+    scheme, _, token = header.partition(" ")
+    parsed = parse_key(token.strip()) if scheme.lower() == "bearer" else None
+    return parsed.secret if parsed is not None else None
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -119,88 +175,105 @@ class IdempotencyMiddleware(ASGIMiddleware):
     scopes = (ScopeType.HTTP,)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        headers = dict(scope["headers"])
-        key = headers.get(b"idempotency-key", b"").decode("latin-1")
-        principal = scope.get("user")
-        if scope["type"] != ScopeType.HTTP or scope["method"] != "POST" or not key or principal is None:
+        if scope["type"] != ScopeType.HTTP or scope["method"] != "POST":
             await next_app(scope, receive, send)
             return
+        key = dict(scope["headers"]).get(b"idempotency-key", b"").decode("latin-1")
+        principal: Principal | None = scope.get("user")
+        secret = _bearer_secret(scope)
+        if not key or principal is None or secret is None:
+            await next_app(scope, receive, send)
+            return
+        # The route's own guards, before any record is read: a caller it refuses is refused here (and nothing is
+        # claimed), never handed a stored answer.
+        await scope["route_handler"].authorize_connection(ASGIConnection(scope))
         if len(key) > MAX_KEY_LENGTH:
-            await _send_json(send, 400, _error("Idempotency-Key is longer than 255 characters", "invalid_value"), [])
+            await _send_json(send, 400, _error("Idempotency-Key is longer than 255 characters", "invalid_value"))
             return
         settings = scope["litestar_app"].state.settings
         database: Database = scope["litestar_app"].state.database
         body = await _read_body(receive, settings.max_request_body_bytes)
         if body is None:
-            await _send_json(send, 413, _error("request body too large", "request_too_large"), [])
+            await _send_json(send, 413, _error("request body too large", "request_too_large"))
             return
         digest = hashlib.sha256(b"\n".join([scope["path"].encode(), scope.get("query_string", b""), body])).hexdigest()
         claim = await _claim(
             database,
-            owner=principal.owner,
+            api_key_id=principal.key_id,
             key=key,
             request_sha256=digest,
             ttl=timedelta(seconds=settings.idempotency_ttl_seconds),
         )
-        if isinstance(claim, IdempotencyRecord):
-            await self._answer_existing(claim, digest, send)
-            return
-        await self._run_and_store(scope, body, receive, send, next_app, database, claim.record_id)
-
-    @staticmethod
-    async def _answer_existing(record: IdempotencyRecord, digest: str, send: Send) -> None:
-        if record.request_sha256 != digest:
+        if isinstance(claim, _Claimed):
+            await _run_and_store(scope, body, receive, send, next_app, database, claim.record_id, secret)
+        elif claim.request_sha256 != digest:
             message = "Idempotency-Key was already used with a different request"
-            await _send_json(send, 422, _error(message, "idempotency_key_reused"), [])
-        elif record.status_code is None:
+            await _send_json(send, 422, _error(message, "idempotency_key_reused"))
+        elif claim.status_code is None or claim.response_sealed is None:
             message = "a request with this Idempotency-Key is still in progress"
-            await _send_json(send, 409, _error(message, "idempotency_key_in_flight", "conflict_error"), [])
+            await _send_json(send, 409, _error(message, "idempotency_key_in_flight", "conflict_error"))
         else:
-            payload = record.response_body or b""
-            response_headers = [
-                (b"content-type", (record.content_type or "application/json").encode()),
-                (b"content-length", str(len(payload)).encode()),
-                (b"idempotent-replayed", b"true"),
-            ]
-            await send({"type": "http.response.start", "status": record.status_code, "headers": response_headers})
-            await send({"type": "http.response.body", "body": payload, "more_body": False})
+            answer = unseal(claim.response_sealed, secret=secret, record_id=claim.id, status=claim.status_code)
+            await _audit_replay(database, principal, scope, claim)
+            await _replay(send, claim.status_code, answer)
 
-    @staticmethod
-    async def _run_and_store(
-        scope: Scope, body: bytes, receive: Receive, send: Send, next_app: ASGIApp, database: Database, record_id: str
-    ) -> None:
-        replayed = False
 
-        async def receive_again() -> ReceiveMessage:
-            nonlocal replayed
-            if replayed:  # the body was read; from now on the only message is the client's disconnect
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+async def _replay(send: Send, status: int, answer: StoredAnswer) -> None:
+    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers]
+    headers += [(b"content-length", str(len(answer.body)).encode()), (b"idempotent-replayed", b"true")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body, "more_body": False})
 
-        status = 500
-        content_type: str | None = None
-        parts: list[bytes] = []
-        settled = False
 
-        async def capture(message: Message) -> None:
-            nonlocal status, content_type, settled
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                content_type = dict(message.get("headers", [])).get(b"content-type", b"").decode() or None
-            elif message["type"] == "http.response.body":
-                parts.append(message.get("body", b""))
-                if not message.get("more_body", False):
-                    # Settle before the client has the end of the answer, so a retry it sends at once replays.
-                    if status < 500:
-                        await _finish(database, record_id, status, content_type, b"".join(parts))
-                    else:
-                        await _release(database, record_id)
-                    settled = True
-            await send(message)
+async def _run_and_store(
+    scope: Scope,
+    body: bytes,
+    receive: Receive,
+    send: Send,
+    next_app: ASGIApp,
+    database: Database,
+    record_id: str,
+    secret: str,
+) -> None:
+    """Run the request; store a 2xx answer sealed under ``secret``, release the claim for anything else."""
+    replayed = False
 
-        try:
-            await next_app(scope, receive_again, capture)
-        finally:
-            if not settled:  # the answer never completed (an error, a client gone mid-stream): a retry runs again
-                await _release(database, record_id)
+    async def receive_again() -> ReceiveMessage:
+        nonlocal replayed
+        if replayed:  # the body was read; from now on the only message is the client's disconnect
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    status = 500
+    outcome_headers: list[tuple[str, str]] = []
+    parts: list[bytes] = []
+    settled = False
+
+    async def capture(message: Message) -> None:
+        nonlocal status, settled
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            for raw_name, raw_value in message.get("headers", []):
+                name = raw_name.decode("latin-1").lower()
+                if name in _OUTCOME_HEADERS or name.startswith("x-switchyard-"):
+                    outcome_headers.append((name, raw_value.decode("latin-1")))
+        elif message["type"] == "http.response.body":
+            parts.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                # Settle before the client has the end of the answer, so a retry it sends at once replays.
+                if 200 <= status < 300:
+                    answer = StoredAnswer(outcome_headers, b"".join(parts))
+                    await _finish(
+                        database, record_id, status, seal(answer, secret=secret, record_id=record_id, status=status)
+                    )
+                else:
+                    await _release(database, record_id)
+                settled = True
+        await send(message)
+
+    try:
+        await next_app(scope, receive_again, capture)
+    finally:
+        if not settled:  # the answer never completed (an error, a client gone mid-stream): a retry runs again
+            await _release(database, record_id)
