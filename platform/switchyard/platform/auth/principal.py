@@ -29,11 +29,6 @@ class Principal:
             raise RuntimeError("operator keys have no tenant role")
         return self.role
 
-    @property
-    def owner(self) -> str:
-        """Whose namespace this caller's idempotency keys and limits live in."""
-        return self.scope.tenant_id if self.scope is not None else self.key_id
-
 
 @dataclass(frozen=True, slots=True)
 class Actor:
