@@ -202,3 +202,102 @@ async def test_an_empty_body_is_400_missing_body(client: Any, make_tenant: Any, 
     assert error["param"] is None
     assert "body is empty" in error["message"]
     assert await _state(client, tenant) == before
+
+
+# ---- times: aware, and within 1970..9999-01-01 ----
+
+_YEAR_10000 = 253_402_300_800  # 10000-01-01T00:00:00Z in Unix seconds
+
+
+_OUT_OF_RANGE = [
+    f"start_time={_YEAR_10000}",
+    f"start_time=0&end_time={_YEAR_10000}",
+    f"end_time={10**30}",
+    "start_time=253370764801",  # one second past 9999-01-01
+]
+_BAD_PAGES = [f"page={_YEAR_10000}", f"page={10**30}", "page=\u00b2", "page=abc"]  # ² is a digit to isdigit()
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [("/v1/usage", q) for q in _OUT_OF_RANGE + _BAD_PAGES] + [("/v1/usage/export.csv", q) for q in _OUT_OF_RANGE],
+)
+async def test_usage_times_out_of_range_are_400_naming_the_parameter(
+    client: Any, make_tenant: Any, path: str, query: str
+) -> None:
+    tenant = await make_tenant()
+    response = await client.get(f"{path}?{query}", headers=tenant.headers("viewer"))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    name = query.split("&")[-1].split("=")[0]
+    assert error["param"] == name, error
+    assert error["code"] == "invalid_value"
+    assert name in error["message"]
+
+
+async def test_usage_up_to_the_latest_time_is_answered(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    latest = 253_370_764_800  # 9999-01-01T00:00:00Z
+    page = await client.get(
+        f"/v1/usage?start_time={latest - 3 * 86_400}&end_time={latest}", headers=tenant.headers("viewer")
+    )
+    assert page.status_code == 200, page.text
+    assert len(page.json()["data"]) == 3
+    follow = await client.get(f"/v1/usage?page={latest - 86_400}&end_time={latest}", headers=tenant.headers("viewer"))
+    assert follow.status_code == 200, follow.text
+    export = await client.get(f"/v1/usage/export.csv?start_time={latest - 86_400}", headers=tenant.headers("viewer"))
+    assert export.status_code == 400  # the window ends now, before it starts
+    assert export.json()["error"]["param"] == "end_time"
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "problem"),
+    [
+        ("2030-01-01T00:00:00", "timezone"),
+        ("2030-01-01", "timezone"),
+        ("9999-12-31T23:00:00-05:00", "9999-01-01"),  # past the end of datetime once in UTC
+        ("9999-06-01T00:00:00Z", "9999-01-01"),
+    ],
+)
+async def test_api_key_expiry_must_be_an_aware_time_in_range(
+    client: Any, make_tenant: Any, expires_at: str, problem: str
+) -> None:
+    tenant = await make_tenant()
+    before = await _state(client, tenant)
+    response = await client.post(
+        "/v1/api-keys", json={"role": "viewer", "expires_at": expires_at}, headers=tenant.headers()
+    )
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == ("expires_at", "invalid_value")
+    assert problem in error["message"]
+    assert await _state(client, tenant) == before
+
+
+async def test_api_key_expiry_with_an_offset_is_stored_in_utc(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    response = await client.post(
+        "/v1/api-keys", json={"role": "viewer", "expires_at": "2030-01-01T02:00:00+02:00"}, headers=tenant.headers()
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["expires_at"] == "2030-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("effective_from", "problem"),
+    [
+        ("2031-01-01T00:00:00", "timezone"),
+        ("9999-12-31T23:00:00-05:00", "9999-01-01"),
+        ("9999-12-31T23:00:00Z", "9999-01-01"),
+    ],
+)
+async def test_rate_card_start_must_be_an_aware_time_in_range(
+    client: Any, operator_headers: Any, effective_from: str, problem: str
+) -> None:
+    body = {"instance_type": "trn2.48xlarge", "price_per_chip_hour": "1.5", "effective_from": effective_from}
+    response = await client.post("/v1/admin/rate-cards", json=body, headers=operator_headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == ("effective_from", "invalid_value")
+    assert problem in error["message"]
+

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchyard.platform.auth.roles import Role
+from switchyard.platform.http.timestamps import UtcDatetime
 from switchyard.platform.models import ApiKey
 
 __all__ = ["ApiKeyCreate", "ApiKeyCreated", "ApiKeyPublic"]
@@ -18,7 +19,11 @@ class ApiKeyCreate(BaseModel):
 
     name: str = Field(default="", max_length=200, description="A label to recognise the key by.")
     role: Role = Field(default=Role.DEVELOPER, description="What the key may do.")
-    expires_at: datetime | None = Field(default=None, description="When the key stops working (UTC).")
+    expires_at: UtcDatetime | None = Field(
+        default=None,
+        description="When the key stops working: a future time with its timezone (`2030-01-01T00:00:00Z`), "
+        "before 9999-01-01.",
+    )
 
 
 class ApiKeyPublic(BaseModel):

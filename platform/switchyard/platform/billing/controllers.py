@@ -24,6 +24,7 @@ from switchyard.platform.billing.usage import GROUP_BY_FIELDS
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import Page
+from switchyard.platform.http.timestamps import MAX_UNIX_SECONDS
 
 __all__ = [
     "BudgetController",
@@ -34,9 +35,19 @@ __all__ = [
 ]
 
 StartTime = Annotated[
-    int | None, QueryParameter(ge=0, description="Window start, Unix seconds (inclusive); default: start of month.")
+    int | None,
+    QueryParameter(
+        ge=0,
+        le=MAX_UNIX_SECONDS,
+        description="Window start, Unix seconds (inclusive), before 9999-01-01; default: start of month.",
+    ),
 ]
-EndTime = Annotated[int | None, QueryParameter(ge=0, description="Window end, Unix seconds (exclusive); default: now.")]
+EndTime = Annotated[
+    int | None,
+    QueryParameter(
+        ge=0, le=MAX_UNIX_SECONDS, description="Window end, Unix seconds (exclusive), before 9999-01-01; default: now."
+    ),
+]
 Width = Annotated[Literal["1h", "1d"], QueryParameter(description="Bucket width: one UTC hour or day.")]
 GroupBy = Annotated[
     list[str] | None,

@@ -7,12 +7,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from switchyard.platform.billing.budgets import limit_micros
 from switchyard.platform.billing.invoices import LineDraft
 from switchyard.platform.billing.money import chip_hours, format_minor
 from switchyard.platform.billing.usage import UsageBucket
+from switchyard.platform.http.timestamps import UtcDatetime
 from switchyard.platform.models import Budget, Invoice, RateCard
 from switchyard.platform.models.rate_card import ANY
 
@@ -53,8 +54,10 @@ class RateCardCreate(BaseModel):
     currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="ISO 4217 currency code.")
     model: str = Field(default=ANY, min_length=1, max_length=200, description="Model name, or `*` for all.")
     tenant_tier: str = Field(default=ANY, min_length=1, max_length=32, description="Tenant tier, or `*` for all.")
-    effective_from: AwareDatetime | None = Field(
-        default=None, description="When the price starts to apply (UTC); not in the past. Default: now."
+    effective_from: UtcDatetime | None = Field(
+        default=None,
+        description="When the price starts to apply, with its timezone; not in the past, before 9999-01-01. "
+        "Default: now.",
     )
     source: str = Field(default="", max_length=500, description="Where the price comes from.")
 

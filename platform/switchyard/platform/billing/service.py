@@ -30,6 +30,7 @@ from switchyard.platform.billing.usage import BucketWidth, UsageBucket, read_usa
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.http.timestamps import MAX_UNIX_SECONDS
 from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard, utc_now
 
 __all__ = [
@@ -260,8 +261,10 @@ async def usage_page(
 ) -> UsagePage:
     """One page of ``limit`` buckets; ``page`` is the cursor from the previous page's ``next_page``."""
     if page is not None:
-        if not page.isdigit():
-            raise InvalidRequest("page is the `next_page` value of a previous response", param="page")
+        if not (page.isascii() and page.isdigit()) or int(page) > MAX_UNIX_SECONDS:
+            raise InvalidRequest(
+                "page is the `next_page` value of a previous response", param="page", code="invalid_value"
+            )
         start_time = int(page)
     buckets = await usage_buckets(
         session, scope=scope, start_time=start_time, end_time=end_time, width=width, group_by=group_by
