@@ -301,3 +301,29 @@ async def test_rate_card_start_must_be_an_aware_time_in_range(
     assert (error["param"], error["code"]) == ("effective_from", "invalid_value")
     assert problem in error["message"]
 
+
+# ---- parameters are named as the client sent them; text responses have one charset ----
+
+
+async def test_invoice_format_errors_name_format(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    response = await client.get("/v1/invoices/inv_none?format=pdf", headers=tenant.headers())
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == "format"
+    assert error["message"].startswith("invalid request: format: ")
+
+
+async def test_text_responses_carry_one_charset(client: Any, make_tenant: Any) -> None:
+    from tests.platform.billing.factories import make_invoice
+
+    tenant = await make_tenant()
+    invoice_id = await make_invoice(client, tenant)
+    for path, media_type in [
+        (f"/v1/invoices/{invoice_id}?format=csv", "text/csv"),
+        (f"/v1/invoices/{invoice_id}?format=html", "text/html"),
+        ("/v1/usage/export.csv", "text/csv"),
+    ]:
+        response = await client.get(path, headers=tenant.headers())
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == f"{media_type}; charset=utf-8"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from litestar import Controller, Response, delete, get, post
+from litestar import Controller, MediaType, Response, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
@@ -144,11 +144,11 @@ class InvoiceController(Controller):
         if output == "csv":
             return Response(
                 render.invoice_csv(invoice),
-                media_type="text/csv; charset=utf-8",
+                media_type="text/csv",
                 headers={"content-disposition": f'attachment; filename="{invoice.id}.csv"'},
             )
         if output == "html":
-            return Response(render.invoice_html(invoice, tenant.tenant_id), media_type="text/html; charset=utf-8")
+            return Response(render.invoice_html(invoice, tenant.tenant_id), media_type=MediaType.HTML)
         return Response(invoice)
 
 
@@ -200,7 +200,7 @@ class UsageController(Controller):
         )
         return Response(
             render.usage_csv(buckets, fields),
-            media_type="text/csv; charset=utf-8",
+            media_type="text/csv",
             headers={"content-disposition": 'attachment; filename="usage.csv"'},
         )
 

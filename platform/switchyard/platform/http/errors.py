@@ -12,6 +12,7 @@ from litestar.exceptions import (
     SerializationException,
     ValidationException,
 )
+from litestar.params import ParameterKwarg
 from litestar.types import ExceptionHandlersMap
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -130,18 +131,28 @@ def error_response(
     return Response(body, status_code=status_code, media_type=MediaType.JSON, headers=headers)
 
 
-def _validation_message(exc: ValidationException) -> tuple[str, str | None]:
+def _wire_name(request: Request[Any, Any, Any], problem: dict[str, Any]) -> str | None:
+    """The name the client sent: a handler argument may read a parameter of another name (``format``, ``page``)."""
+    key = problem.get("key") or None
+    handler = request.scope.get("route_handler")
+    if key is None or problem.get("source") == "body" or handler is None:
+        return key
+    field = handler.parsed_fn_signature.parameters.get(key)
+    kwarg = field.kwarg_definition if field is not None else None
+    return kwarg.name if isinstance(kwarg, ParameterKwarg) and kwarg.name else key
+
+
+def _validation_message(request: Request[Any, Any, Any], exc: ValidationException) -> tuple[str, str | None]:
     extra = exc.extra if isinstance(exc.extra, list) else []
     problems = [item for item in extra if isinstance(item, dict)]
     if not problems:
         return str(exc.detail), None
-    first = problems[0]
-    param = first.get("key") or None
-    parts = [f"{p.get('key') or 'body'}: {p.get('message')}" for p in problems]
-    return "invalid request: " + "; ".join(parts), param
+    names = [_wire_name(request, problem) for problem in problems]
+    parts = [f"{name or 'body'}: {problem.get('message')}" for name, problem in zip(names, problems, strict=True)]
+    return "invalid request: " + "; ".join(parts), names[0]
 
 
-def _handle_http_exception(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+def _handle_http_exception(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
     headers = dict(exc.headers or {})
     if isinstance(exc, ApiError):
         return error_response(
@@ -153,7 +164,7 @@ def _handle_http_exception(_request: Request[Any, Any, Any], exc: HTTPException)
             headers=headers,
         )
     if isinstance(exc, ValidationException):
-        message, param = _validation_message(exc)
+        message, param = _validation_message(request, exc)
         return error_response(400, message, param=param, code="invalid_value", headers=headers)
     if isinstance(exc.__cause__, SerializationException):
         return error_response(400, f"malformed JSON body: {exc.detail}", code="invalid_json", headers=headers)
