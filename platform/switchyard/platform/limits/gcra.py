@@ -1,11 +1,14 @@
 """Rate limits by GCRA (generic cell rate algorithm): in-process by default, in Redis when configured.
 
 A limit is ``rate`` units per ``period_s`` with a burst of ``rate`` units. Keys are tenant or API-key ids,
-never anything the client can choose (such as forwarding headers).
+never anything the client can choose (such as forwarding headers). A hit can be refunded: admission spends
+a request's allowances one after the other and gives back what it spent when a later check refuses, so a
+refusal changes nothing.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -15,6 +18,8 @@ from typing import Any, Protocol
 from switchyard.platform.limits.errors import REDIS_UNREACHABLE, LimitsUnavailable
 
 __all__ = ["Decision", "MemoryRateLimiter", "RateLimiter", "RedisRateLimiter"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,12 @@ class RateLimiter(Protocol):
     async def hit(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> Decision:
         """Spend ``cost`` units of ``key``'s allowance, or say when they would be allowed. Raises
         :class:`LimitsUnavailable` when the limiter cannot decide."""
+        ...
+
+    async def refund(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> None:
+        """Give back ``cost`` units of an allowed hit: the theoretical arrival time moves back by ``cost``
+        intervals, never below now (a bucket that has refilled meanwhile stays full). Never raises: a refund
+        that cannot be made is logged, and the units come back with time."""
         ...
 
 
@@ -63,6 +74,11 @@ class MemoryRateLimiter:
             self._tat = {k: v for k, v in self._tat.items() if v > now}
         return decision
 
+    async def refund(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> None:
+        tat = self._tat.get(key)
+        if tat is not None:
+            self._tat[key] = max(self._clock(), tat - cost * period_s / rate)
+
 
 _GCRA_LUA = """
 local now = tonumber(ARGV[1])
@@ -79,6 +95,23 @@ redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil((new_tat - now) * 
 return {1, tostring(new_tat)}
 """
 
+# A refund on Redis's own clock: the key disappears when its bucket is full again, as after a hit that expired.
+_REFUND_LUA = """
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if not tat then
+  return 0
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local new_tat = tat - tonumber(ARGV[1]) * tonumber(ARGV[2])
+if new_tat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil((new_tat - now) * 1000) + 1000)
+end
+return 1
+"""
+
 
 class RedisRateLimiter:
     """Limits shared by every API process, atomically in Redis (one Lua script per hit, Redis's clock).
@@ -90,6 +123,7 @@ class RedisRateLimiter:
         self._client = client
         self._prefix = prefix
         self._script = client.register_script(_GCRA_LUA)
+        self._refund = client.register_script(_REFUND_LUA)
 
     async def hit(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> Decision:
         interval = period_s / rate
@@ -106,3 +140,9 @@ class RedisRateLimiter:
         if int(allowed):
             return Decision(True, rate, remaining, tat - now, 0.0)
         return Decision(False, rate, remaining, tat - now, tat + cost * interval - period_s - now)
+
+    async def refund(self, key: str, *, rate: int, period_s: float, cost: int = 1) -> None:
+        try:
+            await self._refund(keys=[self._prefix + key], args=[cost, period_s / rate])
+        except Exception as exc:  # an outage is expected here, a traceback per request is not useful
+            log.warning("could not refund %s units of %s (%s); they come back with time", cost, key, exc)
