@@ -13,7 +13,6 @@ from typing import Any
 from switchyard.agents import FunctionModel, Message, ModelRequest, ToolCall
 from switchyard.platform.runs.executor import ModelFactory, RunEnvironment
 from switchyard.platform.runs.inline import InlineDispatcher
-from switchyard.platform.runs.limited import RunLimits
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -39,10 +38,10 @@ def run_inline(client: Any, *, model_factory: ModelFactory | None = None, **tool
     env = RunEnvironment(
         database=client.app.state.database,
         pool=gateway.pool,
+        admission=gateway.admission,
         lease_s=30,
         model_factory=model_factory,
         tool_options=tool_options,
-        limits=RunLimits.from_settings(gateway.settings, gateway.rate_limiter, gateway.concurrency),
     )
     dispatcher = InlineDispatcher(env)
     client.app.state.jobs = dispatcher

@@ -1,5 +1,5 @@
-"""Agent runs are admitted by the gateway's limits: a model call waits for its tenant's token rate, its API key's
-request rate and a request slot, in the same limiters as `/v1/chat/completions`."""
+"""Agent runs are admitted by the gateway's admission: a model call waits for its tenant's token rate, its API
+key's request rate and a request slot, in the same limiters as `/v1/chat/completions`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import pytest
 
 from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, Backend
 from switchyard.agents import FunctionModel, Message, ModelCallRefused, ModelParams, ModelRequest
+from switchyard.platform.admission import Admission
+from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.limits import MemoryConcurrency, MemoryRateLimiter, tenant_limit_key
-from switchyard.platform.runs.limited import RateLimitedModel, RunLimits
+from switchyard.platform.runs.admitted import AdmittedModel
+from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import make_agent, wait_for_run
 
 FINAL = {"completed", "failed", "cancelled", "incomplete", "expired"}
@@ -40,8 +43,17 @@ async def backend() -> AsyncIterator[Backend]:
     await pool.aclose()
 
 
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    """The database budget holds are looked up in (tenant ``t1`` has none)."""
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
 def _limited(
     backend: Backend,
+    database: Database,
     timeline: Timeline,
     *,
     tokens_per_minute: int = 1_000,
@@ -49,14 +61,18 @@ def _limited(
     slots: int = 4,
     concurrency: MemoryConcurrency | None = None,
     api_key_id: str | None = None,
-) -> tuple[RateLimitedModel, list[float]]:
-    limits = RunLimits(
-        rate_limiter=MemoryRateLimiter(timeline),
-        concurrency=concurrency or MemoryConcurrency(),
+) -> tuple[AdmittedModel, list[float]]:
+    settings = Settings(
+        database_url=database.url,
         tenant_tokens_per_minute=tokens_per_minute,
         key_requests_per_minute=requests_per_minute,
         tenant_max_concurrency=slots,
-        sleep=timeline.sleep,
+    )
+    admission = Admission(
+        database=database,
+        settings=settings,
+        rates=MemoryRateLimiter(timeline),
+        slots=concurrency or MemoryConcurrency(),
     )
     called_at: list[float] = []
 
@@ -64,13 +80,14 @@ def _limited(
         called_at.append(timeline.now)
         return "ok"
 
-    model = RateLimitedModel(
+    model = AdmittedModel(
         FunctionModel(answer),
-        limits=limits,
+        admission=admission,
+        scope=TenantScope("t1"),
         backend=backend,
-        tenant_id="t1",
         api_key_id=api_key_id,
-        max_output_tokens=16_384,
+        agent_id="agent_1",
+        sleep=timeline.sleep,
     )
     return model, called_at
 
@@ -79,9 +96,9 @@ def _request(max_tokens: int) -> ModelRequest:
     return ModelRequest(model="m", messages=(Message.user("hi"),), params=ModelParams(max_tokens=max_tokens))
 
 
-async def test_a_call_waits_for_the_tenants_token_rate(backend: Backend) -> None:
+async def test_a_call_waits_for_the_tenants_token_rate(backend: Backend, database: Database) -> None:
     timeline = Timeline()
-    model, called_at = _limited(backend, timeline, tokens_per_minute=1_000)
+    model, called_at = _limited(backend, database, timeline, tokens_per_minute=1_000)
     await model.request(_request(600))
     await model.request(_request(600))  # 2 x ~605 tokens > the 1,000 a full bucket holds
     assert called_at[0] == 0.0
@@ -89,18 +106,22 @@ async def test_a_call_waits_for_the_tenants_token_rate(backend: Backend) -> None
     assert called_at[1] == pytest.approx(sum(timeline.sleeps))
 
 
-async def test_a_call_that_can_never_fit_fails_the_run_with_a_clear_code(backend: Backend) -> None:
-    model, called_at = _limited(backend, Timeline(), tokens_per_minute=1_000)
+async def test_a_call_that_can_never_fit_fails_the_run_with_a_clear_code(backend: Backend, database: Database) -> None:
+    timeline = Timeline()
+    model, called_at = _limited(backend, database, timeline, tokens_per_minute=1_000)
     with pytest.raises(ModelCallRefused) as refused:
         await model.request(_request(2_000))
-    assert refused.value.code == "tokens_per_minute_exceeded"
+    assert refused.value.code == "request_exceeds_token_limit"  # the same check as a chat completion's 400
     assert "1000 tokens per minute" in str(refused.value)
     assert called_at == []
+    assert timeline.sleeps == []  # refused at once: no wait would ever fit it
 
 
-async def test_a_call_waits_for_its_api_keys_request_rate(backend: Backend) -> None:
+async def test_a_call_waits_for_its_api_keys_request_rate(backend: Backend, database: Database) -> None:
     timeline = Timeline()
-    model, called_at = _limited(backend, timeline, tokens_per_minute=10**6, requests_per_minute=2, api_key_id="k1")
+    model, called_at = _limited(
+        backend, database, timeline, tokens_per_minute=10**6, requests_per_minute=2, api_key_id="k1"
+    )
     for _ in range(3):
         await model.request(_request(10))
     assert called_at[:2] == [0.0, 0.0]
@@ -120,12 +141,12 @@ class SlotFreedLater(Timeline):
             await self.concurrency.release(self.slot, self.holder)
 
 
-async def test_a_call_waits_for_a_request_slot_and_gives_it_back(backend: Backend) -> None:
+async def test_a_call_waits_for_a_request_slot_and_gives_it_back(backend: Backend, database: Database) -> None:
     concurrency = MemoryConcurrency()
     slot = tenant_limit_key("t1")
     assert await concurrency.acquire(slot, 1, "another-request")
     timeline = SlotFreedLater(concurrency, slot, "another-request")
-    model, called_at = _limited(backend, timeline, tokens_per_minute=10**6, slots=1, concurrency=concurrency)
+    model, called_at = _limited(backend, database, timeline, tokens_per_minute=10**6, slots=1, concurrency=concurrency)
     await model.request(_request(10))
     assert len(timeline.sleeps) == 3
     assert called_at == [pytest.approx(sum(timeline.sleeps))]
@@ -149,7 +170,7 @@ async def test_runs_and_chat_completions_draw_on_one_token_rate(
     run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
     run = await wait_for_run(client, run["thread_id"], run["id"], headers, statuses=FINAL)
     assert run["status"] == "completed"
-    assert client.app.state.gateway.concurrency.in_flight(tenant_limit_key(tenant.id)) == 0
+    assert client.app.state.gateway.admission.slots.in_flight(tenant_limit_key(tenant.id)) == 0
     chat = await client.post(
         "/v1/chat/completions",
         json={"model": agent["model"], "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10},

@@ -57,7 +57,8 @@ async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
     await _set_lease(database, run["id"], "dead-worker", -1)
     assert (tenant.id, run["id"]) in await sweep_runs(database, grace_s=60)  # lease passed
 
-    env = RunEnvironment(database=database, pool=client.app.state.gateway.pool, lease_s=0.3, worker_id="me")
+    gateway = client.app.state.gateway
+    env = RunEnvironment(database=database, pool=gateway.pool, admission=gateway.admission, lease_s=0.3, worker_id="me")
     await _set_lease(database, run["id"], "live-worker", 30)
     assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
     assert await execute_run(env, tenant_id=tenant.id, run_id=run["id"]) == "leased"
@@ -85,6 +86,7 @@ async def test_cancel_while_a_worker_drives_the_run(client: Any, make_tenant: An
     env = RunEnvironment(
         database=client.app.state.database,
         pool=client.app.state.gateway.pool,
+        admission=client.app.state.gateway.admission,
         lease_s=30,
         model_factory=lambda _tenant, _thread: _SlowModel(delay_s=0.5),
     )

@@ -131,20 +131,21 @@ async def test_an_agent_model_call_without_its_database_is_interrupted_not_faile
     run resumes later from its checkpoint instead of failing with ``model_error`` (seen in the system test)."""
     from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool
     from switchyard.agents import FunctionModel, Message, ModelCallInterrupted, ModelRequest
+    from switchyard.platform.admission import admission_for
     from switchyard.platform.db import Database, TenantScope
-    from switchyard.platform.runs.budgeted import BudgetedModel
+    from switchyard.platform.runs.admitted import AdmittedModel
+    from switchyard.platform.settings import Settings
 
     url, proxy = proxied_database_url
     database = Database(url)
     backend = AcceleratorPool.from_specs(DEFAULT_FLEET[:1], time_scale=0).backends()[0]
-    model = BudgetedModel(
+    model = AdmittedModel(
         FunctionModel(lambda _request: "never asked"),
-        database=database,
+        admission=admission_for(Settings(database_url=url, max_output_tokens=16), database),
         scope=TenantScope("ten_gone"),
         backend=backend,
         api_key_id=None,
         agent_id="agent_1",
-        max_output_tokens=16,
     )
     proxy.cut()
     request = ModelRequest(request_id="step_1", model=backend.name, messages=[Message.user("hi")])

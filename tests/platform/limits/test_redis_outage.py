@@ -15,10 +15,11 @@ from sqlalchemy import select
 
 from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, Backend
 from switchyard.agents import FunctionModel, Message, ModelParams, ModelRequest
-from switchyard.platform.db import UNSCOPED
-from switchyard.platform.limits import limiters_for, tenant_limit_key
+from switchyard.platform.admission import admission_for
+from switchyard.platform.db import UNSCOPED, Database, TenantScope
+from switchyard.platform.limits import tenant_limit_key
 from switchyard.platform.models import UsageEvent
-from switchyard.platform.runs.limited import RateLimitedModel, RunLimits
+from switchyard.platform.runs.admitted import AdmittedModel
 from tests.platform.limits.servers import RedisServer, ServedApp
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -86,8 +87,6 @@ async def test_a_redis_outage_refuses_new_requests_with_503_and_lets_running_one
 
 
 async def _usage_event_ids(served: ServedApp) -> list[str]:
-    from switchyard.platform.db import Database
-
     database = Database(served.app.state.settings.database_url)
     try:
         async with database.unit_of_work(UNSCOPED) as session:
@@ -103,8 +102,14 @@ async def backend() -> AsyncIterator[Backend]:
     await pool.aclose()
 
 
-async def test_an_agent_model_call_waits_out_a_redis_outage(backend: Backend, redis_server: RedisServer) -> None:
-    rate_limiter, concurrency, client = limiters_for(redis_server.url)
+async def test_an_agent_model_call_waits_out_a_redis_outage(
+    backend: Backend, redis_server: RedisServer, settings: Any
+) -> None:
+    import redis.asyncio as redis
+
+    database = Database(settings.database_url)
+    admission = admission_for(settings, database)
+    client = redis.Redis.from_url(redis_server.url)
     pauses: list[float] = []
     outage_over = asyncio.Event()
 
@@ -115,21 +120,14 @@ async def test_an_agent_model_call_waits_out_a_redis_outage(backend: Backend, re
             outage_over.set()
         await asyncio.sleep(0)
 
-    limits = RunLimits(
-        rate_limiter=rate_limiter,
-        concurrency=concurrency,
-        tenant_tokens_per_minute=10**6,
-        key_requests_per_minute=6_000,
-        tenant_max_concurrency=4,
-        sleep=sleep,
-    )
-    model = RateLimitedModel(
+    model = AdmittedModel(
         FunctionModel(lambda request: "ok"),
-        limits=limits,
+        admission=admission,
+        scope=TenantScope("t1"),
         backend=backend,
-        tenant_id="t1",
         api_key_id="k1",
-        max_output_tokens=16_384,
+        agent_id="agent_1",
+        sleep=sleep,
     )
     request = ModelRequest(
         model="m", messages=(Message.user("hi"),), params=ModelParams(max_tokens=10), request_id="run_1_step_0"
@@ -143,3 +141,5 @@ async def test_an_agent_model_call_waits_out_a_redis_outage(backend: Backend, re
         assert int(await client.zcard("sy:cc:" + tenant_limit_key("t1"))) == 0  # and gave its slot back
     finally:
         await client.aclose()
+        await admission.aclose()
+        await database.dispose()

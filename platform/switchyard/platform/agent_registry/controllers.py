@@ -6,6 +6,7 @@ from litestar import Controller, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK
 
+from switchyard.platform.admission import model_backend
 from switchyard.platform.agent_registry import service
 from switchyard.platform.agent_registry.schemas import (
     AgentCreate,
@@ -25,8 +26,8 @@ __all__ = ["AgentController", "model_check"]
 
 def model_check(request: Request[Any, Any, Any], scope: TenantScope) -> service.ModelCheck:
     """Refuses (404 ``model_not_found``) a model the pool does not serve to this tenant."""
-    gateway = request.app.state.gateway
-    return lambda model: gateway.backend_for(model, scope.tenant_id)
+    pool = request.app.state.gateway.pool
+    return lambda model: model_backend(pool, model, scope.tenant_id)
 
 
 class AgentController(Controller):

@@ -14,7 +14,8 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from switchyard.accelerator.errors import SimulatorError
-from switchyard.accelerator.pool import ComputeReceipt, TextDelta, ToolCallDelta, UpstreamError
+from switchyard.accelerator.pool import Backend, ComputeReceipt, TextDelta, ToolCallDelta, UpstreamError
+from switchyard.platform.admission import model_backend, served_models
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing.errors import BudgetExceeded
@@ -39,13 +40,13 @@ def _gateway(request: Request[Any, Any, Any]) -> InferenceGateway:
     return gateway
 
 
-def _model_public(spec: Any, backend: Any, created: int) -> ModelPublic:
+def _model_public(backend: Backend, created: int) -> ModelPublic:
     return ModelPublic(
-        id=spec.name,
+        id=backend.spec.name,
         created=created,
         owned_by="switchyard",
-        backend=spec.backend,
-        instance_type=spec.instance,
+        backend=backend.spec.backend,
+        instance_type=backend.spec.instance,
         context_window=backend.context_window,
     )
 
@@ -58,19 +59,17 @@ class ModelController(Controller):
     @get(opt=access(Role.VIEWER), summary="List models")
     async def list_models(self, request: Request[Any, Any, Any], tenant: CurrentTenant) -> ModelList:
         """The models the caller's tenant may use."""
-        gateway = _gateway(request)
         created = int(request.app.state.started_at)
-        specs = gateway.pool.models(tenant.tenant_id)
-        return ModelList(data=[_model_public(s, gateway.pool.backend(s.name), created) for s in specs])
+        backends = served_models(_gateway(request).pool, tenant.tenant_id)
+        return ModelList(data=[_model_public(b, created) for b in backends])
 
     @get("/{model_id:path}", opt=access(Role.VIEWER), summary="Get a model")
     async def get_model(
         self, request: Request[Any, Any, Any], tenant: CurrentTenant, model_id: FromPath[str]
     ) -> ModelPublic:
         """One model, if the caller's tenant may use it."""
-        gateway = _gateway(request)
-        backend = gateway.backend_for(model_id.lstrip("/"), tenant.tenant_id)
-        return _model_public(backend.spec, backend, int(request.app.state.started_at))
+        backend = model_backend(_gateway(request).pool, model_id.lstrip("/"), tenant.tenant_id)
+        return _model_public(backend, int(request.app.state.started_at))
 
 
 class ChatController(Controller):

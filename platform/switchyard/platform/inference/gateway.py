@@ -1,28 +1,26 @@
 """The inference gateway of one API process: admission, execution on the pool, metering.
 
-Admission, in order (each refusal changes nothing and says why): the model exists and the tenant may use it
-(404); ``max_tokens`` and the context window (400); the key's request rate and the tenant's token rate (429,
+Admission is ``switchyard.platform.admission``'s, in its order (each refusal changes nothing and says why): the
+model exists and the tenant may use it (404); ``max_tokens`` and the context window (400); the request fits
+the tenant's per-minute token limit at all (400); the key's request rate and the tenant's token rate (429,
 GCRA); the tenant's requests in flight (429); the tenant's budgets, holding the request's estimated maximum
 cost (402). When the limiters cannot decide (their Redis is unreachable) the request is refused with 503 and
-``retry-after``, before anything is held. The pool then runs the request in a task of its own, so a client
-that disconnects does not stop metering: the usage event and the budget settlement are written in one
-transaction when the receipt arrives. The answer always ends, even when giving the request's slot back fails
-(the slot then expires by itself).
+``retry-after``. The pool then runs the request in a task of its own, so a client that disconnects does not
+stop metering: the usage event and the budget settlement are written in one transaction when the receipt
+arrives. The answer always ends, even when giving the request's slot back fails (the slot then expires by
+itself).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import secrets
-import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import (
     AcceleratorPool,
     Backend,
@@ -33,44 +31,39 @@ from switchyard.accelerator.pool import (
     UpstreamError,
     count_prompt_tokens,
 )
+from switchyard.platform.admission import (
+    Admission,
+    Holds,
+    ModelCall,
+    model_backend,
+    most_output_tokens,
+    refuse_oversized,
+)
 from switchyard.platform.auth.principal import Principal
-from switchyard.platform.billing import budgets
-from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import Database, TenantScope
-from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
+from switchyard.platform.http.errors import ServiceUnavailable
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.rating import RatingNudge
 from switchyard.platform.inference.schemas import ChatCompletionCreate
-from switchyard.platform.limits import (
-    ConcurrencyLimiter,
-    Decision,
-    LimitsUnavailable,
-    RateLimiter,
-    api_key_limit_key,
-    tenant_limit_key,
-)
 from switchyard.platform.models import utc_now
 from switchyard.platform.settings import Settings
 
 __all__ = ["Admitted", "InferenceGateway", "RequestEvents"]
 
 log = logging.getLogger(__name__)
-BUDGET_CACHE_S = 1.0
-LIMITS_RETRY_AFTER_S = 2  # asked of clients refused because the limiters' Redis is unreachable
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
 
 @dataclass
 class Admitted:
-    """A request that passed admission: it holds a concurrency slot and (maybe) a budget reservation."""
+    """A request that passed admission: it holds a request slot and (maybe) a budget hold until it ends."""
 
     request: InferenceRequest
     backend: Backend
     scope: TenantScope
     api_key_id: str
-    reservation_id: str | None
-    slot_holder: str  # holds the tenant's concurrency slot: unique to this request
+    holds: Holds
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -103,14 +96,6 @@ class RequestEvents:
             yield item
 
 
-def _limit_headers(kind: str, decision: Decision) -> dict[str, str]:
-    return {
-        f"x-ratelimit-limit-{kind}": str(decision.limit),
-        f"x-ratelimit-remaining-{kind}": str(decision.remaining),
-        f"x-ratelimit-reset-{kind}": f"{decision.reset_s:.3f}s",
-    }
-
-
 class InferenceGateway:
     def __init__(
         self,
@@ -118,96 +103,39 @@ class InferenceGateway:
         pool: AcceleratorPool,
         database: Database,
         settings: Settings,
-        rate_limiter: RateLimiter,
-        concurrency: ConcurrencyLimiter,
+        admission: Admission,
         rating: RatingNudge | None = None,
     ) -> None:
         self.pool = pool
         self.database = database
         self.settings = settings
-        self.rate_limiter = rate_limiter
-        self.concurrency = concurrency
+        self.admission = admission
         self._tasks: set[asyncio.Task[None]] = set()
         self.rating = rating
         self.meter = MeterBatcher(database, on_commit=rating.usage_committed if rating is not None else None)
-        self._budgeted: dict[str, tuple[bool, float]] = {}
-
-    def backend_for(self, model: str, tenant_id: str) -> Backend:
-        try:
-            backend = self.pool.backend(model)
-        except UnknownNameError as exc:
-            raise NotFound(str(exc), param="model", code="model_not_found") from None
-        if backend.spec.tenants and tenant_id not in backend.spec.tenants:
-            raise NotFound(
-                f"the model {model!r} does not exist or you do not have access to it",
-                param="model",
-                code="model_not_found",
-            )
-        return backend
 
     async def admit(self, *, principal: Principal, body: ChatCompletionCreate, request_id: str) -> Admitted:
         scope = principal.scope
         assert scope is not None  # the route's guard admits tenant keys only
-        backend = self.backend_for(body.model, scope.tenant_id)
+        backend = model_backend(self.pool, body.model, scope.tenant_id)
         messages, tools = body.wire_messages(), body.wire_tools()
         prompt_tokens = count_prompt_tokens(messages, tools)
         output_cap = body.output_limit
-        if output_cap is not None and output_cap > self.settings.max_output_tokens:
-            raise InvalidRequest(
-                f"max_tokens is {output_cap}; at most {self.settings.max_output_tokens} is allowed",
-                param="max_tokens",
-                code="invalid_value",
-            )
-        window = backend.context_window
-        if prompt_tokens + (output_cap or 1) > window:
-            raise InvalidRequest(
-                f"this model's context window is {window} tokens; the messages use {prompt_tokens}"
-                + (f" and max_tokens asks for {output_cap} more" if output_cap else ""),
-                param="messages",
-                code="context_length_exceeded",
-            )
-        worst_output = output_cap or min(self.settings.max_output_tokens, window - prompt_tokens)
-        slot = tenant_limit_key(scope.tenant_id)
-        # the request id may be the client's own x-request-id: not unique enough to hold a slot by itself
-        holder = f"{request_id}/{secrets.token_hex(6)}"
-        try:
-            headers = await self._check_rates(principal.key_id, scope.tenant_id, prompt_tokens + worst_output)
-            taken = await self.concurrency.acquire(slot, self.settings.tenant_max_concurrency, holder)
-        except LimitsUnavailable as exc:
-            log.warning("refusing inference: %s", exc)
-            raise ServiceUnavailable(
-                "request limits cannot be checked right now; retry shortly",
-                code="limits_unavailable",
-                headers={"retry-after": str(LIMITS_RETRY_AFTER_S)},
-            ) from None
-        if not taken:
-            raise RateLimited(
-                f"too many requests in flight for this tenant (limit {self.settings.tenant_max_concurrency})",
-                code="concurrency_limit_exceeded",
-                headers={"retry-after": "1"},
-            )
-        reservation_id: str | None = None
-        try:
-            if await self._has_budgets(scope):
-                reservation = await budgets.reserve(
-                    self.database,
-                    scope=scope,
-                    api_key_id=principal.key_id,
-                    agent_id=None,
-                    model=backend.name,
-                    instance_type=backend.spec.instance,
-                    estimated_chip_us=backend.max_chip_us(prompt_tokens, worst_output),
-                )
-                reservation_id = reservation.id
-        except NoApplicablePrice as exc:
-            await self.concurrency.release(slot, holder)
-            log.error("refusing inference: %s", exc)
-            raise ServiceUnavailable(f"{exc} (operators: see /v1/admin/rate-cards)", code="no_rate_card") from None
-        except BaseException:
-            await self.concurrency.release(slot, holder)
-            raise
+        cap = self.settings.max_output_tokens
+        refuse_oversized(backend, prompt_tokens, output_cap, max_output_tokens=cap)
+        call = ModelCall(
+            scope=scope,
+            api_key_id=principal.key_id,
+            agent_id=None,
+            backend=backend,
+            prompt_tokens=prompt_tokens,
+            output_tokens=most_output_tokens(backend, prompt_tokens, output_cap, max_output_tokens=cap),
+            # the request id may be the client's own x-request-id: not unique enough to hold a slot by itself
+            holder=f"{request_id}/{secrets.token_hex(6)}",
+        )
+        holds = await self.admission.admit(call)
         request = self._request(body, request_id, scope, backend, messages, tools, output_cap)
-        return Admitted(request, backend, scope, principal.key_id, reservation_id, holder, headers)
+        return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     @staticmethod
     def _request(
@@ -232,44 +160,6 @@ class InferenceGateway:
             session=body.user,
             stream=bool(body.stream),
         )
-
-    async def _has_budgets(self, scope: TenantScope) -> bool:
-        """Whether the tenant has any budget (cached ``BUDGET_CACHE_S``: a new budget applies within that time)."""
-        now = time.monotonic()
-        cached = self._budgeted.get(scope.tenant_id)
-        if cached is not None and cached[1] > now:
-            return cached[0]
-        async with self.database.unit_of_work(scope) as session:
-            found = await budgets.tenant_has_budgets(session, scope=scope)
-        self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
-        return found
-
-    async def _check_rates(self, key_id: str, tenant_id: str, tokens: int) -> dict[str, str]:
-        requests = await self.rate_limiter.hit(
-            api_key_limit_key(key_id), rate=self.settings.key_requests_per_minute, period_s=60.0
-        )
-        if not requests.allowed:
-            raise RateLimited(
-                f"rate limit of {requests.limit} requests per minute for this API key reached",
-                code="rate_limit_exceeded",
-                headers=self._retry(requests, "requests"),
-            )
-        budget = await self.rate_limiter.hit(
-            tenant_limit_key(tenant_id), rate=self.settings.tenant_tokens_per_minute, period_s=60.0, cost=tokens
-        )
-        if not budget.allowed:
-            raise RateLimited(
-                f"this request needs up to {tokens} tokens; the tenant's limit is {budget.limit} tokens per minute",
-                code="tokens_per_minute_exceeded",
-                headers=self._retry(budget, "tokens"),
-            )
-        return _limit_headers("requests", requests) | _limit_headers("tokens", budget)
-
-    @staticmethod
-    def _retry(decision: Decision, kind: str) -> dict[str, str]:
-        retry = decision.retry_after_s
-        seconds = "86400" if math.isinf(retry) else str(max(1, math.ceil(retry)))
-        return {"retry-after": seconds} | _limit_headers(kind, decision)
 
     def run(self, admitted: Admitted) -> RequestEvents:
         """Start the request on the pool; iterate the returned events (they end after the receipt)."""
@@ -297,14 +187,10 @@ class InferenceGateway:
             log.exception("inference request %s failed", admitted.request.request_id)
             events.put(exc)
         finally:
-            try:
-                if not metered and admitted.reservation_id:
-                    await budgets.release(self.database, scope=admitted.scope, reservation_id=admitted.reservation_id)
+            try:  # the slot back first, so the client's next request finds it free; never raises
+                await self.admission.finish(admitted.holds, billed=metered)
             finally:
-                try:  # the slot first, so the client's next request finds it free; never raises
-                    await self.concurrency.release(tenant_limit_key(admitted.scope.tenant_id), admitted.slot_holder)
-                finally:
-                    events.put(None)  # the answer always ends, whatever failed above
+                events.put(None)  # the answer always ends, whatever failed above
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
         """The usage event and the budget settlement of a finished request, committed with others in a batch."""
@@ -318,7 +204,7 @@ class InferenceGateway:
             completion_tokens=receipt.completion_tokens,
             occurred_at=utc_now(),
         )
-        await self.meter.write(Metering(admitted.scope, event, admitted.reservation_id))
+        await self.meter.write(Metering(admitted.scope, event, admitted.holds.reservation_id))
 
     @property
     def running(self) -> int:

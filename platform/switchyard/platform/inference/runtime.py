@@ -1,4 +1,4 @@
-"""Start and stop the inference gateway of one API process (pool, limiters, default rate cards)."""
+"""Start and stop the inference gateway of one API process (pool, admission, default rate cards)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from functools import partial
 from typing import Any
 
 from switchyard.accelerator.pool import AcceleratorPool, load_fleet, reload_fleet_process
+from switchyard.platform.admission import admission_for
 from switchyard.platform.billing.rates import ensure_default_rate_cards
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.jobs import enqueue, jobs_for
-from switchyard.platform.limits import limiters_for
 from switchyard.platform.settings import Settings
 
 __all__ = ["build_pool", "reload_pool", "start_gateway", "stop_gateway"]
@@ -26,17 +26,14 @@ async def start_gateway(state: Any, settings: Settings, database: Database) -> I
     specs = load_fleet(settings.fleet_file)
     async with database.unit_of_work(UNSCOPED) as session:
         await ensure_default_rate_cards(session, instance_types=sorted({s.instance for s in specs}))
-    rate_limiter, concurrency, redis_client = limiters_for(settings.redis_url_value)
     gateway = InferenceGateway(
         pool=build_pool(settings),
         database=database,
         settings=settings,
-        rate_limiter=rate_limiter,
-        concurrency=concurrency,
+        admission=admission_for(settings, database),
         rating=RatingNudge(partial(enqueue, jobs_for(state), RATE_EVENTS_TASK)),
     )
     state.gateway = gateway
-    state.redis = redis_client
     state.started_at = time.time()
     state.busy_recorder = FleetBusyRecorder(database)
     state.busy_recorder.watch_pool(gateway.pool)
@@ -79,5 +76,4 @@ async def stop_gateway(state: Any) -> None:
     except Exception:
         log.exception("could not record the last fleet busy time")
     await gateway.pool.aclose()
-    if state.redis is not None:
-        await state.redis.aclose()
+    await gateway.admission.aclose()

@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlmodel import col
 
-from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import AcceleratorPool
 from switchyard.agents import (
     TERMINAL_STATUSES,
@@ -36,11 +35,11 @@ from switchyard.agents import (
 )
 from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
+from switchyard.platform.admission import Admission, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
-from switchyard.platform.runs.budgeted import BudgetedModel
+from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
-from switchyard.platform.runs.limited import RateLimitedModel, RunLimits
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
@@ -58,22 +57,20 @@ def worker_identity() -> str:
 
 @dataclass
 class RunEnvironment:
-    """What executing runs needs: the database, the pool, the lease length, and test seams."""
+    """What executing runs needs: the database, the pool, admission, the lease length, and test seams."""
 
     database: Database
     pool: AcceleratorPool
+    admission: Admission
+    """Admits each model call as the gateway admits a request (the same limiters, through Redis when configured),
+    waiting instead of refusing."""
     lease_s: float = 120.0
     worker_id: str = field(default_factory=worker_identity)
     model_factory: ModelFactory | None = None
     tool_options: dict[str, Any] = field(default_factory=dict)
     """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
-    max_output_tokens: int = 16_384
-    """Output cap of a model call with no ``max_tokens`` (budget holds use it; ``Settings.max_output_tokens``)."""
     dispatch: Callable[[str, str], None] | None = None
     """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
-    limits: RunLimits | None = None
-    """The tenant's token rate, API key request rate and requests in flight, shared with the gateway; ``None``
-    admits model calls without them (only tests that do not exercise limits)."""
     usage_committed: Callable[[], None] | None = None
     """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
 
@@ -229,12 +226,10 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     instance_type = "unknown"
     failure: tuple[str, str] | None = None
     try:
-        backend = env.pool.backend(spec.model)
+        backend = model_backend(env.pool, spec.model, scope.tenant_id)
         instance_type = backend.spec.instance
-        if backend.spec.tenants and scope.tenant_id not in backend.spec.tenants:
-            failure = ("model_not_found", f"the model {spec.model!r} is not available to this tenant")
-    except UnknownNameError:
-        failure = ("model_not_found", f"the model {spec.model!r} is not served")
+    except ModelNotFound as exc:
+        failure = ("model_not_found", exc.message)
     ctx = RunContext(
         run_id=run.id,
         thread_id=run.thread_id,
@@ -303,25 +298,15 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id, on_event=deltas.on_event)
     )
-    model: Model = BudgetedModel(
+    model = AdmittedModel(
         inner,
-        database=env.database,
+        admission=env.admission,
         scope=scope,
         backend=backend,
         api_key_id=run.api_key_id,
         agent_id=run.agent_id,
-        max_output_tokens=env.max_output_tokens,
         reservations=reservations,
     )
-    if env.limits is not None:  # rates and a request slot first, then the budget hold, as in the gateway
-        model = RateLimitedModel(
-            model,
-            limits=env.limits,
-            backend=backend,
-            tenant_id=scope.tenant_id,
-            api_key_id=run.api_key_id,
-            max_output_tokens=env.max_output_tokens,
-        )
     try:
         final, _action = await drive_run(
             loop,

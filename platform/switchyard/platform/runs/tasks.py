@@ -22,16 +22,15 @@ from sqlalchemy import ColumnElement, and_, or_, select
 from sqlmodel import col
 
 from switchyard.agents import ModelCallInterrupted
+from switchyard.platform.admission import admission_for
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.jobs import enqueue
-from switchyard.platform.limits import limiters_for
 from switchyard.platform.models import Run, utc_now
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
-from switchyard.platform.runs.limited import RunLimits
 from switchyard.platform.settings import Settings, load_settings
 
 __all__ = [
@@ -78,7 +77,6 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         settings = _settings()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        rate_limiter, concurrency, _redis = limiters_for(settings.redis_url_value)  # lives as long as the thread
         database = Database(settings.database_url)
         pool = build_pool(settings)
         # the busy time of the replicas this thread runs: real upstreams, and simulated deployments when no fleet
@@ -88,11 +86,10 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
         env = RunEnvironment(
             database=database,
             pool=pool,
+            admission=admission_for(settings, database),  # its limiters live as long as the thread
             lease_s=settings.agent_run_lease_seconds,
-            max_output_tokens=settings.max_output_tokens,
             dispatch=_send,
             tool_options=TOOL_OPTIONS,
-            limits=RunLimits.from_settings(settings, rate_limiter, concurrency),
             usage_committed=_ask_for_rating,
         )
         cached = (loop, env)

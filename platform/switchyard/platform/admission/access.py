@@ -1,0 +1,46 @@
+"""Model access: the one place that says whether a tenant may use a served model.
+
+A deployment with no ``tenants`` list serves every tenant; one with a list serves those tenants only. Every
+caller asks here: the models routes, chat completions, the agent registry when an agent names its model, and
+the run executor before each run.
+"""
+
+from __future__ import annotations
+
+from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.pool import AcceleratorPool, Backend, DeploymentSpec
+from switchyard.platform.http.errors import NotFound
+
+__all__ = ["ModelNotFound", "may_use", "model_backend", "served_models"]
+
+
+class ModelNotFound(NotFound):
+    """404: the model is not served, or not to this tenant (the two are not told apart)."""
+
+    default_code = "model_not_found"
+
+
+def may_use(spec: DeploymentSpec, tenant_id: str) -> bool:
+    """Whether ``tenant_id`` may use the deployment described by ``spec``."""
+    return not spec.tenants or tenant_id in spec.tenants
+
+
+def served_models(pool: AcceleratorPool, tenant_id: str) -> list[Backend]:
+    """The deployments of ``pool`` that ``tenant_id`` may use, in the fleet file's order."""
+    return [backend for backend in pool.backends() if may_use(backend.spec, tenant_id)]
+
+
+def model_backend(pool: AcceleratorPool, model: str, tenant_id: str) -> Backend:
+    """The deployment serving ``model`` to ``tenant_id``; raises :class:`ModelNotFound` (param ``model``).
+
+    The message suggests only names the tenant may use, so it never reveals another tenant's deployments.
+    """
+    try:
+        backend = pool.backend(model)
+    except UnknownNameError:
+        pass
+    else:
+        if may_use(backend.spec, tenant_id):
+            return backend
+    hint = UnknownNameError("model", model, [b.name for b in served_models(pool, tenant_id)])
+    raise ModelNotFound(str(hint), param="model")

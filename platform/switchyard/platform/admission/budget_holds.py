@@ -1,0 +1,74 @@
+"""Budget holds: an admitted call holds its estimated maximum cost against every budget that applies.
+
+The hold is taken last, after the rates and the request slot, and only for tenants that have a budget at all:
+whether one has is cached for ``BUDGET_CACHE_S`` per process, so a call of a tenant without budgets costs no
+database round trip (a new budget applies within that time). Whoever bills the call settles its hold (the
+gateway's metering, the run checkpoint that bills the step); a call that ends unbilled releases it; a process
+that dies leaves it to expire (``billing.budgets.RESERVATION_TTL``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from switchyard.platform.admission.calls import ModelCall
+from switchyard.platform.admission.refusals import NoRateCard
+from switchyard.platform.billing import budgets
+from switchyard.platform.billing.errors import NoApplicablePrice
+from switchyard.platform.db import Database, TenantScope
+
+__all__ = ["BUDGET_CACHE_S", "BudgetHolds"]
+
+log = logging.getLogger(__name__)
+
+BUDGET_CACHE_S = 1.0
+
+
+class BudgetHolds:
+    """Takes and gives back the budget holds of one process's calls."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self._budgeted: dict[str, tuple[bool, float]] = {}  # tenant id -> (has budgets, until)
+
+    async def hold(self, call: ModelCall) -> str | None:
+        """Hold the call's estimated maximum cost; the reservation id, or ``None`` when the tenant has no budget.
+
+        Raises ``BudgetExceeded`` (402) naming the budget that cannot cover it, :class:`NoRateCard` (503) when no
+        rate card prices the call; nothing is held then.
+        """
+        if not await self._has_budgets(call.scope):
+            return None
+        backend = call.backend
+        try:
+            reservation = await budgets.reserve(
+                self.database,
+                scope=call.scope,
+                api_key_id=call.api_key_id,
+                agent_id=call.agent_id,
+                model=backend.name,
+                instance_type=backend.spec.instance,
+                estimated_chip_us=backend.max_chip_us(call.prompt_tokens, call.output_tokens),
+            )
+        except NoApplicablePrice as exc:
+            log.error("refusing a model call: %s", exc)
+            raise NoRateCard(f"{exc} (operators: see /v1/admin/rate-cards)") from None
+        return reservation.id
+
+    async def release(self, scope: TenantScope, reservation_id: str) -> None:
+        """Give the hold of a call that was not billed back. Never raises: a hold not given back expires."""
+        try:
+            await budgets.release(self.database, scope=scope, reservation_id=reservation_id)
+        except Exception:
+            log.warning("could not release budget hold %s; it expires by itself", reservation_id, exc_info=True)
+
+    async def _has_budgets(self, scope: TenantScope) -> bool:
+        now = time.monotonic()
+        cached = self._budgeted.get(scope.tenant_id)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        async with self.database.unit_of_work(scope) as session:
+            found = await budgets.tenant_has_budgets(session, scope=scope)
+        self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
+        return found
