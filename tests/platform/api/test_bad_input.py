@@ -327,3 +327,53 @@ async def test_text_responses_carry_one_charset(client: Any, make_tenant: Any) -
         response = await client.get(path, headers=tenant.headers())
         assert response.status_code == 200, response.text
         assert response.headers["content-type"] == f"{media_type}; charset=utf-8"
+
+
+# ---- a budget must apply to something of the caller's tenant ----
+
+
+async def _agent_id(client: Any, tenant: Any) -> str:
+    response = await client.post("/v1/agents", json={"name": "a", "model": _MODEL}, headers=tenant.headers())
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def _key_id(client: Any, tenant: Any) -> str:
+    response = await client.post("/v1/api-keys", json={"role": "viewer"}, headers=tenant.headers())
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def test_budget_scope_ids_must_be_live_keys_and_agents_of_the_tenant(client: Any, make_tenant: Any) -> None:
+    tenant, other = await make_tenant(), await make_tenant()
+    revoked = await _key_id(client, tenant)
+    assert (await client.delete(f"/v1/api-keys/{revoked}", headers=tenant.headers())).status_code == 200
+    deleted = await _agent_id(client, tenant)
+    assert (await client.delete(f"/v1/agents/{deleted}", headers=tenant.headers())).status_code == 200
+    refused = [
+        ("api_key", await _key_id(client, other), "not an API key of this tenant"),
+        ("agent", await _agent_id(client, other), "not an agent of this tenant"),
+        ("api_key", "key_01nosuchkey00000000000000", "not an API key of this tenant"),
+        ("agent", "agent_01nosuchagent000000000000", "not an agent of this tenant"),
+        ("api_key", revoked, "revoked"),
+        ("agent", deleted, "not an agent of this tenant"),
+        ("api_key", "", "required"),
+        ("agent", "", "required"),
+        ("tenant", await _key_id(client, tenant), "must be empty"),
+    ]
+    before = await _state(client, tenant)
+    for kind, scope_id, problem in refused:
+        body = {"limit_minor": 100, "scope": kind, "scope_id": scope_id}
+        response = await client.post("/v1/budgets", json=body, headers=tenant.headers())
+        assert response.status_code == 400, (kind, scope_id, response.text)
+        error = response.json()["error"]
+        assert (error["param"], error["code"]) == ("scope_id", "invalid_value")
+        assert problem in error["message"]
+    assert await _state(client, tenant) == before
+    assert (await client.get("/v1/budgets", headers=tenant.headers())).json()["data"] == []
+
+    for kind, scope_id in [("api_key", await _key_id(client, tenant)), ("agent", await _agent_id(client, tenant))]:
+        body = {"limit_minor": 100, "scope": kind, "scope_id": scope_id}
+        response = await client.post("/v1/budgets", json=body, headers=tenant.headers())
+        assert response.status_code == 201, response.text
+        assert response.json()["scope_id"] == scope_id

@@ -36,8 +36,9 @@ async def test_rate_cards_are_operator_managed_and_exact(client: Any, operator_h
 
 async def test_budgets_api(client: Any, make_tenant: Any) -> None:
     tenant = await make_tenant()
+    key_id = (await client.get("/v1/api-keys", headers=tenant.headers())).json()["data"][0]["id"]
     created = await client.post(
-        "/v1/budgets", json={"limit_minor": 5000, "scope": "api_key", "scope_id": "key_x"}, headers=tenant.headers()
+        "/v1/budgets", json={"limit_minor": 5000, "scope": "api_key", "scope_id": key_id}, headers=tenant.headers()
     )
     assert created.status_code == 201, created.text
     budget = created.json()
@@ -49,7 +50,7 @@ async def test_budgets_api(client: Any, make_tenant: Any) -> None:
     )
     changed = await client.post(
         "/v1/budgets",
-        json={"limit_minor": 100, "scope": "api_key", "scope_id": "key_x", "hard": False},
+        json={"limit_minor": 100, "scope": "api_key", "scope_id": key_id, "hard": False},
         headers=tenant.headers("admin"),
     )
     assert changed.json()["id"] == budget["id"]

@@ -34,13 +34,14 @@ from switchyard.platform.billing.rates import find_rate_card, tenant_tier_of
 from switchyard.platform.billing.sql import insert_ignore
 from switchyard.platform.billing.tx import own_transaction
 from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
-from switchyard.platform.http.errors import Conflict
-from switchyard.platform.models import Budget, BudgetAlert, BudgetReservation, utc_now
+from switchyard.platform.http.errors import Conflict, InvalidRequest
+from switchyard.platform.models import Agent, ApiKey, Budget, BudgetAlert, BudgetReservation, utc_now
 
 __all__ = [
     "ALERT_THRESHOLDS",
     "RESERVATION_TTL",
     "Reservation",
+    "check_budget_scope",
     "expire_reservations",
     "limit_micros",
     "release",
@@ -349,3 +350,35 @@ async def expire_reservations(target: Database | AsyncSession, *, now: datetime 
         for (budget_id, tenant_id), amount in sorted(give_back.items()):  # budgets in id order, once each
             await _uncharge(session, budget_id, tenant_id, amount)
         return expired
+
+
+async def check_budget_scope(session: AsyncSession, scope: TenantScope, *, kind: str, scope_id: str) -> None:
+    """Refuse (400 naming ``scope_id``) a budget that would apply to nothing: ``scope_id`` is empty for the
+    tenant's budget, else a working API key or an agent of the caller's tenant. Another tenant's id reads as
+    unknown, like any id that does not exist."""
+
+    def refuse(message: str) -> InvalidRequest:
+        return InvalidRequest(message, param="scope_id", code="invalid_value")
+
+    if kind == "tenant":
+        if scope_id:
+            raise refuse("scope_id must be empty for a tenant budget")
+        return
+    if not scope_id:
+        raise refuse(f"scope_id is required for a budget of scope {kind!r}")
+    if kind == "api_key":
+        key = (
+            await session.execute(
+                select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id, col(ApiKey.id) == scope_id)
+            )
+        ).scalar_one_or_none()
+        if key is None:
+            raise refuse(f"scope_id {scope_id!r} is not an API key of this tenant")
+        if key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= utc_now()):
+            raise refuse(f"API key {scope_id!r} is revoked or expired: its budget would apply to nothing")
+        return
+    agent = (
+        await session.execute(select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.id) == scope_id))
+    ).scalar_one_or_none()
+    if agent is None or agent.deleted_at is not None:
+        raise refuse(f"scope_id {scope_id!r} is not an agent of this tenant")

@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from switchyard.platform.audit.service import record, record_operator
 from switchyard.platform.auth.principal import Actor
+from switchyard.platform.billing.budgets import check_budget_scope
 from switchyard.platform.billing.invoices import compute_lines
 from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
 from switchyard.platform.billing.periods import month_start
@@ -126,8 +127,7 @@ async def _find_budget(session: AsyncSession, scope: TenantScope, budget_id: str
 
 async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, data: BudgetSet) -> BudgetPublic:
     """Create the budget of (scope, scope_id) or change its limit; spend so far this month is kept."""
-    if (data.scope == "tenant") != (data.scope_id == ""):
-        raise InvalidRequest("scope_id is required for api_key and agent budgets, and empty for tenant ones")
+    await check_budget_scope(session, scope, kind=data.scope, scope_id=data.scope_id)
     try:
         currency_exponent(data.currency)
     except UnknownCurrency as error:
