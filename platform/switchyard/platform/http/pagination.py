@@ -1,4 +1,9 @@
-"""Cursor pagination: ``limit`` (1-100), ``after``, ``before``, ``order`` over time-ordered ids."""
+"""Cursor pagination: ``limit`` (1-100), ``after``, ``before``, ``order`` over time-ordered ids.
+
+A cursor must be the id of an item of the list it pages (as the list is filtered for the caller): anything
+else, malformed, unknown, deleted or another tenant's, is 400 ``invalid_value`` naming ``after`` or
+``before``, on every list alike, rather than a page silently computed from a string.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,9 @@ from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped
 
-__all__ = ["CursorParams", "Page", "cursor_params", "paginate"]
+from switchyard.platform.http.errors import InvalidRequest
+
+__all__ = ["CursorParams", "Page", "cursor_params", "paginate", "unknown_cursor"]
 
 T = TypeVar("T")
 
@@ -37,12 +44,25 @@ class CursorParams:
 
 def cursor_params(
     limit: Annotated[int, QueryParameter(ge=1, le=100, description="Page size, 1 to 100.")] = 20,
-    after: Annotated[str | None, QueryParameter(description="Return items after this id (next page).")] = None,
-    before: Annotated[str | None, QueryParameter(description="Return items before this id (previous page).")] = None,
+    after: Annotated[
+        str | None, QueryParameter(description="Return items after this id (next page); an id of this list.")
+    ] = None,
+    before: Annotated[
+        str | None, QueryParameter(description="Return items before this id (previous page); an id of this list.")
+    ] = None,
     order: Annotated[Literal["asc", "desc"], QueryParameter(description="Sort by creation time.")] = "desc",
 ) -> CursorParams:
     """Dependency reading the pagination query parameters."""
     return CursorParams(limit=limit, after=after, before=before, order=order)
+
+
+def unknown_cursor(param: str, cursor: str) -> InvalidRequest:
+    """The error for a cursor that is not an id of the list being paged."""
+    return InvalidRequest(
+        f"{param} must be the id of an item of this list (a page's first_id or last_id); {cursor[:100]!r} is not",
+        param=param,
+        code="invalid_value",
+    )
 
 
 async def paginate(
@@ -53,6 +73,11 @@ async def paginate(
     to_public: Callable[[Any], T],
 ) -> Page[T]:
     """Run ``statement`` (already scoped and filtered) for one page in the requested order."""
+    for param, cursor in (("after", params.after), ("before", params.before)):
+        if cursor is not None:
+            found = await session.execute(statement.with_only_columns(id_column).where(id_column == cursor).limit(1))
+            if found.first() is None:
+                raise unknown_cursor(param, cursor)
     descending = params.order == "desc"
     if params.after is not None:
         statement = statement.where(id_column < params.after if descending else id_column > params.after)

@@ -15,7 +15,7 @@ from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
-from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.http.pagination import CursorParams, Page, paginate, unknown_cursor
 from switchyard.platform.jobs import JobSender, enqueue
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.runs.dispatch import EXECUTE_TASK
@@ -158,9 +158,9 @@ async def list_steps(
     if params.order == "desc":
         steps.reverse()
     ids = [s.id for s in steps]
-    for cursor in (params.after, params.before):
+    for param, cursor in (("after", params.after), ("before", params.before)):
         if cursor is not None and cursor not in ids:
-            raise NotFound(f"no step {cursor!r} in this run", param="after" if cursor == params.after else "before")
+            raise unknown_cursor(param, cursor)
     start = ids.index(params.after) + 1 if params.after is not None else 0
     end = ids.index(params.before) if params.before is not None else len(steps)
     window = steps[start:end]

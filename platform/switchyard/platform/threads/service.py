@@ -13,7 +13,7 @@ from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, NotFound
-from switchyard.platform.http.pagination import CursorParams, Page
+from switchyard.platform.http.pagination import CursorParams, Page, unknown_cursor
 from switchyard.platform.models import Run, Thread, ThreadMessage, utc_now
 from switchyard.platform.threads.schemas import (
     ACTIVE_RUN_STATUSES,
@@ -199,21 +199,21 @@ async def list_messages(
         col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == thread_id
     )
 
-    async def position_of(message_id: str) -> int:
+    async def position_of(param: str, message_id: str) -> int:
         found = (await session.execute(base.where(col(ThreadMessage.id) == message_id))).scalar_one_or_none()
         if found is None:
-            raise NotFound(f"no message {message_id!r} in this thread", param="after")
+            raise unknown_cursor(param, message_id)
         return found.position
 
     descending = params.order == "desc"
     statement = base
     if params.after is not None:
-        pos = await position_of(params.after)
+        pos = await position_of("after", params.after)
         statement = statement.where(
             col(ThreadMessage.position) < pos if descending else col(ThreadMessage.position) > pos
         )
     if params.before is not None:
-        pos = await position_of(params.before)
+        pos = await position_of("before", params.before)
         statement = statement.where(
             col(ThreadMessage.position) > pos if descending else col(ThreadMessage.position) < pos
         )
