@@ -25,6 +25,7 @@ from switchyard.platform.billing.controllers import (
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
+from switchyard.platform.http.body_timeout import BodyReadTimeout
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
 from switchyard.platform.http.json_body import DepthLimitedRequest, require_body
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ],
         dependencies=dependencies(),
         middleware=[
+            BodyReadTimeout(settings.request_body_timeout_seconds),  # outermost: it bounds every reader of the body
             DefineMiddleware(ApiKeyAuthentication, exclude=["^/schema"]),
             IdempotencyMiddleware(),
         ],

@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     max_request_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest accepted request body; larger bodies get 413."
     )
+    request_body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a client may take to send a request's whole body once its headers are in; a slower "
+        "request gets 408 `request_timeout` and its connection is closed.",
+    )
     idempotency_ttl_seconds: int = Field(
         default=86_400, ge=60, description="How long an `Idempotency-Key` and its stored response are kept."
     )

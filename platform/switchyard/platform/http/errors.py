@@ -27,6 +27,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "RateLimited",
+    "RequestTimeout",
     "ServiceUnavailable",
     "exception_handlers",
 ]
@@ -88,6 +89,13 @@ class NotFound(ApiError):
 class Conflict(ApiError):
     status_code = 409
     error_type = "conflict_error"
+
+
+class RequestTimeout(ApiError):
+    """The request's body did not arrive in time."""
+
+    status_code = 408
+    default_code = "request_timeout"
 
 
 class RateLimited(ApiError):
