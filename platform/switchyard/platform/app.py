@@ -28,8 +28,9 @@ from switchyard.platform.health.controllers import healthz, readyz
 from switchyard.platform.http.body_timeout import BodyReadTimeout
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
-from switchyard.platform.http.json_body import DepthLimitedRequest, require_body
+from switchyard.platform.http.json_body import JsonBodyRequest
 from switchyard.platform.http.openapi import ApiContract
+from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
@@ -101,9 +102,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             IdempotencyMiddleware(),
         ],
         exception_handlers=exception_handlers,
-        request_class=DepthLimitedRequest,
+        request_class=JsonBodyRequest,
         logging_config=_logging(settings),
-        before_request=require_body,
+        before_request=check_request,
         before_send=[add_request_id_header],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],

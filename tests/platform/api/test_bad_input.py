@@ -377,3 +377,67 @@ async def test_budget_scope_ids_must_be_live_keys_and_agents_of_the_tenant(clien
         response = await client.post("/v1/budgets", json=body, headers=tenant.headers())
         assert response.status_code == 201, response.text
         assert response.json()["scope_id"] == scope_id
+
+
+# ---- NUL (U+0000) in text: PostgreSQL cannot store or compare it (a 500 there), SQLite could ----
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("/v1/threads", {"messages": [{"content": "a\x00b"}]}, "messages.0.content"),
+        ("/v1/api-keys", {"name": "a\x00b"}, "name"),
+        ("/v1/threads", {"metadata": {"k\x00": "v"}}, "metadata"),
+        ("/v1/agents", {"name": "a", "model": _MODEL, "instructions": "\x00"}, "instructions"),
+        (
+            "/v1/chat/completions",
+            {"model": _MODEL, "messages": [{"role": "user", "content": "\x00"}]},
+            "messages.0.content",
+        ),
+    ],
+)
+async def test_nul_in_body_text_is_400_naming_the_field(
+    client: Any, make_tenant: Any, path: str, body: dict[str, Any], param: str
+) -> None:
+    tenant = await make_tenant()
+    before = await _state(client, tenant)
+    response = await client.post(path, json=body, headers=tenant.headers())
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == (param, "invalid_value")
+    assert "NUL" in error["message"]
+    assert await _state(client, tenant) == before
+
+
+async def test_an_escaped_backslash_before_u0000_is_text(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    content = "a \\u0000 in a string is six characters"
+    created = await client.post("/v1/threads", json={"messages": [{"content": content}]}, headers=tenant.headers())
+    assert created.status_code == 201, created.text
+    messages = await client.get(f"/v1/threads/{created.json()['id']}/messages", headers=tenant.headers())
+    assert messages.json()["data"][0]["content"] == content
+
+
+@pytest.mark.parametrize(
+    ("path", "param"),
+    [
+        ("/v1/members/mem_a%00b", "member_id"),
+        ("/v1/agents/agent_%00", "agent_id"),
+        ("/v1/threads/thread_%00/messages", "thread_id"),
+        ("/v1/invoices/inv_%00", "invoice_id"),
+        ("/v1/audit-log?action=a%00b", "action"),
+        ("/v1/members?after=mem_%00", "after"),
+        ("/v1/admin/tenants/ten_%00", "tenant_id"),
+        ("/v1/admin/rate-cards?instance_type=trn2%00", "instance_type"),
+    ],
+)
+async def test_nul_in_path_or_query_parameters_is_400_naming_them(
+    client: Any, make_tenant: Any, operator_headers: Any, path: str, param: str
+) -> None:
+    tenant = await make_tenant()
+    headers = operator_headers if path.startswith("/v1/admin") else tenant.headers()
+    response = await client.get(path, headers=headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == (param, "invalid_value")
+

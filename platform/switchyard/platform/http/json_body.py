@@ -1,10 +1,13 @@
-"""JSON request bodies: refused with a clear 400 when empty, or nested deeper than anything real.
+"""JSON request bodies: refused with a clear 400 when empty, nested deeper than anything real, or holding NUL.
 
 Deeply nested JSON exhausts the interpreter's stack wherever something recurses over it: msgspec's decoder
 (about 1,000 levels), ``jsonschema`` checking an agent's tool ``parameters`` (about 200), the simulator
 walking a chat completion's tool schema (about 900). No real request comes close to ``MAX_JSON_DEPTH``
 (OpenAI's structured-output schemas stop at 10 levels), so a body past it is refused with 400
 ``json_too_deep`` before it is decoded.
+
+A string holding U+0000 (``"\\u0000"``) is refused too: PostgreSQL text cannot store it (a 500 there, while
+SQLite took it), and no field has a use for it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from litestar import Request
 
 from switchyard.platform.http.errors import InvalidRequest
 
-__all__ = ["MAX_JSON_DEPTH", "DepthLimitedRequest", "nested_deeper_than", "require_body"]
+__all__ = ["MAX_JSON_DEPTH", "JsonBodyRequest", "nested_deeper_than", "nul_path", "require_body"]
 
 MAX_JSON_DEPTH = 64
 """Arrays and objects inside one another, the body itself counting as one: ``{"a": [1]}`` is 2 deep."""
@@ -24,6 +27,7 @@ MAX_JSON_DEPTH = 64
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 _OPENERS = frozenset(b"[{")
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")  # an unescaped backslash, then u0000
 
 
 def nested_deeper_than(body: bytes, limit: int) -> bool:
@@ -46,20 +50,44 @@ def nested_deeper_than(body: bytes, limit: int) -> bool:
     return False
 
 
-class DepthLimitedRequest(Request[Any, Any, Any]):
-    """The app's request class: its JSON body is measured before it is decoded (every route's ``data``)."""
+def nul_path(value: Any, path: str = "") -> str | None:
+    """The dotted path (``messages.0.content``) of the first string in ``value`` holding U+0000, or of the
+    object with such a key (``""``: the body itself)."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        if isinstance(key, str) and "\x00" in key:
+            return path
+        inner = f"{path}.{key}" if path else str(key)
+        if (found := nul_path(child, inner)) is not None:
+            return found
+    return None
+
+
+class JsonBodyRequest(Request[Any, Any, Any]):
+    """The app's request class: its JSON body (every route's ``data``) is measured before it is decoded, and
+    refused when a string in it holds U+0000."""
 
     async def json(self) -> Any:
-        if nested_deeper_than(await self.body(), MAX_JSON_DEPTH):
+        body = await self.body()
+        if nested_deeper_than(body, MAX_JSON_DEPTH):
             raise InvalidRequest(
                 f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep", code="json_too_deep"
             )
-        return await super().json()
+        value = await super().json()
+        if _NUL_ESCAPE.search(body) and (path := nul_path(value)) is not None:
+            raise InvalidRequest(
+                f"{path or 'body'}: text may not contain the NUL character (U+0000)",
+                param=path or None,
+                code="invalid_value",
+            )
+        return value
 
 
 async def require_body(request: Request[Any, Any, Any]) -> None:
-    """``before_request`` hook: a route whose ``data`` is required answers 400 ``missing_body`` to an empty body
-    (the framework would name its own argument, ``data``, instead)."""
+    """A route whose ``data`` is required answers 400 ``missing_body`` to an empty body (the framework would
+    name its own argument, ``data``, instead)."""
     data = request.route_handler.parsed_fn_signature.parameters.get("data")
     if data is None or data.is_optional or data.has_default:
         return
