@@ -131,7 +131,9 @@ class RunLimits(_Strict):
     max_tokens_per_run: int | None = Field(default=None, gt=0, description="input + output tokens of all calls")
     max_chip_seconds_per_run: float | None = Field(default=None, gt=0, description="accelerator chip-seconds")
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="wall time from the run's start")
-    requires_action_ttl_s: float = Field(default=600.0, gt=0, description="how long tool outputs may take")
+    requires_action_ttl_s: float = Field(
+        default=600.0, gt=0, le=604_800, description="how long tool outputs may take (at most 7 days)"
+    )
 
 
 class AgentSpec(_Strict):

@@ -441,3 +441,36 @@ async def test_nul_in_path_or_query_parameters_is_400_naming_them(
     error = response.json()["error"]
     assert (error["param"], error["code"]) == (param, "invalid_value")
 
+
+# ---- run events: sequence numbers fit their column; agents' approval wait fits a datetime ----
+
+
+async def test_event_cursors_out_of_range_are_400(client: Any, make_tenant: Any) -> None:
+    from tests.platform.api.test_isolation_matrix import FACTORIES
+
+    tenant = await make_tenant()
+    thread_id = await FACTORIES["thread_id"](client, tenant)
+    run_id = await FACTORIES["run_id"](client, tenant)
+    url = f"/v1/threads/{thread_id}/runs/{run_id}/events"
+    assert (await client.get(url, params={"starting_after": 2**31 - 1}, headers=tenant.headers())).status_code == 200
+    for params, headers, param in [
+        ({"starting_after": 2**31}, {}, "starting_after"),
+        ({"starting_after": 10**30}, {}, "starting_after"),
+        ({}, {"last-event-id": str(2**31)}, "last-event-id"),
+        ({}, {"last-event-id": b"\xb2"}, "last-event-id"),  # '²': a digit to str.isdigit(), not to int()
+        ({}, {"last-event-id": "-1"}, "last-event-id"),
+    ]:
+        response = await client.get(url, params=params, headers={**tenant.headers(), **headers})
+        assert response.status_code == 400, (params, headers, response.text)
+        error = response.json()["error"]
+        assert (error["param"], error["code"]) == (param, "invalid_value")
+
+
+async def test_approval_wait_is_at_most_seven_days(client: Any, make_tenant: Any) -> None:
+    """A longer wait put the run's ``expires_at`` past the end of datetime: reading the run was a 500."""
+    tenant = await make_tenant()
+    for ttl, status in [(604_800, 201), (604_801, 400), (1e15, 400)]:
+        body = {"name": "a", "model": _MODEL, "limits": {"requires_action_ttl_s": ttl}}
+        response = await client.post("/v1/agents", json=body, headers=tenant.headers())
+        assert response.status_code == status, response.text
+    assert response.json()["error"]["param"] == "limits.requires_action_ttl_s"

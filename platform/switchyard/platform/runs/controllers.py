@@ -32,6 +32,7 @@ from switchyard.platform.threads.service import create_thread
 __all__ = ["RunController", "ThreadAndRunController"]
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_MAX_SEQUENCE_NUMBER = 2**31 - 1  # run_events.sequence_number is a 32-bit integer column
 _RUN_OR_STREAM = {
     HTTP_201_CREATED: ResponseSpec(data_container=RunPublic, description="The run (without `stream`)."),
     HTTP_200_OK: ResponseSpec(
@@ -132,7 +133,8 @@ class RunController(Controller):
         thread_id: FromPath[str],
         run_id: FromPath[str],
         starting_after: Annotated[
-            int | None, QueryParameter(ge=0, description="Replay events after this sequence number.")
+            int | None,
+            QueryParameter(ge=0, le=_MAX_SEQUENCE_NUMBER, description="Replay events after this sequence number."),
         ] = None,
         last_event_id: Annotated[
             str | None, HeaderParameter(name="last-event-id", description="Resume after this event id (SSE).")
@@ -142,9 +144,12 @@ class RunController(Controller):
         await service.run_row(db_session, tenant, thread_id, run_id)
         after = starting_after
         if after is None and last_event_id:
-            if not last_event_id.strip().isdigit():
-                raise InvalidRequest("Last-Event-ID must be a sequence number", param="last-event-id")
-            after = int(last_event_id)
+            sequence = last_event_id.strip()
+            if not (sequence.isascii() and sequence.isdigit()) or int(sequence) > _MAX_SEQUENCE_NUMBER:
+                raise InvalidRequest(
+                    "Last-Event-ID must be a sequence number", param="last-event-id", code="invalid_value"
+                )
+            after = int(sequence)
         return _stream(request, tenant, run_id, after or 0)
 
     @post("/{run_id:str}/cancel", opt=access(Role.DEVELOPER), status_code=HTTP_200_OK, summary="Cancel a run")
