@@ -474,3 +474,21 @@ async def test_approval_wait_is_at_most_seven_days(client: Any, make_tenant: Any
         response = await client.post("/v1/agents", json=body, headers=tenant.headers())
         assert response.status_code == status, response.text
     assert response.json()["error"]["param"] == "limits.requires_action_ttl_s"
+
+
+@pytest.mark.parametrize("version", [2**31, 2**63, 10**30])
+async def test_an_agent_version_past_32_bits_is_400(client: Any, make_tenant: Any, version: int) -> None:
+    tenant = await make_tenant()
+    agent_id = await _agent_id(client, tenant)
+    for path in ("/v1/runs", f"/v1/threads/{await _thread_id(client, tenant)}/runs"):
+        response = await client.post(
+            path, json={"agent_id": agent_id, "agent_version": version}, headers=tenant.headers()
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["param"] == "agent_version"
+
+
+async def _thread_id(client: Any, tenant: Any) -> str:
+    response = await client.post("/v1/threads", json={}, headers=tenant.headers())
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])

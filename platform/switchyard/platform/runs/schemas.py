@@ -29,7 +29,10 @@ class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_id: str = Field(examples=["agent_01jd8v0000000000000000000"], description="The agent to run.")
-    agent_version: int | None = Field(default=None, ge=1, description="A version of the agent; default the latest.")
+    # versions are 32-bit integers in the database: a larger one was a 500 there
+    agent_version: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="A version of the agent; default the latest."
+    )
     stream: bool = Field(default=False, description="Answer with the run's events as SSE instead of the run.")
     multitask_strategy: MultitaskStrategy = Field(
         default="reject",
