@@ -23,7 +23,8 @@ _NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a JSON body's values keep their types ("yes" is not true, "7" is not 7), as the API documents them
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class FunctionToolSpec(_Strict):

@@ -25,6 +25,8 @@ from switchyard.platform.billing.controllers import (
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
+from switchyard.platform.http.allow import list_allowed_methods
+from switchyard.platform.http.bodies import ValidateAsDeclared
 from switchyard.platform.http.body_timeout import BodyReadTimeout
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.idempotency import IdempotencyMiddleware
@@ -105,16 +107,17 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_class=JsonBodyRequest,
         logging_config=_logging(settings),
         before_request=check_request,
-        before_send=[add_request_id_header],
+        before_send=[add_request_id_header, list_allowed_methods],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],
         state=State({"settings": settings}),
         plugins=[
+            ValidateAsDeclared(),
             ApiContract(
                 title="Switchyard",
                 version=VERSION,
                 description="Multi-tenant agent hosting on a simulated AWS Trainium fleet, billed by compute used.",
-            )
+            ),
         ],
         debug=False,
     )

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from switchyard.agents import AgentSpec, ModelParams, RunLimits, ToolSpec
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Agent, AgentVersion
 
 __all__ = ["AgentCreate", "AgentDeleted", "AgentPublic", "AgentUpdate", "AgentVersionPublic"]
@@ -13,6 +14,8 @@ __all__ = ["AgentCreate", "AgentDeleted", "AgentPublic", "AgentUpdate", "AgentVe
 
 class AgentCreate(AgentSpec):
     """A new agent; it becomes version 1. Tools, parameters and limits are those of ``switchyard.agents``."""
+
+    model_config = REQUEST_BODY
 
     name: str = Field(min_length=1, max_length=256, examples=["support-bot"], description="A label for people.")
     model: str = Field(
@@ -23,17 +26,21 @@ class AgentCreate(AgentSpec):
     )
 
 
+# A field that may be left out (it keeps its value) but not set to null (it has no default to reset to).
+_Name = Annotated[str | None, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 256})]
+
+
 class AgentUpdate(BaseModel):
     """Changes to an agent; absent fields keep their value, `null` resets a field to its default.
 
     Any effective change creates a new immutable version; runs already started keep theirs.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
-    name: str | None = Field(default=None, min_length=1, max_length=256)
+    name: _Name = Field(default=None, min_length=1, max_length=256)
     instructions: str | None = Field(default=None, max_length=256_000)
-    model: str | None = Field(default=None, min_length=1, max_length=256)
+    model: _Name = Field(default=None, min_length=1, max_length=256)
     tools: list[ToolSpec] | None = Field(default=None, max_length=128)
     model_params: ModelParams | None = None
     limits: RunLimits | None = None

@@ -3,9 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from switchyard.platform.auth.roles import Role
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.http.timestamps import UtcDatetime
 from switchyard.platform.models import ApiKey
 
@@ -15,12 +16,13 @@ __all__ = ["ApiKeyCreate", "ApiKeyCreated", "ApiKeyPublic"]
 class ApiKeyCreate(BaseModel):
     """A new key for the caller's tenant; its role cannot exceed the caller's."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     name: str = Field(default="", max_length=200, description="A label to recognise the key by.")
-    role: Role = Field(default=Role.DEVELOPER, description="What the key may do.")
+    role: Role = Field(default=Role.DEVELOPER, strict=False, description="What the key may do.")
     expires_at: UtcDatetime | None = Field(
         default=None,
+        strict=False,
         description="When the key stops working: a future time with its timezone (`2030-01-01T00:00:00Z`), "
         "before 9999-01-01.",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar.connection import ASGIConnection
+from litestar.handlers import HTTPRouteHandler
 from litestar.handlers.base import BaseRouteHandler
 
 from switchyard.platform.auth.principal import Principal
@@ -26,6 +27,8 @@ def access(level: str | Role) -> dict[str, Any]:
 async def require_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """Refuse the call unless the caller may use the route (async: Litestar runs sync guards in a thread)."""
     level = handler.opt.get("access")
+    if level is None and isinstance(handler, HTTPRouteHandler) and handler.http_methods == {"OPTIONS"}:
+        return  # Litestar's own answer to OPTIONS: the methods of the path (`allow`), nothing else
     if level is None:
         raise RuntimeError(f"route {handler!r} declares no access level")
     if level == "public":

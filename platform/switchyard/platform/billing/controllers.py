@@ -23,6 +23,7 @@ from switchyard.platform.billing.schemas import (
 from switchyard.platform.billing.usage import GROUP_BY_FIELDS
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.http.openapi import answers
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.http.timestamps import MAX_UNIX_SECONDS
 
@@ -129,7 +130,16 @@ class InvoiceController(Controller):
         """The tenant's invoices, newest first; drafts show their provisional lines."""
         return await service.list_invoices(db_session, scope=tenant, params=page)
 
-    @get("/{invoice_id:str}", opt=access(Role.ADMIN), summary="Get an invoice")
+    @get(
+        "/{invoice_id:str}",
+        opt=access(Role.ADMIN),
+        summary="Get an invoice",
+        responses=answers(
+            HTTP_200_OK,
+            "The invoice as JSON, CSV or a printable HTML page (`format`).",
+            {"application/json": InvoicePublic, "text/csv": str, "text/html": str},
+        ),
+    )
     async def get_invoice(
         self,
         db_session: DbSession,
@@ -183,7 +193,12 @@ class UsageController(Controller):
             page=page_cursor,
         )
 
-    @get("/export.csv", opt=access(Role.VIEWER), summary="Export usage as CSV")
+    @get(
+        "/export.csv",
+        opt=access(Role.VIEWER),
+        summary="Export usage as CSV",
+        responses=answers(HTTP_200_OK, "One row per non-empty (bucket, group) of the window.", {"text/csv": str}),
+    )
     async def export_usage(
         self,
         db_session: DbSession,

@@ -7,12 +7,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
 
 from switchyard.platform.billing.budgets import limit_micros
 from switchyard.platform.billing.invoices import LineDraft
-from switchyard.platform.billing.money import chip_hours, format_minor
+from switchyard.platform.billing.money import CURRENCY_EXPONENTS, chip_hours, format_minor
 from switchyard.platform.billing.usage import UsageBucket
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.http.timestamps import UtcDatetime
 from switchyard.platform.models import Budget, Invoice, RateCard
 from switchyard.platform.models.rate_card import ANY
@@ -29,8 +31,10 @@ __all__ = [
     "UsageResult",
 ]
 
-PRICE_PATTERN = r"^\d{1,9}(\.\d{1,15})?$"
+PRICE_PATTERN = r"^[0-9]{1,9}(\.[0-9]{1,15})?$"
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
+CURRENCIES: JsonDict = {"enum": [code for code in sorted(CURRENCY_EXPONENTS)]}
+"""The currencies money can be kept in (a code outside them is refused with 400)."""
 
 
 def _micros(value: int) -> str:
@@ -41,7 +45,7 @@ def _micros(value: int) -> str:
 class RateCardCreate(BaseModel):
     """A new rate card version; it applies from ``effective_from`` (default: now) until a newer one does."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     instance_type: str = Field(
         min_length=1, max_length=64, description="Instance type as AWS spells it.", examples=["trn2.48xlarge"]
@@ -51,11 +55,14 @@ class RateCardCreate(BaseModel):
         description="Exact decimal price of one chip-hour, up to 15 decimal places (a string, never a float).",
         examples=["2.936250000000"],
     )
-    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="ISO 4217 currency code.")
+    currency: str = Field(
+        default="USD", pattern=CURRENCY_PATTERN, json_schema_extra=CURRENCIES, description="ISO 4217 currency code."
+    )
     model: str = Field(default=ANY, min_length=1, max_length=200, description="Model name, or `*` for all.")
     tenant_tier: str = Field(default=ANY, min_length=1, max_length=32, description="Tenant tier, or `*` for all.")
     effective_from: UtcDatetime | None = Field(
         default=None,
+        strict=False,
         description="When the price starts to apply, with its timezone; not in the past, before 9999-01-01. "
         "Default: now.",
     )
@@ -92,12 +99,23 @@ class RateCardPublic(BaseModel):
 class BudgetSet(BaseModel):
     """Set (create or replace) the monthly budget of the tenant, one of its API keys or one of its agents."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY | ConfigDict(
+        json_schema_extra={  # a key or agent budget names its key or agent; a tenant budget names nothing
+            "if": {"properties": {"scope": {"enum": ["api_key", "agent"]}}, "required": ["scope"]},
+            "then": {"properties": {"scope_id": {"minLength": 1}}, "required": ["scope_id"]},
+            "else": {"properties": {"scope_id": {"maxLength": 0}}},
+        },
+    )
 
     limit_minor: int = Field(
         ge=0, le=10**15, description="Monthly limit in minor units of `currency` (cents for USD).", examples=[10000]
     )
-    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="ISO 4217 code; must match prices.")
+    currency: str = Field(
+        default="USD",
+        pattern=CURRENCY_PATTERN,
+        json_schema_extra=CURRENCIES,
+        description="ISO 4217 code; must match prices.",
+    )
     scope: Literal["tenant", "api_key", "agent"] = Field(default="tenant", description="What the budget covers.")
     scope_id: str = Field(default="", max_length=40, description="The key or agent id (empty for `tenant`).")
     hard: bool = Field(default=True, description="Refuse requests (402) past the limit; else only alert.")
@@ -257,11 +275,24 @@ class UsagePage(BaseModel):
 class CreditGrant(BaseModel):
     """A credit for a tenant: a negative line on its next finalized invoice."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     amount_minor: int = Field(gt=0, le=10**12, description="Minor units of `currency`.", examples=[500])
-    currency: str = Field(default="USD", pattern=CURRENCY_PATTERN, description="Must match the tenant's prices.")
+    currency: str = Field(
+        default="USD",
+        pattern=CURRENCY_PATTERN,
+        json_schema_extra=CURRENCIES,
+        description="Must match the tenant's prices.",
+    )
     reason: str = Field(min_length=1, max_length=300, examples=["Service credit for the 2026-11 outage"])
+
+    @field_validator("currency")
+    @classmethod
+    def _known(cls, currency: str) -> str:
+        """Invoices format every line in its currency: a credit in an unknown one would break them."""
+        if currency not in CURRENCY_EXPONENTS:
+            raise ValueError(f"unsupported currency {currency!r}")
+        return currency
 
 
 class CreditPublic(BaseModel):

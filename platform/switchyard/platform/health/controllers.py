@@ -10,7 +10,9 @@ from litestar import Request, Response, get
 from sqlalchemy import text
 
 from switchyard.platform.auth import access
+from switchyard.platform.health.schemas import Readiness
 from switchyard.platform.http.errors import ServiceUnavailable, error_response
+from switchyard.platform.http.openapi import answers
 
 __all__ = ["healthz", "readyz"]
 
@@ -33,6 +35,7 @@ def _broker_reachable(url: str) -> None:
     tags=["Health"],
     summary="Readiness",
     raises=[ServiceUnavailable],
+    responses=answers(200, "The database and the broker answer.", {"application/json": Readiness}),
 )
 async def readyz(request: Request[Any, Any, Any]) -> Response[Any]:
     """The database and the Celery broker answer; 503 names the one that does not."""

@@ -8,6 +8,11 @@ does:
   statuses are derived in one place, :func:`error_statuses`, from what the route is: authenticated or public, its
   parameters and body, POST (``Idempotency-Key``), and the exceptions it declares with Litestar's ``raises=`` (its
   own refusals: 402 and 429 for routes that admit model calls, 409 for state conflicts);
+- request and response bodies are pydantic's own JSON Schema of the models the server validates and answers with
+  (validation mode for bodies: ``extra="forbid"`` is ``additionalProperties: false``, patterns and bounds are
+  there; serialization mode for answers), instead of Litestar's re-derivation of them;
+- a route answering in several media types (JSON or server-sent events, CSV, HTML) declares them with
+  :func:`answers`;
 - public routes need no key (``security: []``), and every POST takes an optional ``Idempotency-Key`` header.
 """
 
@@ -17,19 +22,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from litestar import MediaType, Response
 from litestar.config.app import AppConfig
 from litestar.handlers import HTTPRouteHandler
-from litestar.openapi import OpenAPIConfig
+from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, OpenAPI, SecurityScheme
+from litestar.params import ParameterKwarg
 from litestar.plugins import InitPlugin, ReceiveRoutePlugin
 from litestar.routes import BaseRoute, HTTPRoute
 from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import CoreSchema
 
 from switchyard.platform.http.errors import ErrorEnvelope
 from switchyard.platform.http.idempotency import MAX_KEY_LENGTH
+from switchyard.platform.http.openapi_links import add_links
 
-__all__ = ["ERROR_DESCRIPTIONS", "ApiContract", "error_statuses"]
+__all__ = ["ERROR_DESCRIPTIONS", "Answers", "ApiContract", "answers", "error_statuses"]
 
 SCHEMAS = "#/components/schemas/"
 
@@ -39,6 +49,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     402: "A hard budget would be exceeded by the request's estimated maximum cost (`insufficient_quota`).",
     403: "The key's role, or its kind (tenant or operator key), may not do this (`permission_error`).",
     404: "No such resource in the caller's tenant (`not_found_error`).",
+    408: "The request body did not arrive within `SWITCHYARD_REQUEST_BODY_TIMEOUT_SECONDS` (`request_timeout`).",
     409: "The resource's state forbids this now, or a request with this `Idempotency-Key` is still in progress "
     "(`conflict_error`).",
     413: "The request body is larger than `SWITCHYARD_MAX_REQUEST_BODY_BYTES` (`request_too_large`).",
@@ -58,8 +69,9 @@ def error_statuses(handler: HTTPRouteHandler, method: str, operation: dict[str, 
 
     - an authenticated route: 401 (no or bad key), 403 (role or kind of key), 503 (the key lookup and the unit of
       work need the database);
-    - query or header parameters or a body: 400; a path parameter: 404 (not in the caller's tenant);
-    - a body, or any POST (the idempotency layer reads it): 413;
+    - parameters or a body: 400 (a bad value, or text holding U+0000); a path parameter: 404 (not in the caller's
+      tenant);
+    - a body, or any POST (the idempotency layer reads it): 408 (it did not arrive in time), 413 (too large);
     - a POST: 400 (an ``Idempotency-Key`` too long), 409 (the same key in flight), 422 (the same key, another body);
     - and the status of each exception the handler declares with ``raises=``.
     """
@@ -67,14 +79,14 @@ def error_statuses(handler: HTTPRouteHandler, method: str, operation: dict[str, 
     if handler.opt.get("access") != "public":
         statuses |= {401, 403, 503}
     places = {parameter["in"] for parameter in operation.get("parameters", [])}
-    if places - {"path"} or "requestBody" in operation:
+    if places or "requestBody" in operation:
         statuses.add(400)
     if "path" in places:
         statuses.add(404)
-    if "requestBody" in operation:
-        statuses.add(413)
+    if "requestBody" in operation or method == "post":
+        statuses |= {408, 413}
     if method == "post":
-        statuses |= {400, 409, 413, 422}
+        statuses |= {400, 409, 422}
     return sorted(statuses)
 
 
@@ -86,6 +98,86 @@ def _error_response(status: int) -> dict[str, Any]:
     if status in (429, 503):
         response["headers"] = _RETRY_AFTER
     return response
+
+
+@dataclass
+class Answers(ResponseSpec):
+    """A success answer in several media types: ``media_types`` maps each one to the type of its body."""
+
+    media_types: dict[str, Any] = field(default_factory=dict)
+
+
+def answers(status: int, description: str, media_types: dict[str, Any]) -> dict[int, ResponseSpec]:
+    """The ``responses=`` of a route whose success answer comes in several media types (the first is the default).
+
+    For ``text/event-stream`` the type is that of each event's JSON ``data``; a stream may end with ``[DONE]``.
+    """
+    first = next(iter(media_types.items()))
+    return {
+        status: Answers(data_container=first[1], media_type=first[0], description=description, media_types=media_types)
+    }
+
+
+def _answer_types(handler: HTTPRouteHandler) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each success status of the route: its description (``""``: Litestar's) and the body type per media type."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    returned = handler.parsed_fn_signature.return_type
+    if not returned.is_subclass_of(Response):  # a Response is described by the route's responses=
+        found[str(handler.status_code)] = ("", {_media_type(handler.media_type): returned.annotation})
+    for status, spec in (handler.responses or {}).items():
+        media = spec.media_types if isinstance(spec, Answers) else {_media_type(spec.media_type): spec.data_container}
+        found[str(status)] = (spec.description, media)
+    return found
+
+
+_BOUNDS = {
+    "ge": "minimum",
+    "gt": "exclusiveMinimum",
+    "le": "maximum",
+    "lt": "exclusiveMaximum",
+    "min_length": "minLength",
+    "max_length": "maxLength",
+    "pattern": "pattern",
+}
+
+
+def _complete_parameters(handler: HTTPRouteHandler, parameters: list[dict[str, Any]]) -> None:
+    """Every bound the route declares on a parameter: Litestar's document leaves out a bound of 0."""
+    declared: dict[str, ParameterKwarg] = {}
+    for field_definition in handler.parsed_fn_signature.parameters.values():
+        kwarg = field_definition.kwarg_definition
+        if isinstance(kwarg, ParameterKwarg):
+            declared[kwarg.name or kwarg.query or kwarg.header or field_definition.name] = kwarg
+    for parameter in parameters:
+        kwarg = declared.get(parameter["name"])
+        for attribute, keyword in _BOUNDS.items():
+            if kwarg is not None and getattr(kwarg, attribute) is not None:
+                parameter["schema"][keyword] = getattr(kwarg, attribute)
+
+
+def _media_type(value: MediaType | str) -> str:
+    return value.value if isinstance(value, MediaType) else value
+
+
+def _event_stream(data: dict[str, Any]) -> dict[str, Any]:
+    """One server-sent event (Open API 3.1 describes an event stream by its events): JSON ``data``, or ``[DONE]``."""
+    json_data = {"type": "string", "contentMediaType": "application/json", "contentSchema": data}
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"type": "string"},
+            "id": {"type": "string"},
+            "data": {"anyOf": [json_data, {"const": "[DONE]"}]},
+        },
+    }
+
+
+class _Titles(GenerateJsonSchema):
+    """Model titles only: a property's title would repeat its name."""
+
+    def field_title_should_be_set(self, schema: CoreSchema) -> bool:
+        return False
 
 
 _IDEMPOTENCY_KEY = {
@@ -132,23 +224,97 @@ class ApiContract(InitPlugin, ReceiveRoutePlugin):
 
     def complete(self, document: dict[str, Any]) -> dict[str, Any]:
         """Add to Litestar's ``document`` what it cannot derive: see the module docstring."""
-        _, definitions = TypeAdapter.json_schemas(
-            [("ErrorEnvelope", "serialization", TypeAdapter(ErrorEnvelope))], ref_template=SCHEMAS + "{model}"
-        )
-        schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        schemas.update(definitions.get("$defs", {}))
+        bodies: list[tuple[dict[str, Any], str, Any, JsonSchemaMode]] = []  # (media type object, its name, type, mode)
         for path, method, operation in _operations(document):
             handler = self._handlers[(path, method)]
             if handler.opt.get("access") == "public":
                 operation["security"] = []
             if method == "post":
                 operation["parameters"] = [*operation.get("parameters", []), _IDEMPOTENCY_KEY]
+            _complete_parameters(handler, operation.get("parameters", []))
+            data = handler.parsed_fn_signature.parameters.get("data")
+            if data is not None:
+                media: dict[str, Any] = {}
+                operation["requestBody"]["content"] = {"application/json": media}
+                bodies.append((media, "application/json", data.annotation, "validation"))
             responses = operation["responses"]
-            for status in [code for code in responses if code[0] in "45"]:
-                del responses[status]  # Litestar's own error bodies: this server never sends them
-            for status in error_statuses(handler, method, operation):
-                responses[str(status)] = _error_response(status)
+            for status, (description, types) in _answer_types(handler).items():
+                response = responses.setdefault(status, {})
+                response["description"] = description or response.get("description", "")
+                response["content"] = {media_type: {} for media_type in types}
+                bodies += [(response["content"][name], name, tp, "serialization") for name, tp in types.items()]
+            for code in [code for code in responses if code[0] in "45"]:
+                del responses[code]  # Litestar's own error bodies: this server never sends them
+            for error in error_statuses(handler, method, operation):
+                responses[str(error)] = _error_response(error)
+        wanted = [*dict.fromkeys((tp, mode) for _, _, tp, mode in bodies), (ErrorEnvelope, "serialization")]
+        schemas, definitions = TypeAdapter.json_schemas(
+            [((tp, mode), mode, TypeAdapter(tp)) for tp, mode in wanted],
+            ref_template=SCHEMAS + "{model}",
+            schema_generator=_Titles,
+        )
+        for media, name, tp, mode in bodies:
+            schema = schemas[((tp, mode), mode)]
+            media["schema"] = _event_stream(schema) if name == "text/event-stream" else schema
+        components = definitions.get("$defs", {})
+        _require_tags(components)
+        _forbid_nul(document, components)
+        document.setdefault("components", {})["schemas"] = components
+        add_links(document, _operations(document))
         return document
+
+
+def _require_tags(components: dict[str, Any]) -> None:
+    """The server reads a tagged union's tag from the body, so every variant requires it (pydantic's JSON Schema has
+    it optional where the variant gives it a default: ``{"name": "x"}`` is not a ``function`` tool)."""
+    for node in _nodes(components):
+        discriminator = node.get("discriminator")
+        if isinstance(discriminator, dict):
+            for ref in discriminator.get("mapping", {}).values():
+                variant = components[ref.removeprefix(SCHEMAS)]
+                variant["required"] = sorted({*variant.get("required", []), discriminator["propertyName"]})
+
+
+NO_NUL = r"^[^\u0000]*$"
+
+
+def _forbid_nul(document: dict[str, Any], components: dict[str, Any]) -> None:
+    """The server refuses text holding U+0000 anywhere in a request (PostgreSQL cannot store it): every string a
+    request carries, and every key of its objects, says so."""
+    requests = [
+        node
+        for _, _, operation in _operations(document)
+        for node in [*operation.get("parameters", []), operation.get("requestBody", {})]
+    ]
+    names, seen = _refs(requests), set[str]()
+    while names - seen:
+        name = (names - seen).pop()
+        seen.add(name)
+        names |= _refs(components[name])
+    for node in _nodes([*requests, *(components[name] for name in seen)]):
+        if node.get("type") == "string" and not {"enum", "const", "format"} & node.keys():
+            pattern = node.get("pattern")
+            if pattern is None:
+                node["pattern"] = NO_NUL
+            elif pattern.startswith("^") and not pattern.endswith("$"):  # a prefix: the rest is free text
+                node["pattern"] = pattern + r"[^\u0000]*$"
+        if node.get("type") == "object" and node.get("additionalProperties", False) is not False:
+            node["propertyNames"] = {"pattern": NO_NUL}
+
+
+def _refs(value: Any) -> set[str]:
+    """The components ``value`` refers to."""
+    return {ref.removeprefix(SCHEMAS) for node in _nodes(value) if isinstance(ref := node.get("$ref"), str)}
+
+
+def _nodes(value: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _nodes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _nodes(item)
 
 
 def _operations(document: dict[str, Any]) -> Iterable[tuple[str, str, dict[str, Any]]]:

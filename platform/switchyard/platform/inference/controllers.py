@@ -20,7 +20,15 @@ from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.deps import CurrentActor, CurrentPrincipal, CurrentTenant, DbSession
-from switchyard.platform.http.errors import ApiError, InvalidRequest, NotFound, RateLimited, ServiceUnavailable
+from switchyard.platform.http.errors import (
+    ApiError,
+    ErrorEnvelope,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    ServiceUnavailable,
+)
+from switchyard.platform.http.openapi import answers
 from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
     chunk,
@@ -30,7 +38,13 @@ from switchyard.platform.inference.responses import (
     tool_call_deltas,
 )
 from switchyard.platform.inference.runtime import build_pool, reload_pool
-from switchyard.platform.inference.schemas import ChatCompletionCreate, ModelList, ModelPublic
+from switchyard.platform.inference.schemas import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionCreate,
+    ModelList,
+    ModelPublic,
+)
 
 __all__ = ["ChatController", "FleetController", "ModelController"]
 
@@ -82,6 +96,11 @@ class ChatController(Controller):
         summary="Create a chat completion",
         status_code=200,
         raises=[NotFound, BudgetExceeded, RateLimited],
+        responses=answers(
+            200,
+            "The completion; with `stream: true` its chunks as server-sent events, ending with `[DONE]`.",
+            {"application/json": ChatCompletion, "text/event-stream": ChatCompletionChunk | ErrorEnvelope},
+        ),
     )
     async def create_chat_completion(
         self, request: Request[Any, Any, Any], principal: CurrentPrincipal, data: JSONBody[ChatCompletionCreate]

@@ -1,16 +1,30 @@
-"""OpenAI's chat-completions wire format: what clients send, and what Switchyard answers."""
+"""OpenAI's chat-completions wire format: what clients send, and what Switchyard answers.
+
+The answer models document the wire format (``inference.responses`` builds the answers as dicts, exactly as OpenAI
+spells them); the OpenAPI test checks real answers against them.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["ChatCompletionCreate", "ModelList", "ModelPublic"]
+from switchyard.platform.http.bodies import REQUEST_BODY
+
+__all__ = [
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "ChatCompletionCreate",
+    "CompletionUsage",
+    "ComputeUsage",
+    "ModelList",
+    "ModelPublic",
+]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
 
 class TextPart(_Strict):
@@ -162,3 +176,76 @@ class ModelPublic(BaseModel):
 class ModelList(BaseModel):
     object: Literal["list"] = "list"
     data: list[ModelPublic]
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class CompletionMessage(BaseModel):
+    role: Literal["assistant"]
+    content: str | None
+    refusal: None = None
+    tool_calls: list[ToolCallOut] | None = Field(default=None, description="Present when the model called tools.")
+
+
+class CompletionChoice(BaseModel):
+    index: int
+    message: CompletionMessage
+    logprobs: None = None
+    finish_reason: str = Field(description="`stop`, `length`, `tool_calls` or `cancelled`.")
+
+
+class ComputeUsage(BaseModel):
+    """Switchyard's addition to OpenAI's usage: the accelerator compute attributed to the request."""
+
+    chip_us: int = Field(description="Chip-microseconds attributed to this request (what it is billed by).")
+    instance_type: str = Field(examples=["trn2.48xlarge"])
+    replica: str
+    queue_ms: float
+    ttft_ms: float = Field(description="Time to first token, simulated or measured.")
+    decode_ms: float
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    compute: ComputeUsage
+
+
+class ChatCompletion(BaseModel):
+    """``POST /v1/chat/completions`` without ``stream``: OpenAI's ``chat.completion`` with ``usage.compute``."""
+
+    id: str = Field(examples=["chatcmpl-0123456789abcdef01234567"])
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int = Field(description="Unix seconds.")
+    model: str
+    system_fingerprint: str
+    choices: list[CompletionChoice]
+    usage: CompletionUsage
+
+
+class ChunkChoice(BaseModel):
+    index: int
+    delta: dict[str, Any] = Field(description="`role`, `content` or `tool_calls` arriving with this chunk.")
+    logprobs: None = None
+    finish_reason: str | None
+
+
+class ChatCompletionChunk(BaseModel):
+    """One server-sent event of a streamed completion (``data: {...}``); the stream ends with ``data: [DONE]``.
+
+    The last chunk before ``[DONE]`` has a ``finish_reason``; with ``stream_options.include_usage`` one more chunk
+    follows with no choices and the ``usage``. An error after the stream started arrives as ``data: {"error": ...}``.
+    """
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    system_fingerprint: str
+    choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None

@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
@@ -13,12 +12,14 @@ from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest, NotFound
+from switchyard.platform.http.openapi import answers
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.jobs import jobs_for
 from switchyard.platform.models import Run
 from switchyard.platform.runs import service
 from switchyard.platform.runs.schemas import (
     RunCreate,
+    RunEvent,
     RunPublic,
     StepPublic,
     SubmitApprovals,
@@ -33,11 +34,10 @@ __all__ = ["RunController", "ThreadAndRunController"]
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _MAX_SEQUENCE_NUMBER = 2**31 - 1  # run_events.sequence_number is a 32-bit integer column
+_EVENTS = answers(HTTP_200_OK, "The run's events as server-sent events.", {"text/event-stream": RunEvent})
 _RUN_OR_STREAM = {
-    HTTP_201_CREATED: ResponseSpec(data_container=RunPublic, description="The run (without `stream`)."),
-    HTTP_200_OK: ResponseSpec(
-        data_container=str, description="With `stream: true`: the run's events as SSE.", media_type="text/event-stream"
-    ),
+    **answers(HTTP_201_CREATED, "The run (without `stream`).", {"application/json": RunPublic}),
+    **_EVENTS,  # with `stream: true`
 }
 
 
@@ -124,6 +124,7 @@ class RunController(Controller):
         opt=access(Role.VIEWER),
         summary="Stream a run's events (SSE)",
         media_type="text/event-stream",
+        responses=_EVENTS,
     )
     async def stream_run_events(
         self,
@@ -178,7 +179,11 @@ class RunController(Controller):
         opt=access(Role.DEVELOPER),
         status_code=HTTP_200_OK,
         summary="Submit function tool outputs",
-        responses={HTTP_200_OK: ResponseSpec(data_container=RunPublic, description="The run, or SSE with `stream`.")},
+        responses=answers(
+            HTTP_200_OK,
+            "The run; with `stream: true` its further events as server-sent events.",
+            {"application/json": RunPublic, "text/event-stream": RunEvent},
+        ),
     )
     async def submit_tool_outputs(
         self,

@@ -6,12 +6,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchyard.agents import RunState, Step, StepType
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Run
 from switchyard.platform.threads.schemas import ThreadCreate
 
 __all__ = [
     "ApprovalDecision",
     "RunCreate",
+    "RunEvent",
     "RunPublic",
     "StepPublic",
     "SubmitApprovals",
@@ -26,7 +28,7 @@ MultitaskStrategy = Literal["reject", "enqueue", "interrupt"]
 class RunCreate(BaseModel):
     """Run an agent over the thread's messages."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     agent_id: str = Field(examples=["agent_01jd8v0000000000000000000"], description="The agent to run.")
     # versions are 32-bit integers in the database: a larger one was a 500 there
@@ -49,7 +51,7 @@ class ThreadAndRunCreate(RunCreate):
 
 
 class ToolOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     tool_call_id: str = Field(examples=["call_1"], max_length=128)
     output: str = Field(examples=["42"], max_length=1_000_000)
@@ -58,7 +60,7 @@ class ToolOutput(BaseModel):
 class SubmitToolOutputs(BaseModel):
     """The outputs of every pending function call, in one call."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     tool_outputs: list[ToolOutput] = Field(
         min_length=1, max_length=128, examples=[[{"tool_call_id": "call_1", "output": "42"}]]
@@ -67,7 +69,7 @@ class SubmitToolOutputs(BaseModel):
 
 
 class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     tool_call_id: str = Field(examples=["call_1"], max_length=128)
     approve: bool = Field(examples=[True])
@@ -76,7 +78,7 @@ class ApprovalDecision(BaseModel):
 class SubmitApprovals(BaseModel):
     """A decision for every tool call awaiting approval, in one call (audited)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     approvals: list[ApprovalDecision] = Field(
         min_length=1, max_length=128, examples=[[{"tool_call_id": "call_1", "approve": True}]]
@@ -149,6 +151,17 @@ class RunPublic(BaseModel):
             completed_at=_time(state.completed_at_ms),
             metadata=dict(row.metadata_json or {}),
         )
+
+
+class RunEvent(BaseModel):
+    """The JSON ``data`` of one of a run's server-sent events: ``event:`` names it, ``id:`` is its sequence number.
+
+    The stream ends with ``event: done`` and ``data: [DONE]`` once the run finished or waits for the client.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    sequence_number: int = Field(description="Resume after it with `starting_after` or `Last-Event-ID`.")
 
 
 class StepPublic(BaseModel):

@@ -3,9 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from switchyard.platform.api_keys.schemas import ApiKeyCreated
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.members.schemas import EMAIL_PATTERN
 from switchyard.platform.models import Tenant
 
@@ -13,7 +14,7 @@ __all__ = ["TenantCreate", "TenantCreated", "TenantPublic"]
 
 
 class TenantCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     name: str = Field(min_length=1, max_length=200, description="The tenant's display name.", examples=["Acme"])
     owner_email: str | None = Field(

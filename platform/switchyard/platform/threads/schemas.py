@@ -3,8 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Thread, ThreadMessage
 
 __all__ = ["MessageCreate", "MessagePublic", "ThreadCreate", "ThreadDeleted", "ThreadPublic"]
@@ -15,7 +16,7 @@ ACTIVE_RUN_STATUSES = ("queued", "in_progress", "requires_action", "cancelling")
 class MessageCreate(BaseModel):
     """A message the client adds to a thread (a user's turn, or an assistant turn replayed from elsewhere)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     role: Literal["user", "assistant"] = Field(default="user", description="Who said it.")
     content: str = Field(min_length=1, max_length=256_000, examples=["What is 6 x 7?"], description="The text.")
@@ -24,7 +25,7 @@ class MessageCreate(BaseModel):
 class ThreadCreate(BaseModel):
     """A new thread, optionally with its first messages."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
 
     messages: list[MessageCreate] = Field(default_factory=list, max_length=100)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
