@@ -18,19 +18,22 @@ does:
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from litestar import MediaType, Response
 from litestar.config.app import AppConfig
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, OpenAPI, SecurityScheme
 from litestar.params import ParameterKwarg
 from litestar.plugins import InitPlugin, ReceiveRoutePlugin
 from litestar.routes import BaseRoute, HTTPRoute
+from litestar.static_files import create_static_files_router
 from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
@@ -39,7 +42,15 @@ from switchyard.platform.http.errors import ErrorEnvelope
 from switchyard.platform.http.idempotency import MAX_KEY_LENGTH
 from switchyard.platform.http.openapi_links import add_links
 
-__all__ = ["ERROR_DESCRIPTIONS", "Answers", "ApiContract", "answers", "error_statuses"]
+__all__ = [
+    "ERROR_DESCRIPTIONS",
+    "VIEWER_ASSETS",
+    "Answers",
+    "ApiContract",
+    "answers",
+    "error_statuses",
+    "viewer_assets",
+]
 
 SCHEMAS = "#/components/schemas/"
 
@@ -190,8 +201,21 @@ _IDEMPOTENCY_KEY = {
 }
 
 
+VIEWER_ASSETS = "/schema/assets"
+"""Where the docs page (``/schema``) loads Swagger UI from: this server, so it works without the internet."""
+
+
+def viewer_assets() -> Path:
+    """Swagger UI's files as the ``swagger-ui-py`` package ships them (found without importing it)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the docs viewer needs the swagger-ui-py package")
+    return Path(spec.submodule_search_locations[0]) / "static"
+
+
 class ApiContract(InitPlugin, ReceiveRoutePlugin):
-    """Serves the OpenAPI document (``/schema``) and makes it describe what the server does (see the module)."""
+    """Serves the OpenAPI document (``/schema/openapi.json``) and its docs page (``/schema``, Swagger UI from
+    :data:`VIEWER_ASSETS`), and makes the document describe what the server does (see the module)."""
 
     __slots__ = ("_description", "_handlers", "_title", "_version")
 
@@ -207,12 +231,23 @@ class ApiContract(InitPlugin, ReceiveRoutePlugin):
             version=self._version,
             description=self._description,
             path="/schema",
-            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
+            render_plugins=[
+                SwaggerRenderPlugin(
+                    path=["/", "/swagger"],
+                    js_url=f"{VIEWER_ASSETS}/swagger-ui-bundle.js",
+                    css_url=f"{VIEWER_ASSETS}/swagger-ui.css",
+                    standalone_preset_js_url=f"{VIEWER_ASSETS}/swagger-ui-standalone-preset.js",
+                    favicon=f"<link rel='icon' type='image/png' href='{VIEWER_ASSETS}/favicon-32x32.png'>",
+                )
+            ],
             components=Components(
                 security_schemes={"ApiKey": SecurityScheme(type="http", scheme="bearer", description="`sy_...` key")}
             ),
             security=[{"ApiKey": []}],
             contract=self,
+        )
+        app_config.route_handlers.append(
+            create_static_files_router(path=VIEWER_ASSETS, directories=[viewer_assets()], include_in_schema=False)
         )
         return app_config
 
