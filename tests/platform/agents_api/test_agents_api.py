@@ -68,6 +68,24 @@ async def test_agent_versions(client: Any, tenant: Any) -> None:
     assert sorted(a for (a,) in actions) == ["agent.create", "agent.delete", "agent.update", "agent.update"]
 
 
+async def test_an_agent_asks_no_more_output_tokens_than_a_request_may(client: Any, tenant: Any) -> None:
+    """``model_params.max_tokens`` above ``SWITCHYARD_MAX_OUTPUT_TOKENS`` is refused when the agent is saved
+    (it was stored, and each run failed with a nonsense 'tokens left' message)."""
+    headers = tenant.headers("developer")
+    cap = client.app.state.settings.max_output_tokens
+    body = {"name": "x", "model": MODEL, "model_params": {"max_tokens": cap + 1}}
+    refused = await client.post("/v1/agents", json=body, headers=headers)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["param"] == "model_params.max_tokens"
+    assert str(cap) in refused.json()["error"]["message"]
+    agent = await make_agent(client, tenant, model_params={"max_tokens": cap})
+    changed = await client.patch(
+        f"/v1/agents/{agent['id']}", json={"model_params": {"max_tokens": 10**20}}, headers=headers
+    )
+    assert changed.status_code == 400, changed.text
+    assert (await client.get(f"/v1/agents/{agent['id']}", headers=headers)).json()["version"] == 1
+
+
 async def test_run_on_the_pool_bills_each_model_step_once(client: Any, tenant: Any, inline_runs: Any) -> None:
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant, tools=[{"type": "calculator"}])

@@ -46,7 +46,12 @@ class AgentController(Controller):
     ) -> AgentPublic:
         """Define an agent (version 1): instructions, model, tools, model parameters, limits, metadata."""
         return await service.create_agent(
-            db_session, scope=tenant, actor=actor, data=data, check_model=model_check(request, tenant)
+            db_session,
+            scope=tenant,
+            actor=actor,
+            data=data,
+            check_model=model_check(request, tenant),
+            max_output_tokens=request.app.state.settings.max_output_tokens,
         )
 
     @get(opt=access(Role.VIEWER), summary="List agents")
@@ -75,6 +80,7 @@ class AgentController(Controller):
             agent_id=agent_id,
             data=data,
             check_model=model_check(request, tenant),
+            max_output_tokens=request.app.state.settings.max_output_tokens,
         )
 
     @delete("/{agent_id:str}", opt=access(Role.DEVELOPER), status_code=HTTP_200_OK, summary="Delete an agent")

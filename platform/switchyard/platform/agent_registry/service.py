@@ -39,6 +39,17 @@ ModelCheck = Callable[[str], Any]
 """Raises ``NotFound`` (``model_not_found``) when the tenant may not use the model."""
 
 
+def _check_output_cap(spec: AgentSpec, max_output_tokens: int) -> None:
+    """An agent may not ask more output tokens per call than any request may (``SWITCHYARD_MAX_OUTPUT_TOKENS``)."""
+    asked = spec.model_params.max_tokens
+    if asked is not None and asked > max_output_tokens:
+        raise InvalidRequest(
+            f"model_params.max_tokens is {asked}; at most {max_output_tokens} is allowed",
+            param="model_params.max_tokens",
+            code="invalid_value",
+        )
+
+
 async def _agent_row(session: AsyncSession, scope: TenantScope, agent_id: str) -> Agent:
     statement = select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.id) == agent_id)
     row = (await session.execute(statement)).scalar_one_or_none()
@@ -77,10 +88,17 @@ def _add_version(session: AsyncSession, scope: TenantScope, agent: Agent, spec: 
 
 
 async def create_agent(
-    session: AsyncSession, *, scope: TenantScope, actor: Actor, data: AgentCreate, check_model: ModelCheck
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    actor: Actor,
+    data: AgentCreate,
+    check_model: ModelCheck,
+    max_output_tokens: int,
 ) -> AgentPublic:
     check_model(data.model)
     spec = AgentSpec.model_validate(data.model_dump())
+    _check_output_cap(spec, max_output_tokens)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
     session.add(agent)
     version = _add_version(session, scope, agent, spec)
@@ -133,6 +151,7 @@ async def update_agent(
     agent_id: str,
     data: AgentUpdate,
     check_model: ModelCheck,
+    max_output_tokens: int,
 ) -> AgentPublic:
     """Apply the fields present in ``data``; a new version only when the definition actually changes."""
     agent, current = await get_version(session, scope=scope, agent_id=agent_id)
@@ -155,6 +174,7 @@ async def update_agent(
         return AgentPublic.of(agent, current)
     if "model" in data.model_fields_set:
         check_model(spec.model)
+    _check_output_cap(spec, max_output_tokens)
     agent.latest_version += 1
     agent.name = spec.name
     agent.updated_at = utc_now()
