@@ -103,7 +103,7 @@ def api(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         thread.join(timeout=30)
 
 
-def _schemathesis(api: RunningApi, key: str, *selection: str) -> str:
+def _schemathesis(api: RunningApi, key: str, workdir: Path, *selection: str) -> str:
     """Run schemathesis over the selected operations with ``key``; the failures, if any, as the assertion message."""
     command = [
         str(Path(sys.executable).parent / "schemathesis"),
@@ -132,7 +132,8 @@ def _schemathesis(api: RunningApi, key: str, *selection: str) -> str:
         "SCHEMATHESIS_RUN_ID": api.run_id,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    # in a directory of its own: schemathesis keeps a cache (.schemathesis/) where it runs
+    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     output = result.stdout + result.stderr
     failures = output[output.find("=== FAILURES") :] if "=== FAILURES" in output else output[-20_000:]
     assert result.returncode == 0, failures[:20_000]
@@ -141,10 +142,10 @@ def _schemathesis(api: RunningApi, key: str, *selection: str) -> str:
 
 
 @pytest.mark.timeout(900)
-def test_tenant_routes_conform_to_the_document(api: RunningApi) -> None:
-    _schemathesis(api, api.owner_key, "--exclude-path-regex", "^/v1/admin")
+def test_tenant_routes_conform_to_the_document(api: RunningApi, tmp_path: Path) -> None:
+    _schemathesis(api, api.owner_key, tmp_path, "--exclude-path-regex", "^/v1/admin")
 
 
 @pytest.mark.timeout(900)
-def test_operator_routes_conform_to_the_document(api: RunningApi) -> None:
-    _schemathesis(api, api.operator_key, "--include-path-regex", "^/v1/admin")
+def test_operator_routes_conform_to_the_document(api: RunningApi, tmp_path: Path) -> None:
+    _schemathesis(api, api.operator_key, tmp_path, "--include-path-regex", "^/v1/admin")
