@@ -13,11 +13,17 @@ does:
   there; serialization mode for answers), instead of Litestar's re-derivation of them;
 - a route answering in several media types (JSON or server-sent events, CSV, HTML) declares them with
   :func:`answers`;
-- public routes need no key (``security: []``), and every POST takes an optional ``Idempotency-Key`` header.
+- what the server checks beyond its models is said too: every bound of a parameter, a tagged union's tag,
+  no U+0000 in any text of a request;
+- public routes need no key (``security: []``), and every POST takes an optional ``Idempotency-Key`` header;
+- links lead from what a route answers to the routes that take it (``openapi_links``).
+
+It also serves the docs page, Swagger UI from this server's own files (:data:`VIEWER_ASSETS`).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -265,7 +271,7 @@ class ApiContract(InitPlugin, ReceiveRoutePlugin):
             if handler.opt.get("access") == "public":
                 operation["security"] = []
             if method == "post":
-                operation["parameters"] = [*operation.get("parameters", []), _IDEMPOTENCY_KEY]
+                operation["parameters"] = [*operation.get("parameters", []), copy.deepcopy(_IDEMPOTENCY_KEY)]
             _complete_parameters(handler, operation.get("parameters", []))
             data = handler.parsed_fn_signature.parameters.get("data")
             if data is not None:
