@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
+from switchyard.platform.app import create_app
 from switchyard.platform.http.openapi import VIEWER_ASSETS
+from tests.platform.api.live import serve
 
 _LINKS = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']""")
 _EXPECTED_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
@@ -39,3 +44,37 @@ async def test_the_viewer_understands_the_documents_openapi_version(client: Any)
 async def test_the_viewer_assets_need_no_key(client: Any) -> None:
     answer = await client.get(f"{VIEWER_ASSETS}/swagger-ui.css")
     assert answer.status_code == 200
+
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; the test never downloads a browser
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
+def test_the_docs_page_renders_in_a_browser_cut_off_from_other_hosts(settings: Any) -> None:
+    from playwright.sync_api import Route, sync_playwright
+
+    app = create_app(settings)
+    operations = sum(len(item) for item in app.openapi_schema.to_schema()["paths"].values())
+    elsewhere: list[str] = []
+
+    def only_this_server(route: Route) -> None:
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    with serve(app) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.route("**/*", only_this_server)
+            page.goto(f"{url}/schema", timeout=30_000)
+            page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
+            assert "Switchyard" in page.inner_text(".swagger-ui .info .title")
+            page.wait_for_selector(".opblock", timeout=30_000)
+            assert page.locator(".opblock").count() == operations  # every route, rendered from the document
+        finally:
+            browser.close()
+    assert elsewhere == []  # nothing was even asked of another host

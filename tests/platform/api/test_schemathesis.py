@@ -13,18 +13,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from switchyard.platform.app import create_app
 from switchyard.platform.bootstrap import FirstStart, bootstrap
@@ -32,6 +28,7 @@ from switchyard.platform.db import Database
 from switchyard.platform.runs.executor import RunEnvironment
 from switchyard.platform.runs.inline import InlineDispatcher
 from switchyard.platform.settings import Settings
+from tests.platform.api.live import serve
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +58,6 @@ async def _first_start(database_url: str) -> FirstStart:
     return first
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def api(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApi]:
     directory = tmp_path_factory.mktemp("schemathesis")
@@ -74,33 +65,20 @@ def api(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     database_url = f"sqlite+aiosqlite:///{directory / 'switchyard.db'}"
     first = asyncio.run(_first_start(database_url))
     settings = Settings(data_dir=directory / "data", database_url=database_url, time_scale=0)
-    port = _free_port()
     app = create_app(settings)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.05)
-    assert server.started, "the server did not start"
-    # runs execute in the server's own event loop, as `switchyard up` runs them in its embedded worker
-    gateway = app.state.gateway
-    environment = RunEnvironment(database=app.state.database, pool=gateway.pool, admission=gateway.admission)
-    app.state.jobs = InlineDispatcher(environment)
-    url = f"http://127.0.0.1:{port}"
-    owner = {"Authorization": f"Bearer {first.tenant_key}"}
-    with httpx.Client(base_url=url, headers=owner, timeout=30) as client:
-        agent = client.post("/v1/agents", json={"name": "schemathesis", "model": MODEL})
-        assert agent.status_code == 201, agent.text
-        body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "Hello"}]}}
-        run = client.post("/v1/runs", json=body)
-        assert run.status_code == 201, run.text
-    try:
+    with serve(app) as url:
+        # runs execute in the server's own event loop, as `switchyard up` runs them in its embedded worker
+        gateway = app.state.gateway
+        environment = RunEnvironment(database=app.state.database, pool=gateway.pool, admission=gateway.admission)
+        app.state.jobs = InlineDispatcher(environment)
+        owner = {"Authorization": f"Bearer {first.tenant_key}"}
+        with httpx.Client(base_url=url, headers=owner, timeout=30) as client:
+            agent = client.post("/v1/agents", json={"name": "schemathesis", "model": MODEL})
+            assert agent.status_code == 201, agent.text
+            body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "Hello"}]}}
+            run = client.post("/v1/runs", json=body)
+            assert run.status_code == 201, run.text
         yield RunningApi(url, first.operator_key, first.tenant_key, run.json()["thread_id"], run.json()["id"])
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def _schemathesis(api: RunningApi, key: str, workdir: Path, *selection: str) -> str:
