@@ -123,7 +123,8 @@ async def test_run_on_the_pool_bills_each_model_step_once(client: Any, tenant: A
     assert roles == ["user", "assistant", "tool", "assistant"]
     assert messages["data"][-1]["run_id"] == run["id"]
 
-    # the final answer was streamed as deltas before its thread.message.created event
+    # the final answer was announced (created, in_progress), then streamed as deltas, then completed, as OpenAI's
+    # stream orders them (deltas used to come before their message's created event)
     events = parse_sse(
         (await client.get(f"/v1/threads/{run['thread_id']}/runs/{run['id']}/events", headers=headers)).text
     )
@@ -132,9 +133,15 @@ async def test_run_on_the_pool_bills_each_model_step_once(client: Any, tenant: A
     assert deltas
     assert {d["id"] for d in deltas} == {final["id"]}
     assert "".join(d["delta"]["content"] for d in deltas) == final["content"]
-    names = [e.get("event") for e in events]
-    created = [i for i, e in enumerate(events) if e.get("event") == "thread.message.created"]
-    assert names.index("thread.message.delta") < created[-1]
+    of_final = [
+        e["event"]
+        for e in events
+        if e.get("data", "").startswith("{") and json.loads(e["data"]).get("id") == final["id"]
+    ]
+    first_delta = of_final.index("thread.message.delta")
+    assert of_final[:first_delta] == ["thread.message.created", "thread.message.in_progress"]
+    assert set(of_final[first_delta:-1]) == {"thread.message.delta"}
+    assert of_final[-1] == "thread.message.completed"
     assert [int(e["id"]) for e in events[:-1]] == list(range(1, len(events)))
 
 

@@ -2,9 +2,11 @@
 
 The run loop records whole messages; the pool streams tokens. While a model call runs, its text is buffered
 and stored every ``FLUSH_EVERY_S`` as ``thread.message.delta`` events (numbered like every other event), so
-subscribers see the answer as it is produced. They precede the message's ``thread.message.created`` /
-``completed`` events, which carry the whole message. A model call repeated after a crash streams its deltas
-again (its message is stored once).
+subscribers see the answer as it is produced. As in OpenAI's stream, a message is announced before its first
+delta: ``thread.message.created`` and ``thread.message.in_progress`` (status ``in_progress``, no content yet)
+come first, and the checkpoint that stores the whole message then adds only ``thread.message.completed``
+(``announced`` holds the ids announced here). A model call repeated after a crash announces and streams its
+message again (the message is stored once).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class MessageDeltas:
         self._message_id: str | None = None
         self._buffer: list[str] = []
         self._flusher: asyncio.Task[None] | None = None
+        self.announced: set[str] = set()
 
     def follow(self, state: RunState) -> None:
         """After each checkpoint: deltas belong to the model step now in progress (if any)."""
@@ -62,6 +65,27 @@ class MessageDeltas:
             return
         text = "".join(self._buffer)
         self._buffer.clear()
+        message_id = self._message_id
+        events: list[tuple[str, dict[str, object]]] = []
+        if message_id not in self.announced:
+            opened: dict[str, object] = {
+                "object": "thread.message",
+                "id": message_id,
+                "run_id": self.ctx.run_id,
+                "thread_id": self.ctx.thread_id,
+                "role": "assistant",
+                "content": None,
+                "status": "in_progress",
+            }
+            events += [("thread.message.created", opened), ("thread.message.in_progress", opened)]
+        delta: dict[str, object] = {
+            "object": "thread.message.delta",
+            "id": message_id,
+            "run_id": self.ctx.run_id,
+            "thread_id": self.ctx.thread_id,
+            "delta": {"content": text},
+        }
+        events.append(("thread.message.delta", delta))
         async with self.database.unit_of_work(self.scope) as session:
             last = (
                 await session.execute(
@@ -71,22 +95,18 @@ class MessageDeltas:
                     )
                 )
             ).scalar_one_or_none() or 0
-            session.add(
-                RunEventRecord(
-                    id=new_id("evt"),
-                    tenant_id=self.scope.tenant_id,
-                    run_id=self.ctx.run_id,
-                    sequence_number=last + 1,
-                    event="thread.message.delta",
-                    data={
-                        "object": "thread.message.delta",
-                        "id": self._message_id,
-                        "run_id": self.ctx.run_id,
-                        "thread_id": self.ctx.thread_id,
-                        "delta": {"content": text},
-                    },
+            for offset, (name, data) in enumerate(events, start=1):
+                session.add(
+                    RunEventRecord(
+                        id=new_id("evt"),
+                        tenant_id=self.scope.tenant_id,
+                        run_id=self.ctx.run_id,
+                        sequence_number=last + offset,
+                        event=name,
+                        data=data,
+                    )
                 )
-            )
+        self.announced.add(message_id)
 
     async def close(self) -> None:
         if self._flusher is not None and not self._flusher.done():

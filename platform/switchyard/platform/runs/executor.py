@@ -256,6 +256,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
                     lease_owner=env.worker_id,
                     lease_s=env.lease_s,
                     reservations=reservations,
+                    announced=deltas.announced,
                 )
         if env.usage_committed is not None and _billed_steps(new) > _billed_steps(current):
             env.usage_committed()

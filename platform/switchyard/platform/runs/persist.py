@@ -6,6 +6,7 @@ two writers racing on one run exactly one succeeds and the other learns it lost 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -60,9 +61,18 @@ def _ms_time(ms: int | None) -> datetime:
 
 
 async def _append_events(
-    session: AsyncSession, scope: TenantScope, ctx: RunContext, before: RunState | None, after: RunState
+    session: AsyncSession,
+    scope: TenantScope,
+    ctx: RunContext,
+    before: RunState | None,
+    after: RunState,
+    announced: Collection[str] = (),
 ) -> int:
-    events = events_between(before, after)
+    events = [
+        e
+        for e in events_between(before, after)
+        if not (e.event == "thread.message.created" and e.data.get("id") in announced)
+    ]
     if not events:
         return 0
     last = (
@@ -145,12 +155,14 @@ async def save_transition(
     lease_owner: str | None = None,
     lease_s: float | None = None,
     reservations: dict[str, str] | None = None,
+    announced: Collection[str] = (),
 ) -> None:
     """Store ``after`` (which follows ``before``), its events, new messages and model-step usage.
 
-    ``reservations`` (step id → budget hold) are settled as their steps are billed. Raises ``StaleRun``
-    when the stored revision is not ``before.revision`` or (with ``lease_owner``) the lease is held by
-    someone else. The caller commits.
+    ``reservations`` (step id → budget hold) are settled as their steps are billed; messages in ``announced``
+    already have their ``thread.message.created`` event (streamed before their deltas), so it is not repeated.
+    Raises ``StaleRun`` when the stored revision is not ``before.revision`` or (with ``lease_owner``) the lease
+    is held by someone else. The caller commits.
     """
     if after.revision == before.revision:
         return
@@ -177,5 +189,5 @@ async def save_transition(
     new_messages = after.messages[len(before.messages) :]
     if new_messages:
         await append_messages(session, scope=scope, thread_id=ctx.thread_id, messages=new_messages, run_id=ctx.run_id)
-    await _append_events(session, scope, ctx, before, after)
+    await _append_events(session, scope, ctx, before, after, announced)
     await _bill_model_steps(session, scope, ctx, before, after, reservations)
