@@ -116,8 +116,10 @@ def _weight_bytes(m: ModelConfig, heads: int, kv_heads: int, prec: Precision) ->
     """(always-read bytes, routed-expert bytes, total resident bytes) of the sharded weights."""
     always, routed = m.layer_params(heads, kv_heads)
     embed = m.vocab_size * m.hidden_size
-    always_bytes = float((always + embed) * prec.bytes)  # LM head read every step; embeddings gathered
-    total = always_bytes + routed * prec.bytes + (0 if m.tie_word_embeddings else embed * prec.bytes)
+    head = m.lm_head_params()
+    always_bytes = float((always + head) * prec.bytes)  # LM head read every step; embeddings gathered
+    separate_embeddings = not m.tie_word_embeddings or not head  # an embedding model's table is its own
+    total = always_bytes + routed * prec.bytes + (embed * prec.bytes if separate_embeddings else 0)
     return always_bytes, float(routed * prec.bytes), total
 
 
@@ -155,7 +157,7 @@ def make_deployment(
     heads, kv_heads = _shard_heads(m, inst, tp)
     always_bytes, routed_bytes, weight_bytes = _weight_bytes(m, heads, kv_heads, prec)
     always, _ = m.layer_params(heads, kv_heads)
-    embed = m.vocab_size * m.hidden_size
+    head = m.lm_head_params()
     kv_per_token = m.kv_elements_per_token(kv_heads) * 2.0  # KV cache kept in BF16
     hbm = chip.hbm_bytes * rank_share
     free = hbm * HBM_USABLE_FRACTION - weight_bytes
@@ -207,7 +209,7 @@ def make_deployment(
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
-        linear_flops_per_token=2.0 * (always + embed + expert_flops),
+        linear_flops_per_token=2.0 * (always + head + expert_flops),
         attention_flops_per_qk=4.0 * heads * m.head_dim * m.num_layers,
         collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
         collective_latency_s_per_layer=latency_per_layer,

@@ -16,7 +16,8 @@ __all__ = ["ModelConfig", "get_model", "list_models", "load_model_config", "regi
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
-    """The shape of a decoder-only transformer, enough to count its FLOPs and bytes."""
+    """The shape of a transformer, enough to count its FLOPs and bytes: a decoder-only language model, or an
+    embedding model (``pooling`` set) whose pooled hidden states are the vector, with no LM head."""
 
     name: str
     hidden_size: int
@@ -38,6 +39,12 @@ class ModelConfig:
     v_head_dim: int = 0
     tie_word_embeddings: bool = False
     source: str = ""
+    encoder: bool = False  # a BERT-family encoder: bidirectional attention, a plain two-matrix MLP
+    pooling: str = ""  # embedding models: "cls" (first token) or "last_token"; "" for a language model
+
+    @property
+    def is_embedding(self) -> bool:
+        return bool(self.pooling)
 
     @property
     def is_moe(self) -> bool:
@@ -62,7 +69,8 @@ class ModelConfig:
         return 3 * self.hidden_size * self.moe_intermediate_size
 
     def dense_mlp_params(self) -> int:
-        return 3 * self.hidden_size * self.intermediate_size
+        """Gated MLP (gate, up, down) of a decoder; an encoder's MLP is up and down only."""
+        return (2 if self.encoder else 3) * self.hidden_size * self.intermediate_size
 
     def layer_params(self, heads: int | None = None, kv_heads: int | None = None) -> tuple[int, int]:
         """(always-read parameters, routed-expert parameters) summed over all layers."""
@@ -79,14 +87,18 @@ class ModelConfig:
     def total_params(self) -> int:
         """Every parameter, embeddings included."""
         always, routed = self.layer_params()
-        embed = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        embed = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings or self.is_embedding else 2)
         return always + routed + embed
 
     def active_params(self) -> int:
         """Parameters one token touches (matmul FLOPs per token ~ 2x this)."""
         always, _ = self.layer_params()
         active_routed = self.moe_layers * self.experts_per_token * self.expert_params()
-        return always + active_routed + self.vocab_size * self.hidden_size
+        return always + active_routed + self.lm_head_params()
+
+    def lm_head_params(self) -> int:
+        """The projection to the vocabulary of a language model; an embedding model has none."""
+        return 0 if self.is_embedding else self.vocab_size * self.hidden_size
 
     def kv_elements_per_token(self, kv_heads: int | None = None) -> int:
         """KV-cache elements stored per token over all layers."""
@@ -94,6 +106,9 @@ class ModelConfig:
             return self.num_layers * (self.kv_lora_rank + self.rope_head_dim)
         kv = self.num_kv_heads if kv_heads is None else kv_heads
         return 2 * self.num_layers * kv * self.head_dim
+
+
+ENCODER_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 
 
 def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelConfig:
@@ -136,6 +151,8 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         v_head_dim=int(c.get("v_head_dim") or 0),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         source=source,
+        encoder=c.get("model_type") in ENCODER_MODEL_TYPES,
+        pooling=str(cfg.get("pooling") or ""),
     )
 
 

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from switchyard.accelerator.pool.embeddings import (
+    EMBEDDING_SHAPES,
+    EmbeddingRequest,
+    Embeddings,
+    EmbeddingShape,
+    embedding_vector,
+    input_tokens,
+)
 from switchyard.accelerator.pool.fair_queue import FairQueue
 from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, parse_fleet
 from switchyard.accelerator.pool.fleet_server import FleetServer
@@ -23,11 +31,15 @@ from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, Ups
 
 __all__ = [
     "DEFAULT_FLEET",
+    "EMBEDDING_SHAPES",
     "AcceleratorPool",
     "Backend",
     "Completion",
     "ComputeReceipt",
     "DeploymentSpec",
+    "EmbeddingRequest",
+    "EmbeddingShape",
+    "Embeddings",
     "FairQueue",
     "FleetServer",
     "InferenceRequest",
@@ -43,6 +55,8 @@ __all__ = [
     "complete",
     "count_prompt_tokens",
     "count_tokens",
+    "embedding_vector",
+    "input_tokens",
     "load_fleet",
     "parse_fleet",
     "reload_fleet_process",

@@ -1,7 +1,8 @@
 """Which models are served where: the fleet file (JSON) and the default fleet of ``switchyard up``.
 
 A fleet file is ``{"deployments": [{...}, ...]}``; each deployment has a served ``name`` (the model id clients
-send), a ``backend`` (``trainium-sim`` or ``openai-compatible``) and that backend's fields below.
+send), a ``backend`` (``trainium-sim`` or ``openai-compatible``) and that backend's fields below. Its ``task`` says
+which calls it serves: ``chat`` (chat completions, agent runs) or ``embeddings``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from switchyard.accelerator.errors import ConfigurationError
+from switchyard.accelerator.pool.embeddings import EMBEDDING_SHAPES
 
 __all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "parse_fleet"]
 
@@ -39,6 +41,8 @@ class DeploymentSpec:
     timeout_s: float = 120.0
     # who may use it: empty means every tenant
     tenants: tuple[str, ...] = ()
+    # "chat" or "embeddings"; a trainium-sim embedding deployment runs a catalog embedding model
+    task: str = "chat"
 
     def __post_init__(self) -> None:
         if self.backend not in ("trainium-sim", "openai-compatible"):
@@ -47,6 +51,11 @@ class DeploymentSpec:
             raise ConfigurationError(f"deployment {self.name!r}: trainium-sim needs a catalog `model`")
         if self.backend == "openai-compatible" and not self.base_url:
             raise ConfigurationError(f"deployment {self.name!r}: openai-compatible needs a `base_url`")
+        if self.task not in ("chat", "embeddings"):
+            raise ConfigurationError(f"deployment {self.name!r}: task is 'chat' or 'embeddings', not {self.task!r}")
+        if self.backend == "trainium-sim" and (self.model in EMBEDDING_SHAPES) != (self.task == "embeddings"):
+            kind = "an embedding model" if self.model in EMBEDDING_SHAPES else "not an embedding model"
+            raise ConfigurationError(f"deployment {self.name!r}: {self.model} is {kind}; task is {self.task!r}")
         if self.replicas < 1 or self.tp < 1 or self.chips < 1 or self.max_batch < 1:
             raise ConfigurationError(f"deployment {self.name!r}: replicas, tp, chips and max_batch must be >= 1")
 

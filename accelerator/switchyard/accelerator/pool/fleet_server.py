@@ -6,6 +6,8 @@ serves it; ``RemoteSimulatedDeployment`` is its client):
 - ``POST /v1/chat/completions``: an OpenAI chat completion, streamed as SSE or whole, with the request's
   identity in a ``switchyard`` field (``request_id``, ``tenant``, ``priority``, ``weight``, ``session``); the
   answer's ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
+- ``POST /v1/embeddings``: an OpenAI embedding call (float vectors) with the same ``switchyard`` identity; its
+  ``usage.compute`` is the receipt of the call's prefill-only passes.
 - ``POST /v1/requests/{request_id}/cancel``: stop a request; its stream still ends with the receipt of what it used.
 - ``GET /v1/fleet``: every deployment's replicas, queue depth, utilisation and KV use. ``GET /healthz``.
 - ``POST /v1/fleet/reload``: serve the deployments ``reload`` returns (the fleet file, re-read); requests already
@@ -33,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
+from switchyard.accelerator.pool.embeddings import EmbeddingRequest
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.types import (
     ComputeReceipt,
@@ -108,6 +111,8 @@ class FleetServer:
             return
         if method == "POST" and path == "/v1/chat/completions":
             await self._complete(scope, receive, send)
+        elif method == "POST" and path == "/v1/embeddings":
+            await self._embed(receive, send)
         elif method == "POST" and (match := _CANCEL.match(path)):
             running = [(own, b) for own, (rid, b) in list(self._running.items()) if rid == match["request_id"]]
             for own_id, backend in running:
@@ -165,6 +170,41 @@ class FleetServer:
             self._running.pop(own_id, None)
             if receipt is not None and gone.is_set():
                 log.warning("request %s: its gateway went away (%d chip-us)", request.request_id, receipt.chip_us)
+
+    async def _embed(self, receive: Receive, send: Send) -> None:
+        try:
+            request = _embedding_request(json.loads(await _body(receive)))
+            backend = self.pool.backend(request.model)
+        except UnknownNameError as exc:
+            await _error(send, 404, str(exc), "model_not_found")
+            return
+        except (ValueError, KeyError, TypeError) as exc:
+            await _error(send, 400, f"invalid request: {exc}", "invalid_request")
+            return
+        if self._closing:
+            await _error(send, 503, "the fleet process is shutting down", "fleet_shutting_down")
+            return
+        own_id = f"{request.request_id}~{next(self._serial)}"
+        self._running[own_id] = (request.request_id, backend)
+        gone = asyncio.Event()
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, own_id))
+        vectors: tuple[tuple[float, ...], ...] = ()
+        receipt: ComputeReceipt | None = None
+        try:
+            async for event in backend.embed(replace(request, request_id=own_id)):
+                if isinstance(event, ComputeReceipt):
+                    receipt = replace(event, request_id=request.request_id)
+                    self._issued.add(receipt)
+                else:
+                    vectors = event.vectors
+            assert receipt is not None
+            data = [{"object": "embedding", "index": i, "embedding": list(v)} for i, v in enumerate(vectors)]
+            answer = {"object": "list", "data": data, "model": request.model, "usage": receipt.usage()}
+            with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
+                await _json(send, 200, answer)
+        finally:
+            watcher.cancel()
+            self._running.pop(own_id, None)
 
     @staticmethod
     async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, own_id: str) -> None:
@@ -259,6 +299,21 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         weight=float(identity.get("weight", 1.0)),
         session=identity.get("session"),
         stream=bool(body.get("stream", False)),
+    )
+
+
+def _embedding_request(body: dict[str, Any]) -> EmbeddingRequest:
+    identity = body["switchyard"]
+    inputs = body["input"]
+    return EmbeddingRequest(
+        request_id=str(identity["request_id"]),
+        tenant=str(identity["tenant"]),
+        model=str(body["model"]),
+        inputs=tuple(item if isinstance(item, str) else tuple(int(t) for t in item) for item in inputs),
+        dimensions=body.get("dimensions"),
+        priority=Priority(int(identity.get("priority", Priority.STANDARD))),
+        weight=float(identity.get("weight", 1.0)),
+        user=body.get("user"),
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol
 
 from switchyard.accelerator.errors import UnknownNameError
+from switchyard.accelerator.pool.embeddings import EmbeddingRequest, Embeddings
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
@@ -27,6 +28,8 @@ class Backend(Protocol):
     def context_window(self) -> int: ...
 
     def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]: ...
+
+    def embed(self, request: EmbeddingRequest) -> AsyncIterator[Embeddings | ComputeReceipt]: ...
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int: ...
 
@@ -83,6 +86,10 @@ class AcceleratorPool:
     def submit(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         """Run ``request`` on its model's deployment: text and tool-call deltas, then the receipt."""
         return self.backend(request.model).generate(request)
+
+    def embed(self, request: EmbeddingRequest) -> AsyncIterator[Embeddings | ComputeReceipt]:
+        """Run an embedding call on its model's deployment: the vectors, then the receipt."""
+        return self.backend(request.model).embed(request)
 
     async def status(self) -> list[dict[str, Any]]:
         return [await b.status() for b in self._backends.values()]

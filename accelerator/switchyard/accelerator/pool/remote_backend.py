@@ -19,6 +19,7 @@ import httpx
 
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import ConfigurationError
+from switchyard.accelerator.pool.embeddings import EmbeddingRequest
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_backend import max_chip_us
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
@@ -94,6 +95,38 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
             decode_ms=float(compute["decode_ms"]),
             finish_reason=answer.finish_reason,
             tool_calls=answer.tool_calls(),
+        )
+
+    def _embedding_body(self, request: EmbeddingRequest) -> dict[str, Any]:
+        body = super()._embedding_body(request)
+        body["model"] = self.spec.name
+        body["switchyard"] = {
+            "request_id": request.request_id,
+            "tenant": request.tenant,
+            "priority": int(request.priority),
+            "weight": request.weight,
+        }
+        return body
+
+    def _embedding_receipt(
+        self, request: EmbeddingRequest, usage: dict[str, Any], started: float, finished: float
+    ) -> ComputeReceipt:
+        compute = usage.get("compute")
+        if not isinstance(compute, dict):
+            raise UpstreamError(f"the fleet process sent no compute receipt for {request.request_id!r}")
+        return ComputeReceipt(
+            tenant=request.tenant,
+            request_id=request.request_id,
+            model=self.spec.name,
+            instance_type=str(compute["instance_type"]),
+            replica=str(compute["replica"]),
+            chip_us=int(compute["chip_us"]),
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=0,
+            queue_ms=float(compute["queue_ms"]),
+            ttft_ms=float(compute["ttft_ms"]),
+            decode_ms=float(compute["decode_ms"]),
+            finish_reason="stop",
         )
 
     def cancel(self, request_id: str) -> None:

@@ -20,6 +20,13 @@ from switchyard.accelerator.deployment import Deployment, make_deployment
 from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
+from switchyard.accelerator.pool.embeddings import (
+    EMBEDDING_SHAPES,
+    EmbeddingRequest,
+    Embeddings,
+    embedding_vector,
+    input_tokens,
+)
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens
@@ -136,6 +143,61 @@ class SimulatedDeployment:
             for event in self._deltas(completion)[sent:]:
                 yield event
         receipt = self._receipt(request, job, result, completion)
+        self._issued.add(receipt)
+        yield receipt
+
+    async def embed(self, request: EmbeddingRequest) -> AsyncIterator[Embeddings | ComputeReceipt]:
+        """Encode each input in a prefill-only pass (one job that ends with its first token: no decode) on the
+        replicas, queued and batched like any request; then the vectors and the call's ``ComputeReceipt``."""
+        loop = asyncio.get_running_loop()
+        jobs: list[Job] = []
+        futures: list[asyncio.Future[FinishedRequest]] = []
+        for tokens in input_tokens(request.inputs):
+            job = Job(
+                job_id=next(self._ids),
+                tenant=request.tenant,
+                arrival_s=self._sim_now(),
+                prompt_tokens=tokens,
+                output_tokens=1,
+                priority=int(request.priority),
+                weight=request.weight,
+                session=request.user,
+            )
+            futures.append(loop.create_future())
+            self._waiters[job.job_id] = futures[-1]
+            self._jobs.setdefault(request.request_id, []).append(job)
+            self.dispatcher.offer(job, job.arrival_s)
+            jobs.append(job)
+        self._wake()
+        try:
+            results = await asyncio.gather(*futures)
+        finally:
+            same = self._jobs.get(request.request_id, [])
+            for job in jobs:
+                self._waiters.pop(job.job_id, None)
+                if job in same:
+                    same.remove(job)
+            if not same:
+                self._jobs.pop(request.request_id, None)
+        cancelled = any(result.cancelled for result in results)
+        timed = list(zip(jobs, results, strict=True))
+        if not cancelled:
+            dimensions = request.dimensions or EMBEDDING_SHAPES[self.spec.model].dimensions
+            yield Embeddings(tuple(embedding_vector(self.spec.model, item, dimensions) for item in request.inputs))
+        receipt = ComputeReceipt(
+            tenant=request.tenant,
+            request_id=request.request_id,
+            model=self.spec.name,
+            instance_type=self.spec.instance,
+            replica=f"{self.spec.name}/" + "+".join(str(index) for index in sorted({r.replica for r in results})),
+            chip_us=sum(result.chip_us for result in results),
+            prompt_tokens=sum(job.prompt_tokens for job in jobs),
+            completion_tokens=0,
+            queue_ms=max(max(0.0, (r.scheduled_s - job.arrival_s) * 1e3) for job, r in timed),
+            ttft_ms=max((r.finish_s - job.arrival_s) * 1e3 for job, r in timed),  # until the last vector
+            decode_ms=0.0,
+            finish_reason="cancelled" if cancelled else "stop",
+        )
         self._issued.add(receipt)
         yield receipt
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from switchyard.accelerator.pool.embeddings import EmbeddingRequest, Embeddings, input_tokens
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
 from switchyard.accelerator.pool.types import (
@@ -52,6 +53,7 @@ class UpstreamDeployment:
         # (never wanted between tenants), redirect and auth machinery and URL merging to every call.
         self._transport = transport or AiohttpTransport(limits=limits)
         self._url = httpx.URL(spec.base_url.rstrip("/") + "/chat/completions")
+        self._embeddings_url = httpx.URL(spec.base_url.rstrip("/") + "/embeddings")
         self._headers = {"content-type": "application/json"}
         if spec.api_key:
             self._headers["authorization"] = f"Bearer {spec.api_key}"
@@ -198,6 +200,75 @@ class UpstreamDeployment:
         finally:
             self._cancelled.pop(request.request_id, None)
             await response.aclose()
+
+    def _embedding_body(self, request: EmbeddingRequest) -> dict[str, Any]:
+        inputs = [item if isinstance(item, str) else list(item) for item in request.inputs]
+        body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "input": inputs}
+        body["encoding_format"] = "float"  # the gateway encodes base64 itself when its client asks for it
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        if request.user is not None:
+            body["user"] = request.user
+        return body
+
+    async def embed(self, request: EmbeddingRequest) -> AsyncIterator[Embeddings | ComputeReceipt]:
+        """Forward an embedding call to the upstream's ``/embeddings``: its vectors, then the receipt of its wall
+        time × the declared chips. Connect errors are retried, nothing else is."""
+        content = json.dumps(self._embedding_body(request)).encode()
+        started = time.monotonic()
+        for attempt in range(CONNECT_RETRIES + 1):
+            try:
+                response = await self._transport.handle_async_request(
+                    httpx.Request(
+                        "POST",
+                        self._embeddings_url,
+                        headers=self._headers,
+                        content=content,
+                        extensions={"timeout": self._timeout},
+                    )
+                )
+                body = await response.aread()
+                await response.aclose()
+                break
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
+                if attempt == CONNECT_RETRIES:
+                    raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}") from exc
+                await asyncio.sleep(0.05 * 2**attempt)
+            except httpx.HTTPError as exc:
+                raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
+        finished = time.monotonic()
+        if response.status_code >= 400:
+            raise UpstreamError(f"upstream answered {response.status_code}: {body.decode(errors='replace')[:500]}")
+        try:
+            answer = json.loads(body)
+            rows = sorted(answer["data"], key=lambda row: int(row["index"]))
+            vectors = tuple(tuple(float(x) for x in row["embedding"]) for row in rows)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UpstreamError(f"upstream {self.spec.base_url} sent no embeddings: {exc!r}") from exc
+        if len(vectors) != len(request.inputs):
+            raise UpstreamError(f"upstream sent {len(vectors)} embeddings for {len(request.inputs)} inputs")
+        yield Embeddings(vectors)
+        receipt = self._embedding_receipt(request, answer.get("usage") or {}, started, finished)
+        self._record(receipt)
+        yield receipt
+
+    def _embedding_receipt(
+        self, request: EmbeddingRequest, usage: dict[str, Any], started: float, finished: float
+    ) -> ComputeReceipt:
+        return ComputeReceipt(
+            tenant=request.tenant,
+            request_id=request.request_id,
+            model=self.spec.name,
+            instance_type=self.spec.instance,
+            replica=f"{self.spec.name}/upstream",
+            chip_us=round((finished - started) * 1e6) * self.spec.chips,
+            prompt_tokens=int(usage.get("prompt_tokens") or sum(input_tokens(request.inputs))),
+            completion_tokens=0,
+            queue_ms=0.0,
+            ttft_ms=(finished - started) * 1e3,
+            decode_ms=0.0,
+            finish_reason="stop",
+        )
 
     async def status(self) -> dict[str, Any]:
         return {
