@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Literal
+
+import jsonschema
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
 from switchyard.accelerator.pool import InferenceRequest, complete, count_prompt_tokens, count_tokens
+from switchyard.accelerator.pool.tokens import MEDIA_PART_TOKENS
 
 WEATHER = {
     "type": "function",
@@ -78,3 +85,141 @@ def test_prompt_tokens_count_messages_tools_and_overheads() -> None:
     messages = [{"role": "user", "content": "Hello, world!"}]
     assert count_prompt_tokens(messages) == 3 + 4 + 4  # priming + overhead + "Hello" "," " world" "!"
     assert count_prompt_tokens(messages, [WEATHER]) > count_prompt_tokens(messages)
+
+
+def test_json_object_format_answers_a_json_object() -> None:
+    asked = [{"role": "user", "content": "Answer in JSON"}]
+    completion = complete(_request(asked, response_format={"type": "json_object"}, seed=4))
+    answer = json.loads("".join(completion.text_tokens))
+    assert isinstance(answer, dict)
+    assert answer["answer"]
+    assert completion.finish_reason == "stop"
+    assert completion.completion_tokens == count_tokens("".join(completion.text_tokens))
+    cut = complete(_request(asked, response_format={"type": "json_object"}, seed=4, max_tokens=3))
+    assert (cut.finish_reason, cut.completion_tokens) == ("length", 3)
+
+
+class Address(BaseModel):
+    street: str
+    zip_code: str = Field(min_length=5, max_length=5)
+
+
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=18, lt=130)
+    height_m: float = Field(gt=0, le=2.5)
+    email: str = Field(json_schema_extra={"format": "email"})
+    role: Literal["admin", "member"]
+    tags: list[str] = Field(min_length=2)
+    address: Address
+    manager: Person | None
+    previous: list[Address]
+
+
+def _json_schema_reply(schema: dict[str, Any], **kw: object) -> Any:
+    response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+    completion = complete(_request([{"role": "user", "content": "who?"}], response_format=response_format, **kw))
+    assert completion.finish_reason == "stop"
+    return json.loads("".join(completion.text_tokens))
+
+
+def test_json_schema_format_answers_json_valid_against_a_pydantic_schema() -> None:
+    schema = Person.model_json_schema()  # $defs, $ref, anyOf with null, enum, bounds, lengths, a recursive model
+    reply = _json_schema_reply(schema)
+    jsonschema.validate(reply, schema)
+    Person.model_validate(reply)
+
+
+_SCALARS = st.sampled_from(
+    [
+        {"type": "string"},
+        {"type": "string", "minLength": 12},
+        {"type": "string", "maxLength": 3},
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "uuid"},
+        {"type": "integer"},
+        {"type": "integer", "minimum": -5, "maximum": -2},
+        {"type": "integer", "exclusiveMinimum": 10, "multipleOf": 7},
+        {"type": "number", "exclusiveMaximum": 0},
+        {"type": "number", "minimum": 0.5, "maximum": 0.75},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"enum": ["b", "a"]},
+        {"const": 42},
+        {"type": ["null", "string"]},
+    ]
+)
+
+
+def _compose(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    names = st.text("abcdefgh_", min_size=1, max_size=6)
+    return st.one_of(
+        st.builds(
+            lambda items, least: {"type": "array", "items": items, "minItems": least}, children, st.integers(0, 3)
+        ),
+        st.dictionaries(names, children, max_size=4).map(
+            lambda props: {
+                "type": "object",
+                "properties": props,
+                "required": sorted(props),
+                "additionalProperties": False,
+            }
+        ),
+        st.lists(children, min_size=1, max_size=3).map(lambda options: {"anyOf": options}),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(_SCALARS, _compose, max_leaves=12), st.integers(0, 2**32))
+def test_json_schema_replies_validate_against_their_schema(schema: dict[str, Any], seed: int) -> None:
+    wrapped = {"type": "object", "properties": {"value": schema}, "required": ["value"], "$defs": {}}
+    jsonschema.validate(_json_schema_reply(wrapped, seed=seed), wrapped)
+
+
+def test_text_ends_before_the_first_stop_sequence() -> None:
+    asked = [{"role": "user", "content": "talk"}]
+    full = "".join(complete(_request(asked, seed=9, max_tokens=60)).text_tokens)
+    word = full.split()[5]
+    stopped = complete(_request(asked, seed=9, max_tokens=60, stop=("never there", word)))
+    assert stopped.finish_reason == "stop"
+    text = "".join(stopped.text_tokens)
+    assert text == full[: full.index(word)].rstrip()
+    assert word not in text
+    assert stopped.completion_tokens == count_tokens(text)
+    unmatched = complete(_request(asked, seed=9, max_tokens=60, stop=("never there",)))
+    assert (unmatched.finish_reason, "".join(unmatched.text_tokens)) == ("length", full)
+    as_json = complete(_request(asked, response_format={"type": "json_object"}, stop=('":',)))
+    assert "".join(as_json.text_tokens) == '{"answer'
+
+
+def test_allowed_tools_choice_restricts_the_tools_and_custom_choices_answer_text() -> None:
+    other = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+    asked = [{"role": "user", "content": "use get_weather"}]
+    allowed = {
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "get_time"}}]},
+    }
+    completion = complete(_request(asked, tools=[WEATHER, other], tool_choice=allowed))
+    assert [c.name for c in completion.tool_calls] == ["get_time"]
+    auto = {**allowed, "allowed_tools": {**allowed["allowed_tools"], "mode": "auto"}}  # type: ignore[dict-item]
+    assert complete(_request(asked, tools=[WEATHER, other], tool_choice=auto, max_tokens=4)).tool_calls == ()
+    custom = {"type": "custom", "custom": {"name": "grep"}}
+    assert complete(_request(asked, tools=[WEATHER], tool_choice=custom, max_tokens=4)).tool_calls == ()
+
+
+def test_tool_arguments_follow_refs_in_the_parameters_schema() -> None:
+    tool = {"type": "function", "function": {"name": "move", "parameters": Person.model_json_schema()}}
+    (call,) = complete(_request([{"role": "user", "content": "x"}], tools=[tool], tool_choice="required")).tool_calls
+    jsonschema.validate(json.loads(call.arguments), Person.model_json_schema())
+
+
+def test_prompt_tokens_count_content_parts_media_and_legacy_calls() -> None:
+    text = [{"role": "user", "content": "Hello, world!"}]
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Hello,", "cache_control": {"type": "ephemeral"}}]}]
+    parts[0]["content"].append({"type": "text", "text": " world!"})  # type: ignore[attr-defined]
+    assert count_prompt_tokens(parts) == count_prompt_tokens(text)
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    with_image = [{"role": "user", "content": [{"type": "text", "text": "Hello, world!"}, image]}]
+    assert count_prompt_tokens(with_image) == count_prompt_tokens(text) + MEDIA_PART_TOKENS
+    called = [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": '{"a": 1}'}}]
+    assert count_prompt_tokens(called) == 3 + 4 + count_tokens('f{"a": 1}')

@@ -293,12 +293,14 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         messages=list(body["messages"]),
         tools=list(body.get("tools") or ()),
         tool_choice=body.get("tool_choice"),
-        max_tokens=body.get("max_tokens"),
+        max_tokens=body.get("max_completion_tokens") or body.get("max_tokens"),
         seed=body.get("seed"),
         priority=Priority(int(identity.get("priority", Priority.STANDARD))),
         weight=float(identity.get("weight", 1.0)),
         session=identity.get("session"),
         stream=bool(body.get("stream", False)),
+        response_format=body.get("response_format"),
+        stop=(stop,) if isinstance(stop := body.get("stop"), str) else tuple(stop or ()),
     )
 
 

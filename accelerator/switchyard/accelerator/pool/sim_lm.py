@@ -9,10 +9,15 @@ Policy, in order:
    arguments generated from its JSON schema: for each property, a ``key=value`` found in the user message
    (``city=Paris``) when there is one, else a value derived from the schema (enum's first value, example,
    ``"sample"``, 1, true, …).
-4. Otherwise → text.
+4. ``response_format`` is ``{"type": "json_object"}`` → a JSON object (``{"answer": "<words>"}``); it is
+   ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
+   arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected).
+   JSON longer than ``max_tokens`` is cut there (``finish_reason = "length"``), else ``"stop"``.
+5. Otherwise → text.
 Text is ``max_tokens`` tokens long (``finish_reason = "length"``) when ``max_tokens`` is set, else a length
 drawn from a log-normal fitted to the Azure conversation trace's output lengths (median 129, σ of log 0.86),
-ending with ``"."`` (``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the
+ending with ``"."`` (``finish_reason = "stop"``). With ``stop`` sequences the text or JSON ends just before the
+first one that occurs (``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the
 same request gives the same answer.
 """
 
@@ -27,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.accelerator.pool.tokens import count_tokens
+from switchyard.accelerator.pool.tokens import count_tokens, split_tokens
 from switchyard.accelerator.pool.types import InferenceRequest, ToolCall
 
 __all__ = ["Completion", "complete"]
@@ -35,6 +40,21 @@ __all__ = ["Completion", "complete"]
 TRACE_MEDIAN_OUTPUT_TOKENS = 129.0  # Azure LLM inference trace 2023, conversation, GeneratedTokens
 TRACE_LOG_SIGMA = 0.86
 MAX_DRAWN_TOKENS = 1000
+JSON_OBJECT_WORDS = 8  # the length of the answer in a json_object reply
+MAX_SCHEMA_DEPTH = 12  # past this depth (a recursive schema) arrays and optional values are left empty
+_FORMATS = {
+    "date-time": "2026-01-01T00:00:00Z",
+    "date": "2026-01-01",
+    "time": "00:00:00Z",
+    "email": "user@example.com",
+    "uri": "https://example.com/",
+    "url": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "hostname": "example.com",
+    "duration": "P1D",
+}
 _WORDS = [
     "the",
     "fleet",
@@ -121,13 +141,25 @@ def _tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     return [str(t.get("function", {}).get("name", "")) for t in tools if t.get("type", "function") == "function"]
 
 
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
 def _choose_tool(request: InferenceRequest) -> str | None:
     names = _tool_names(request.tools)
     choice = request.tool_choice
     if not names or choice == "none":
         return None
     if isinstance(choice, Mapping):
-        return str(choice.get("function", {}).get("name")) or None
+        if choice.get("type") != "allowed_tools":  # a named function (or a custom tool, which the sim never calls)
+            named = _get(choice.get("function"), "name")
+            return named if named in names else None
+        allowed = choice.get("allowed_tools")
+        allowed_names = [_get(_get(t, "function"), "name") for t in _get(allowed, "tools") or ()]
+        names = [n for n in names if n in allowed_names]
+        choice = _get(allowed, "mode")
+        if not names:
+            return None
     last = request.messages[-1] if request.messages else {}
     if last.get("role") == "tool":
         return None
@@ -141,8 +173,9 @@ def _choose_tool(request: InferenceRequest) -> str | None:
     return None
 
 
-def _value(schema: Mapping[str, Any], name: str, hints: Mapping[str, str], rng: random.Random) -> Any:
-    kind = schema.get("type")
+def _value(schema: Any, name: str, hints: Mapping[str, str], root: Any) -> Any:
+    """A tool argument: the user's ``name=value`` hint when there is one, else a value from the schema."""
+    kind = _get(schema, "type")
     if name in hints:
         raw = hints[name]
         if kind in ("integer", "number"):
@@ -154,36 +187,141 @@ def _value(schema: Mapping[str, Any], name: str, hints: Mapping[str, str], rng: 
             return raw.lower() in ("true", "yes", "1")
         else:
             return raw
-    if "enum" in schema:
+    return _instance(schema, root)
+
+
+def _arguments(schema: Any, hints: Mapping[str, str], root: Any) -> dict[str, Any]:
+    if isinstance(_get(schema, "$ref"), str):  # a pydantic model's schema: {"$ref": "#/$defs/Model", "$defs": ...}
+        schema = _resolve(schema["$ref"], root)
+    properties = _get(schema, "properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    required = _get(schema, "required")
+    if not isinstance(required, list):
+        required = list(properties)
+    return {name: _value(properties[name], name, hints, root) for name in properties if name in required}
+
+
+def _resolve(reference: Any, root: Any) -> Any:
+    """The schema a local ``$ref`` (``#/$defs/Name``) points to, or ``None``."""
+    if not isinstance(reference, str) or not reference.startswith("#"):
+        return None
+    node = root
+    for part in reference[1:].split("/")[1:] if reference != "#" else ():
+        node = _get(node, part.replace("~1", "/").replace("~0", "~"))
+    return node
+
+
+def _instance(schema: Any, root: Any = None, depth: int = 0) -> Any:
+    """A JSON value valid against ``schema`` (``root`` holds its ``$defs``): the schema's own ``const``,
+    ``enum``, ``default`` or example when it has one, else the simplest value of its type within its bounds."""
+    root = schema if root is None else root
+    if not isinstance(schema, Mapping):
+        return "sample"
+    if "$ref" in schema:
+        target = _resolve(schema["$ref"], root)
+        # a schema that requires itself without end has no instance: give up far past the depth limit
+        return None if target is None or depth > 4 * MAX_SCHEMA_DEPTH else _instance(target, root, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
     if "default" in schema:
         return schema["default"]
-    if schema.get("examples"):
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
         return schema["examples"][0]
-    if kind == "integer":
-        return int(schema.get("minimum", 1))
-    if kind == "number":
-        return float(schema.get("minimum", 1.0))
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            # the first concrete option; deep in a recursive schema, null where it is allowed
+            nulls = [o for o in options if _get(o, "type") == "null"]
+            concrete = [o for o in options if _get(o, "type") != "null"]
+            preferred = nulls if depth > MAX_SCHEMA_DEPTH else concrete
+            return _instance((preferred or options)[0], root, depth + 1)
+    if isinstance(schema.get("allOf"), list):
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            part = _resolve(part["$ref"], root) if isinstance(part, Mapping) and "$ref" in part else part
+            if isinstance(part, Mapping):
+                merged["properties"] = {**(merged.get("properties") or {}), **(part.get("properties") or {})}
+                merged.update({k: v for k, v in part.items() if k != "properties"})
+        return _instance(merged, root, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind is None:
+        kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
+    if kind == "object":
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        required = schema.get("required")
+        wanted = required if isinstance(required, list) else list(properties)
+        return {name: _instance(sub, root, depth + 1) for name, sub in properties.items() if name in wanted}
+    if kind == "array":
+        return _array(schema, root, depth)
+    if kind in ("integer", "number"):
+        return _number(schema, integer=kind == "integer")
     if kind == "boolean":
         return True
-    if kind == "array":
-        return [_value(schema.get("items", {}), "", {}, rng)]
-    if kind == "object":
-        return _arguments(schema, {}, rng)
-    return "sample"
+    if kind == "null":
+        return None
+    return _string(schema)
 
 
-def _arguments(schema: Mapping[str, Any], hints: Mapping[str, str], rng: random.Random) -> dict[str, Any]:
-    properties = schema.get("properties", {})
-    required = schema.get("required", list(properties))
-    return {name: _value(properties[name], name, hints, rng) for name in properties if name in required}
+def _array(schema: Mapping[str, Any], root: Any, depth: int) -> list[Any]:
+    given = schema.get("prefixItems")
+    prefix: list[Any] = given if isinstance(given, list) else []
+    size = _bound(schema.get("minItems"), 0 if depth > MAX_SCHEMA_DEPTH else 1)
+    if isinstance(schema.get("maxItems"), int):
+        size = min(size, schema["maxItems"])
+    size = max(size, _bound(schema.get("minItems"), 0), len(prefix))
+    items = [_instance(prefix[i], root, depth + 1) for i in range(len(prefix))]
+    return items + [_instance(schema.get("items", {}), root, depth + 1) for _ in range(size - len(items))]
+
+
+def _bound(value: Any, fallback: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else fallback
+
+
+def _number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
+    def limit(key: str) -> float | None:
+        value = schema.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    low, high = limit("minimum"), limit("maximum")
+    above, below = limit("exclusiveMinimum"), limit("exclusiveMaximum")
+    value = 1.0 if low is None else low
+    if above is not None and value <= above:
+        value = math.floor(above) + 1.0 if integer else above + 1.0
+    if high is not None and value > high:
+        value = high
+    if below is not None and value >= below:
+        value = (math.ceil(below) - 1.0) if integer else (below - 1.0 if above is None else (above + below) / 2)
+    step = limit("multipleOf")
+    if step:
+        value = math.ceil(value / step) * step
+    if not integer:
+        return value
+    whole = math.ceil(value)
+    return math.floor(high) if high is not None and whole > high else whole
+
+
+def _string(schema: Mapping[str, Any]) -> str:
+    text = _FORMATS.get(str(schema.get("format")), "sample")
+    shortest, longest = _bound(schema.get("minLength"), 0), schema.get("maxLength")
+    if len(text) < shortest:
+        text += "x" * (shortest - len(text))
+    if isinstance(longest, int) and len(text) > longest:
+        text = text[: max(longest, 0)]
+    return text
 
 
 def _tool_call(request: InferenceRequest, name: str, rng: random.Random) -> ToolCall:
     tool = next(t for t in request.tools if t.get("function", {}).get("name") == name)
     last = request.messages[-1] if request.messages else {}
     hints = dict(re.findall(r"(\w+)=([^\s,;]+)", _text(last.get("content"))))
-    arguments = _arguments(tool["function"].get("parameters") or {}, hints, rng)
+    parameters = tool["function"].get("parameters") or {}
+    arguments = _arguments(parameters, hints, parameters)
     call_id = f"call_{rng.getrandbits(64):016x}"
     return ToolCall(id=call_id, name=name, arguments=json.dumps(arguments, separators=(",", ":")))
 
@@ -209,19 +347,48 @@ def _tool_results_preamble(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return re.findall(r"\s*\w+|\s*[^\w\s]", " ".join(reversed(results)))
 
 
+def _json_reply(request: InferenceRequest, rng: random.Random) -> Any:
+    """What the model says when ``response_format`` asks for JSON, or ``None``: the format asks for text."""
+    kind = _get(request.response_format, "type")
+    if kind == "json_object":
+        words = [rng.choice(_WORDS) for _ in range(JSON_OBJECT_WORDS)]
+        return {"answer": " ".join(words).capitalize() + "."}
+    if kind == "json_schema":
+        schema = _get(_get(request.response_format, "json_schema"), "schema")
+        return _instance(schema) if isinstance(schema, Mapping) else {}
+    return None
+
+
+def _until_stop(tokens: list[str], stop: Sequence[str]) -> list[str] | None:
+    """The tokens before the first stop sequence in their text, or ``None`` when none occurs."""
+    text = "".join(tokens)
+    found = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return split_tokens(text[: min(found)]) if found else None
+
+
 def complete(request: InferenceRequest) -> Completion:
     """The simulated model's answer to ``request`` (deterministic; see the module docstring)."""
     rng = _rng(request)
     tool = _choose_tool(request)
     if tool is not None:
         return Completion((), (_tool_call(request, tool, rng),), "tool_calls")
-    length, reason = _length(request, rng)
-    tokens: list[str] = []
-    if request.messages and request.messages[-1].get("role") == "tool":
-        tokens = _tool_results_preamble(request.messages)
-    while len(tokens) < length:
-        tokens.append(" " + rng.choice(_WORDS) if tokens else rng.choice(_WORDS).capitalize())
-    tokens = tokens[:length]
-    if reason == "stop":
-        tokens[-1] = "."
+    reply = _json_reply(request, rng)
+    if reply is not None:
+        tokens = split_tokens(json.dumps(reply, ensure_ascii=False))
+        reason = "stop"
+        if request.max_tokens is not None and len(tokens) > request.max_tokens:
+            tokens, reason = tokens[: request.max_tokens], "length"
+    else:
+        length, reason = _length(request, rng)
+        tokens = []
+        if request.messages and request.messages[-1].get("role") == "tool":
+            tokens = _tool_results_preamble(request.messages)
+        while len(tokens) < length:
+            tokens.append(" " + rng.choice(_WORDS) if tokens else rng.choice(_WORDS).capitalize())
+        tokens = tokens[:length]
+        if reason == "stop":
+            tokens[-1] = "."
+    stopped = _until_stop(tokens, request.stop)
+    if stopped is not None:
+        tokens, reason = stopped, "stop"
     return Completion(tuple(tokens), (), reason)

@@ -2,7 +2,9 @@
 
 A token is a run of word characters (with the whitespace before it) or a single other non-space character.
 Chat prompts add ``MESSAGE_OVERHEAD_TOKENS`` per message and ``REPLY_PRIMING_TOKENS`` once, as OpenAI's
-accounting does; tool definitions count as their JSON text. The simulator's text is made of such tokens, so
+accounting does; tool definitions count as their JSON text. Content parts count their text (``text``,
+``refusal``); an image, audio or file part counts ``MEDIA_PART_TOKENS`` (OpenAI's base cost of a low-detail
+image: the media themselves are not decoded). The simulator's text is made of such tokens, so
 counting a completion's text gives exactly its ``completion_tokens``.
 """
 
@@ -17,6 +19,7 @@ __all__ = ["count_prompt_tokens", "count_tokens", "split_tokens"]
 
 MESSAGE_OVERHEAD_TOKENS = 4
 REPLY_PRIMING_TOKENS = 3
+MEDIA_PART_TOKENS = 85
 _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]")
 
 
@@ -28,24 +31,34 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
-def _content_text(content: Any) -> str:
+def _content_tokens(content: Any) -> int:
     if content is None:
-        return ""
+        return 0
     if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):  # content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return str(content)
+        return count_tokens(content)
+    if isinstance(content, Sequence):  # content parts: [{"type": "text", "text": ...}, {"type": "image_url", ...}]
+        total = 0
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            text = part.get("text", part.get("refusal"))
+            total += count_tokens(str(text)) if text is not None else MEDIA_PART_TOKENS
+        return total
+    return count_tokens(str(content))
 
 
 def count_prompt_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()) -> int:
     """Prompt tokens of a chat request: message texts, tool calls and tool definitions."""
     total = REPLY_PRIMING_TOKENS
     for message in messages:
-        total += MESSAGE_OVERHEAD_TOKENS + count_tokens(_content_text(message.get("content")))
-        for call in message.get("tool_calls") or ():
-            function = call.get("function", {})
+        total += MESSAGE_OVERHEAD_TOKENS + _content_tokens(message.get("content"))
+        calls = list(message.get("tool_calls") or ())
+        if message.get("function_call"):  # OpenAI's legacy form of one tool call
+            calls.append({"function": message["function_call"]})
+        for call in calls:
+            function = call.get("function") or call.get("custom") or {}
             total += count_tokens(str(function.get("name", ""))) + count_tokens(str(function.get("arguments", "")))
+            total += count_tokens(str(function.get("input", "")))
     if tools:
         total += count_tokens(json.dumps(list(tools), sort_keys=True))
     return total

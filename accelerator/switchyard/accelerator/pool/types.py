@@ -45,6 +45,12 @@ class InferenceRequest:
     weight: float = 1.0
     session: str | None = None
     stream: bool = True  # False: the caller wants the whole answer; an upstream may send it in one piece
+    response_format: Mapping[str, Any] | None = None  # OpenAI's: {"type": "json_object"}, {"type": "json_schema", ...}
+    stop: tuple[str, ...] = ()  # the answer ends before the first of these
+    parameters: Mapping[str, Any] | None = None
+    """The client's OpenAI parameters besides ``model`` and ``messages``, exactly as it sent them: an
+    ``openai-compatible`` upstream receives these instead of the fields above (``None`` for requests Switchyard
+    composes itself, whose fields above are sent)."""
 
 
 @dataclass(frozen=True, slots=True)

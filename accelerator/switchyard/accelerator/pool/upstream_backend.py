@@ -96,17 +96,13 @@ class UpstreamDeployment:
         self._issued.add(receipt)
 
     def _body(self, request: InferenceRequest) -> dict[str, Any]:
+        """The upstream's request: the client's parameters as it sent them, under the upstream's model name;
+        a streamed answer always asks for the usage chunk (compute is metered from it)."""
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
+        body |= _parameters(request) if request.parameters is None else request.parameters
         if request.stream:
-            body |= {"stream": True, "stream_options": {"include_usage": True}}
-        if request.tools:
-            body["tools"] = list(request.tools)
-        if request.tool_choice is not None:
-            body["tool_choice"] = request.tool_choice
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.seed is not None:
-            body["seed"] = request.seed
+            body["stream"] = True
+            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         return body
 
     async def _open(self, request: InferenceRequest) -> httpx.Response:
@@ -279,6 +275,24 @@ class UpstreamDeployment:
             "chips": self.spec.chips,
             "replicas": [],
         }
+
+
+def _parameters(request: InferenceRequest) -> dict[str, Any]:
+    """The parameters of a request Switchyard composed itself (no client's parameters to forward)."""
+    parameters: dict[str, Any] = {}
+    if request.tools:
+        parameters["tools"] = list(request.tools)
+    if request.tool_choice is not None:
+        parameters["tool_choice"] = request.tool_choice
+    if request.max_tokens is not None:
+        parameters["max_tokens"] = request.max_tokens
+    if request.seed is not None:
+        parameters["seed"] = request.seed
+    if request.response_format is not None:
+        parameters["response_format"] = dict(request.response_format)
+    if request.stop:
+        parameters["stop"] = list(request.stop)
+    return parameters
 
 
 class _Answer:

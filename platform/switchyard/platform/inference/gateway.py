@@ -159,6 +159,9 @@ class InferenceGateway:
             priority=_PRIORITIES[body.priority or "standard"],
             session=body.user,
             stream=bool(body.stream),
+            response_format=body.wire_response_format(),
+            stop=body.stop_sequences,
+            parameters=body.forwarded_parameters(),
         )
 
     def run(self, admitted: Admitted) -> RequestEvents:

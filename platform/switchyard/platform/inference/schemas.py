@@ -1,5 +1,10 @@
 """OpenAI's chat-completions wire format: what clients send, and what Switchyard answers.
 
+The request models declare every parameter of OpenAI's current chat-completions request (as the ``openai``
+package types it), so clients and frameworks that send them are accepted; unknown fields are still refused. What
+the client sent is forwarded unchanged to ``openai-compatible`` upstreams (``forwarded_parameters``); the ``sim``
+model honours ``response_format``, ``stop``, tools, ``max_tokens`` and ``seed`` and ignores the rest.
+
 The answer models document the wire format (``inference.responses`` builds the answers as dicts, exactly as OpenAI
 spells them); the OpenAPI test checks real answers against them.
 """
@@ -22,17 +27,75 @@ __all__ = [
     "ModelPublic",
 ]
 
+SWITCHYARD_FIELDS = frozenset({"priority"})
+"""Request fields that are Switchyard's own, not OpenAI's: never forwarded to an upstream."""
+
 
 class _Strict(BaseModel):
     model_config = REQUEST_BODY
 
 
+class PromptCacheBreakpoint(_Strict):
+    mode: Literal["explicit"]
+    ttl: Literal["30m", "12h"] | None = None
+
+
+class CacheControl(_Strict):
+    """Anthropic's cache marker on a text part, which LiteLLM and its users send to every provider."""
+
+    type: Literal["ephemeral"]
+    ttl: Literal["5m", "1h"] | None = None
+
+
 class TextPart(_Strict):
     type: Literal["text"]
     text: str
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
+    cache_control: CacheControl | None = None
 
 
-Content = str | list[TextPart]
+class ImageUrl(_Strict):
+    url: str = Field(description="An `https:` URL or a `data:` URL with the base64-encoded image.")
+    detail: Literal["auto", "low", "high", "original"] | None = None
+
+
+class ImagePart(_Strict):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
+
+
+class InputAudio(_Strict):
+    data: str = Field(description="Base64-encoded audio.")
+    format: Literal["wav", "mp3"]
+
+
+class AudioPart(_Strict):
+    type: Literal["input_audio"]
+    input_audio: InputAudio
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
+
+
+class FileInput(_Strict):
+    file_data: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+
+
+class FilePart(_Strict):
+    type: Literal["file"]
+    file: FileInput
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
+
+
+class RefusalPart(_Strict):
+    type: Literal["refusal"]
+    refusal: str
+
+
+TextContent = str | list[TextPart]
+UserContentPart = Annotated[TextPart | ImagePart | AudioPart | FilePart, Field(discriminator="type")]
+AssistantContentPart = Annotated[TextPart | RefusalPart, Field(discriminator="type")]
 
 
 class FunctionCall(_Strict):
@@ -46,33 +109,61 @@ class ToolCallIn(_Strict):
     function: FunctionCall
 
 
+class CustomCall(_Strict):
+    name: str
+    input: str
+
+
+class CustomToolCallIn(_Strict):
+    id: str
+    type: Literal["custom"]
+    custom: CustomCall
+
+
+class AssistantAudio(_Strict):
+    id: str = Field(description="The id of an earlier audio answer.")
+
+
 class SystemMessage(_Strict):
     role: Literal["system", "developer"]
-    content: Content
+    content: TextContent
     name: str | None = None
 
 
 class UserMessage(_Strict):
     role: Literal["user"]
-    content: Content
+    content: str | list[UserContentPart]
     name: str | None = None
 
 
 class AssistantMessage(_Strict):
     role: Literal["assistant"]
-    content: Content | None = None
-    tool_calls: list[ToolCallIn] | None = None
+    content: str | list[AssistantContentPart] | None = None
+    tool_calls: list[ToolCallIn | CustomToolCallIn] | None = None
+    function_call: FunctionCall | None = Field(default=None, description="Deprecated by OpenAI for `tool_calls`.")
+    audio: AssistantAudio | None = None
     name: str | None = None
     refusal: str | None = None
 
 
 class ToolMessage(_Strict):
     role: Literal["tool"]
-    content: Content
+    content: TextContent
     tool_call_id: str
+    name: str | None = Field(default=None, description="Not OpenAI's, but LiteLLM's idiom: the tool's name.")
 
 
-Message = Annotated[SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")]
+class FunctionMessage(_Strict):
+    """Deprecated by OpenAI for ``tool`` messages: a legacy ``function_call``'s result."""
+
+    role: Literal["function"]
+    content: str | None
+    name: str
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage, Field(discriminator="role")
+]
 
 
 class FunctionDefinition(_Strict):
@@ -87,6 +178,34 @@ class ToolDefinition(_Strict):
     function: FunctionDefinition
 
 
+class TextGrammarFormat(_Strict):
+    type: Literal["text"]
+
+
+class Grammar(_Strict):
+    definition: str
+    syntax: Literal["lark", "regex"]
+
+
+class GrammarFormat(_Strict):
+    type: Literal["grammar"]
+    grammar: Grammar
+
+
+class CustomToolDefinition(_Strict):
+    name: str
+    description: str | None = None
+    format: Annotated[TextGrammarFormat | GrammarFormat, Field(discriminator="type")] | None = None
+
+
+class CustomTool(_Strict):
+    type: Literal["custom"]
+    custom: CustomToolDefinition
+
+
+Tool = Annotated[ToolDefinition | CustomTool, Field(discriminator="type")]
+
+
 class NamedFunction(_Strict):
     name: str
 
@@ -96,37 +215,163 @@ class NamedToolChoice(_Strict):
     function: NamedFunction
 
 
+class NamedCustomToolChoice(_Strict):
+    type: Literal["custom"]
+    custom: NamedFunction
+
+
+class AllowedTools(_Strict):
+    mode: Literal["auto", "required"]
+    tools: list[dict[str, Any]] = Field(
+        description='Tool definitions, each as in `tool_choice`: `{"type": "function", "function": {"name": ...}}`.'
+    )
+
+
+class AllowedToolsChoice(_Strict):
+    type: Literal["allowed_tools"]
+    allowed_tools: AllowedTools
+
+
+ToolChoice = Annotated[NamedToolChoice | NamedCustomToolChoice | AllowedToolsChoice, Field(discriminator="type")]
+
+
+class LegacyFunction(_Strict):
+    """Deprecated by OpenAI for ``tools``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class TextFormat(_Strict):
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Strict):
+    type: Literal["json_object"]
+
+
+class JsonSchema(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema", description="A JSON Schema.")
+    strict: bool | None = None
+
+
+class JsonSchemaFormat(_Strict):
+    type: Literal["json_schema"]
+    json_schema: JsonSchema
+
+
+ResponseFormat = Annotated[TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")]
+
+
 class StreamOptions(_Strict):
     include_usage: bool = False
+    include_obfuscation: bool | None = None
+
+
+class AudioVoice(_Strict):
+    id: str
+
+
+class AudioOutput(_Strict):
+    format: Literal["wav", "aac", "mp3", "flac", "opus", "pcm16"]
+    voice: str | AudioVoice
+
+
+class Prediction(_Strict):
+    type: Literal["content"]
+    content: TextContent
+
+
+class ApproximateLocation(_Strict):
+    city: str | None = None
+    country: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
+class UserLocation(_Strict):
+    type: Literal["approximate"]
+    approximate: ApproximateLocation
+
+
+class WebSearchOptions(_Strict):
+    search_context_size: Literal["low", "medium", "high"] | None = None
+    user_location: UserLocation | None = None
+
+
+class ModerationMode(_Strict):
+    mode: Literal["score", "block"]
+
+
+class ModerationPolicy(_Strict):
+    input: ModerationMode | None = None
+    output: ModerationMode | None = None
+
+
+class Moderation(_Strict):
+    model: str
+    policy: ModerationPolicy | None = None
+
+
+class PromptCacheOptions(_Strict):
+    mode: Literal["implicit", "explicit"] | None = None
+    ttl: Literal["30m"] | None = None
 
 
 class ChatCompletionCreate(_Strict):
-    """``POST /v1/chat/completions``: OpenAI's parameters (sampling ones are accepted; the simulator is seeded)."""
+    """``POST /v1/chat/completions``: every parameter of OpenAI's, and Switchyard's ``priority``.
+
+    An ``openai-compatible`` upstream receives the parameters exactly as sent. The simulator honours
+    ``response_format``, ``stop``, ``tools``/``tool_choice``, ``max_completion_tokens``/``max_tokens`` and ``seed``;
+    the others are accepted and have no effect on it (the README lists them).
+    """
 
     model: str = Field(description="A model id from `GET /v1/models`.", examples=["meta-llama/Llama-3.1-8B-Instruct"])
     messages: list[Message] = Field(min_length=1, examples=[[{"role": "user", "content": "Hello"}]])
-    tools: list[ToolDefinition] | None = Field(default=None, max_length=128)
-    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    tools: list[Tool] | None = Field(default=None, max_length=128)
+    tool_choice: Literal["none", "auto", "required"] | ToolChoice | None = None
     parallel_tool_calls: bool | None = None
-    stream: bool = False
+    functions: list[LegacyFunction] | None = Field(
+        default=None, max_length=128, description="Deprecated by OpenAI for `tools`."
+    )
+    function_call: Literal["none", "auto"] | NamedFunction | None = Field(
+        default=None, description="Deprecated by OpenAI for `tool_choice`."
+    )
+    stream: bool | None = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1, description="Deprecated by OpenAI; same as below.")
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     seed: int | None = None
-    n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
-    stop: str | list[str] | None = None
+    n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported: one choice per request.")
+    stop: str | list[str] | None = Field(default=None, max_length=4, description="Up to 4 stop sequences.")
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     logit_bias: dict[str, float] | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    response_format: dict[str, Any] | None = None
+    response_format: ResponseFormat | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    modalities: list[Literal["text", "audio"]] | None = Field(
+        default=None, description='Switchyard answers text only: `"audio"` is refused.'
+    )
+    audio: AudioOutput | None = None
+    prediction: Prediction | None = None
+    web_search_options: WebSearchOptions | None = None
+    moderation: Moderation | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_options: PromptCacheOptions | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    safety_identifier: str | None = None
     user: str | None = Field(default=None, max_length=256)
     metadata: dict[str, str] | None = None
     store: bool | None = None
-    service_tier: str | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority", "fast"] | None = None
     priority: Literal["batch", "standard", "interactive"] | None = Field(
         default=None, description="Switchyard: admission tier when the fleet is saturated (default standard)."
     )
@@ -135,10 +380,19 @@ class ChatCompletionCreate(_Strict):
     def _consistent(self) -> ChatCompletionCreate:
         if None not in (self.max_tokens, self.max_completion_tokens) and self.max_tokens != self.max_completion_tokens:
             raise ValueError("give max_completion_tokens or max_tokens, not two different values")
-        if isinstance(self.tool_choice, NamedToolChoice):
-            names = {t.function.name for t in self.tools or ()}
-            if self.tool_choice.function.name not in names:
-                raise ValueError(f"tool_choice names {self.tool_choice.function.name!r}, which is not in tools")
+        if isinstance(self.tool_choice, NamedToolChoice | NamedCustomToolChoice):
+            names = {t.function.name if isinstance(t, ToolDefinition) else t.custom.name for t in self.tools or ()}
+            named = (
+                self.tool_choice.function if isinstance(self.tool_choice, NamedToolChoice) else self.tool_choice.custom
+            )
+            if named.name not in names:
+                raise ValueError(f"tool_choice names {named.name!r}, which is not in tools")
+        if isinstance(self.function_call, NamedFunction) and self.function_call.name not in {
+            f.name for f in self.functions or ()
+        }:
+            raise ValueError(f"function_call names {self.function_call.name!r}, which is not in functions")
+        if self.modalities and "audio" in self.modalities:
+            raise ValueError('modalities: Switchyard answers text only, "audio" cannot be produced')
         seen_calls: set[str] = set()
         for message in self.messages:
             if isinstance(message, AssistantMessage):
@@ -151,16 +405,34 @@ class ChatCompletionCreate(_Strict):
     def output_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
 
+    @property
+    def stop_sequences(self) -> tuple[str, ...]:
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
     def wire_messages(self) -> list[dict[str, Any]]:
-        return [m.model_dump(exclude_none=True) for m in self.messages]
+        """The messages as the client sent them (fields it left out stay out)."""
+        return [m.model_dump(mode="json", by_alias=True, exclude_unset=True) for m in self.messages]
 
     def wire_tools(self) -> list[dict[str, Any]]:
-        return [t.model_dump(exclude_none=True) for t in self.tools or ()]
+        return [t.model_dump(mode="json", by_alias=True, exclude_unset=True) for t in self.tools or ()]
 
     def wire_tool_choice(self) -> Any:
-        if isinstance(self.tool_choice, NamedToolChoice):
-            return self.tool_choice.model_dump()
+        if isinstance(self.tool_choice, BaseModel):
+            return self.tool_choice.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return self.tool_choice
+
+    def wire_response_format(self) -> dict[str, Any] | None:
+        if self.response_format is None:
+            return None
+        return self.response_format.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def forwarded_parameters(self) -> dict[str, Any]:
+        """Every OpenAI parameter the client sent but ``model`` and ``messages``, exactly as sent (nothing
+        defaulted): what an ``openai-compatible`` upstream receives. Switchyard's own fields stay here."""
+        exclude = {"model", "messages", *SWITCHYARD_FIELDS}
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
 
 
 class ModelPublic(BaseModel):
