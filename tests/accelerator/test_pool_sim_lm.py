@@ -6,6 +6,7 @@ import json
 from typing import Any, Literal
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
@@ -223,3 +224,22 @@ def test_prompt_tokens_count_content_parts_media_and_legacy_calls() -> None:
     assert count_prompt_tokens(with_image) == count_prompt_tokens(text) + MEDIA_PART_TOKENS
     called = [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": '{"a": 1}'}}]
     assert count_prompt_tokens(called) == 3 + 4 + count_tokens('f{"a": 1}')
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "minItems": 10**9, "items": {"type": "array", "minItems": 10**9}},
+        {"type": "string", "minLength": 10**12},
+        {"type": "number", "minimum": 1e308, "multipleOf": 1e-300},
+        {"type": "integer", "minimum": float("nan")},
+        {"type": "object", "properties": {"me": {"$ref": "#"}}, "required": ["me"]},
+        {"allOf": [{"$ref": "#/$defs/missing"}, "not a schema"], "properties": []},
+    ],
+    ids=["huge arrays", "huge string", "unreachable multiple", "nan bound", "endless self", "garbage"],
+)
+def test_a_clients_hostile_schema_gets_a_bounded_answer(schema: dict[str, Any]) -> None:
+    response_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    completion = complete(_request([{"role": "user", "content": "go"}], response_format=response_format))
+    json.loads("".join(completion.text_tokens))
+    assert completion.completion_tokens < 20_000

@@ -42,6 +42,8 @@ TRACE_LOG_SIGMA = 0.86
 MAX_DRAWN_TOKENS = 1000
 JSON_OBJECT_WORDS = 8  # the length of the answer in a json_object reply
 MAX_SCHEMA_DEPTH = 12  # past this depth (a recursive schema) arrays and optional values are left empty
+MAX_JSON_NODES = 2_000  # the most values one schema-generated reply holds
+MAX_STRING_CHARS = 10_000
 _FORMATS = {
     "date-time": "2026-01-01T00:00:00Z",
     "date": "2026-01-01",
@@ -187,7 +189,7 @@ def _value(schema: Any, name: str, hints: Mapping[str, str], root: Any) -> Any:
             return raw.lower() in ("true", "yes", "1")
         else:
             return raw
-    return _instance(schema, root)
+    return _Instance(root).of(schema)
 
 
 def _arguments(schema: Any, hints: Mapping[str, str], root: Any) -> dict[str, Any]:
@@ -212,71 +214,92 @@ def _resolve(reference: Any, root: Any) -> Any:
     return node
 
 
-def _instance(schema: Any, root: Any = None, depth: int = 0) -> Any:
-    """A JSON value valid against ``schema`` (``root`` holds its ``$defs``): the schema's own ``const``,
-    ``enum``, ``default`` or example when it has one, else the simplest value of its type within its bounds."""
-    root = schema if root is None else root
-    if not isinstance(schema, Mapping):
-        return "sample"
-    if "$ref" in schema:
-        target = _resolve(schema["$ref"], root)
-        # a schema that requires itself without end has no instance: give up far past the depth limit
-        return None if target is None or depth > 4 * MAX_SCHEMA_DEPTH else _instance(target, root, depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    if isinstance(schema.get("examples"), list) and schema["examples"]:
-        return schema["examples"][0]
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            # the first concrete option; deep in a recursive schema, null where it is allowed
-            nulls = [o for o in options if _get(o, "type") == "null"]
-            concrete = [o for o in options if _get(o, "type") != "null"]
-            preferred = nulls if depth > MAX_SCHEMA_DEPTH else concrete
-            return _instance((preferred or options)[0], root, depth + 1)
-    if isinstance(schema.get("allOf"), list):
+class _Instance:
+    """Builds a JSON value valid against a schema (``root`` holds its ``$defs``): the schema's own ``const``,
+    ``enum``, ``default`` or example when it has one, else the simplest value of its type within its bounds.
+
+    The schema is the client's: at most ``MAX_JSON_NODES`` values are built (past that arrays are left empty and
+    values null, however the schema is shaped), strings are at most ``MAX_STRING_CHARS`` long, and no bound makes
+    it fail."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.nodes_left = MAX_JSON_NODES
+
+    def of(self, schema: Any, depth: int = 0) -> Any:
+        self.nodes_left -= 1
+        if self.nodes_left < 0 or depth > 4 * MAX_SCHEMA_DEPTH:  # a schema that requires itself without end
+            return None
+        if not isinstance(schema, Mapping):
+            return "sample"
+        if "$ref" in schema:
+            target = _resolve(schema["$ref"], self.root)
+            return None if target is None else self.of(target, depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return schema["enum"][0]
+        if "default" in schema:
+            return schema["default"]
+        if isinstance(schema.get("examples"), list) and schema["examples"]:
+            return schema["examples"][0]
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and options:
+                # the first concrete option; deep in a recursive schema, null where it is allowed
+                nulls = [o for o in options if _get(o, "type") == "null"]
+                concrete = [o for o in options if _get(o, "type") != "null"]
+                preferred = nulls if depth > MAX_SCHEMA_DEPTH else concrete
+                return self.of((preferred or options)[0], depth + 1)
+        if isinstance(schema.get("allOf"), list):
+            return self.of(self._merged(schema), depth + 1)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
+        if kind == "object":
+            properties = schema.get("properties")
+            properties = properties if isinstance(properties, Mapping) else {}
+            required = schema.get("required")
+            wanted = required if isinstance(required, list) else list(properties)
+            return {name: self.of(sub, depth + 1) for name, sub in properties.items() if name in wanted}
+        if kind == "array":
+            return self._array(schema, depth)
+        if kind in ("integer", "number"):
+            try:
+                return _number(schema, integer=kind == "integer")
+            except (OverflowError, ValueError, ZeroDivisionError):  # bounds no float can meet
+                return 1
+        if kind == "boolean":
+            return True
+        if kind == "null":
+            return None
+        return _string(schema)
+
+    def _merged(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for part in schema["allOf"]:
-            part = _resolve(part["$ref"], root) if isinstance(part, Mapping) and "$ref" in part else part
+            part = _resolve(part["$ref"], self.root) if isinstance(part, Mapping) and "$ref" in part else part
             if isinstance(part, Mapping):
-                merged["properties"] = {**(merged.get("properties") or {}), **(part.get("properties") or {})}
+                properties = {**(_get(merged, "properties") or {}), **(_get(part, "properties") or {})}
                 merged.update({k: v for k, v in part.items() if k != "properties"})
-        return _instance(merged, root, depth + 1)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind is None:
-        kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
-    if kind == "object":
-        properties = schema.get("properties")
-        properties = properties if isinstance(properties, Mapping) else {}
-        required = schema.get("required")
-        wanted = required if isinstance(required, list) else list(properties)
-        return {name: _instance(sub, root, depth + 1) for name, sub in properties.items() if name in wanted}
-    if kind == "array":
-        return _array(schema, root, depth)
-    if kind in ("integer", "number"):
-        return _number(schema, integer=kind == "integer")
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return _string(schema)
+                merged["properties"] = properties
+        return merged
 
-
-def _array(schema: Mapping[str, Any], root: Any, depth: int) -> list[Any]:
-    given = schema.get("prefixItems")
-    prefix: list[Any] = given if isinstance(given, list) else []
-    size = _bound(schema.get("minItems"), 0 if depth > MAX_SCHEMA_DEPTH else 1)
-    if isinstance(schema.get("maxItems"), int):
-        size = min(size, schema["maxItems"])
-    size = max(size, _bound(schema.get("minItems"), 0), len(prefix))
-    items = [_instance(prefix[i], root, depth + 1) for i in range(len(prefix))]
-    return items + [_instance(schema.get("items", {}), root, depth + 1) for _ in range(size - len(items))]
+    def _array(self, schema: Mapping[str, Any], depth: int) -> list[Any]:
+        given = schema.get("prefixItems")
+        prefix: list[Any] = given if isinstance(given, list) else []
+        size = _bound(schema.get("minItems"), 0 if depth > MAX_SCHEMA_DEPTH else 1)
+        if isinstance(schema.get("maxItems"), int):
+            size = min(size, schema["maxItems"])
+        size = max(size, _bound(schema.get("minItems"), 0), len(prefix))
+        items: list[Any] = []
+        while len(items) < size and self.nodes_left > 0:
+            items.append(
+                self.of(prefix[len(items)] if len(items) < len(prefix) else schema.get("items", {}), depth + 1)
+            )
+        return items
 
 
 def _bound(value: Any, fallback: int) -> int:
@@ -310,7 +333,7 @@ def _string(schema: Mapping[str, Any]) -> str:
     text = _FORMATS.get(str(schema.get("format")), "sample")
     shortest, longest = _bound(schema.get("minLength"), 0), schema.get("maxLength")
     if len(text) < shortest:
-        text += "x" * (shortest - len(text))
+        text += "x" * (min(shortest, MAX_STRING_CHARS) - len(text))
     if isinstance(longest, int) and len(text) > longest:
         text = text[: max(longest, 0)]
     return text
@@ -355,7 +378,7 @@ def _json_reply(request: InferenceRequest, rng: random.Random) -> Any:
         return {"answer": " ".join(words).capitalize() + "."}
     if kind == "json_schema":
         schema = _get(_get(request.response_format, "json_schema"), "schema")
-        return _instance(schema) if isinstance(schema, Mapping) else {}
+        return _Instance(schema).of(schema) if isinstance(schema, Mapping) else {}
     return None
 
 
