@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import threading
 import time
@@ -341,3 +342,32 @@ def test_raw_requests_keep_unknown_fields_refused(base_url: str) -> None:
     )
     assert response.status_code == 400
     assert "temprature" in response.text
+
+
+def test_litellm_named_tool_message_and_structured_output(base_url: str, fake_upstream: Any) -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no internet here (see test_litellm.py)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import litellm
+
+    litellm.telemetry = False
+    url, key = base_url.split("|")
+    messages = [
+        {"role": "user", "content": "weather in Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "sunny, 21 C"},
+    ]
+    schema_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA, "strict": True}}
+    common = {
+        "api_base": url,
+        "api_key": key,
+        "messages": messages,
+        "tools": [WEATHER],
+        "response_format": schema_format,
+    }
+    answer = litellm.completion(model=f"openai/{SIM}", **common)
+    jsonschema.validate(json.loads(answer.choices[0].message.content), ANSWER_SCHEMA)
+    litellm.completion(model=f"openai/{RECORDED}", temperature=0.3, **common)
+    received = fake_upstream.requests[-1]
+    assert received["messages"][2]["name"] == "get_weather"
+    assert received["response_format"] == schema_format
+    assert received["temperature"] == 0.3
