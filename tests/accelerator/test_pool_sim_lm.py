@@ -243,3 +243,7 @@ def test_a_clients_hostile_schema_gets_a_bounded_answer(schema: dict[str, Any]) 
     completion = complete(_request([{"role": "user", "content": "go"}], response_format=response_format))
     json.loads("".join(completion.text_tokens))
     assert completion.completion_tokens < 20_000
+
+
+def test_a_schema_of_null_answers_null() -> None:
+    assert _json_schema_reply({"type": "null"}) is None

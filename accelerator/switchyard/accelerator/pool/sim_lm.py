@@ -8,7 +8,8 @@ Policy, in order:
    → one tool call to that function (the named one, else the first mentioned, else the first offered) with
    arguments generated from its JSON schema: for each property, a ``key=value`` found in the user message
    (``city=Paris``) when there is one, else a value derived from the schema (enum's first value, example,
-   ``"sample"``, 1, true, …).
+   ``"sample"``, 1, true, …). A ``tool_choice`` of ``allowed_tools`` narrows the tools offered and its ``mode``
+   acts as ``tool_choice``; custom tools are never called.
 4. ``response_format`` is ``{"type": "json_object"}`` → a JSON object (``{"answer": "<words>"}``); it is
    ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
    arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected).
@@ -370,15 +371,15 @@ def _tool_results_preamble(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return re.findall(r"\s*\w+|\s*[^\w\s]", " ".join(reversed(results)))
 
 
-def _json_reply(request: InferenceRequest, rng: random.Random) -> Any:
-    """What the model says when ``response_format`` asks for JSON, or ``None``: the format asks for text."""
+def _json_reply(request: InferenceRequest, rng: random.Random) -> str | None:
+    """The JSON the model says when ``response_format`` asks for JSON, or ``None``: the format asks for text."""
     kind = _get(request.response_format, "type")
     if kind == "json_object":
         words = [rng.choice(_WORDS) for _ in range(JSON_OBJECT_WORDS)]
-        return {"answer": " ".join(words).capitalize() + "."}
+        return json.dumps({"answer": " ".join(words).capitalize() + "."})
     if kind == "json_schema":
         schema = _get(_get(request.response_format, "json_schema"), "schema")
-        return _Instance(schema).of(schema) if isinstance(schema, Mapping) else {}
+        return json.dumps(_Instance(schema).of(schema) if isinstance(schema, Mapping) else {}, ensure_ascii=False)
     return None
 
 
@@ -397,7 +398,7 @@ def complete(request: InferenceRequest) -> Completion:
         return Completion((), (_tool_call(request, tool, rng),), "tool_calls")
     reply = _json_reply(request, rng)
     if reply is not None:
-        tokens = split_tokens(json.dumps(reply, ensure_ascii=False))
+        tokens = split_tokens(reply)
         reason = "stop"
         if request.max_tokens is not None and len(tokens) > request.max_tokens:
             tokens, reason = tokens[: request.max_tokens], "length"

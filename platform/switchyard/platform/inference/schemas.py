@@ -430,7 +430,7 @@ class ChatCompletionCreate(_Strict):
 
     def forwarded_parameters(self) -> dict[str, Any]:
         """Every OpenAI parameter the client sent but ``model`` and ``messages``, exactly as sent (nothing
-        defaulted): what an ``openai-compatible`` upstream receives. Switchyard's own fields stay here."""
+        defaulted): what an ``openai-compatible`` upstream receives. Switchyard's own fields are left out."""
         exclude = {"model", "messages", *SWITCHYARD_FIELDS}
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
 
