@@ -35,6 +35,7 @@ from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
+from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
 from switchyard.platform.members.controllers import MemberController
 from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
@@ -91,6 +92,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             UsageController,
             ModelController,
             ChatController,
+            EmbeddingController,
             FleetController,
             AgentController,
             ThreadController,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from switchyard.accelerator.pool.embeddings import (
     EMBEDDING_SHAPES,
+    EmbeddingInput,
     EmbeddingRequest,
     Embeddings,
     EmbeddingShape,
@@ -37,6 +38,7 @@ __all__ = [
     "Completion",
     "ComputeReceipt",
     "DeploymentSpec",
+    "EmbeddingInput",
     "EmbeddingRequest",
     "EmbeddingShape",
     "Embeddings",

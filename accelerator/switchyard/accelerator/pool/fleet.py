@@ -75,6 +75,24 @@ DEFAULT_FLEET: tuple[DeploymentSpec, ...] = (
         tp=32,
         replicas=1,
     ),
+    # embedding models are small: one rank (24 GiB of HBM) holds BGE-large's 0.6 GiB at bf16; Qwen3-Embedding-8B's
+    # 14 GiB get a whole chip (four ranks), leaving room for the activations of long inputs
+    DeploymentSpec(
+        name="BAAI/bge-large-en-v1.5",
+        model="BAAI/bge-large-en-v1.5",
+        task="embeddings",
+        instance="trn2.48xlarge",
+        tp=1,
+        replicas=1,
+    ),
+    DeploymentSpec(
+        name="Qwen/Qwen3-Embedding-8B",
+        model="Qwen/Qwen3-Embedding-8B",
+        task="embeddings",
+        instance="trn2.48xlarge",
+        tp=4,
+        replicas=1,
+    ),
 )
 
 

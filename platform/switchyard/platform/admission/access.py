@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool import AcceleratorPool, Backend, DeploymentSpec
-from switchyard.platform.http.errors import NotFound
+from switchyard.platform.http.errors import InvalidRequest, NotFound
 
 __all__ = ["ModelNotFound", "may_use", "model_backend", "served_models"]
 
@@ -30,8 +30,9 @@ def served_models(pool: AcceleratorPool, tenant_id: str) -> list[Backend]:
     return [backend for backend in pool.backends() if may_use(backend.spec, tenant_id)]
 
 
-def model_backend(pool: AcceleratorPool, model: str, tenant_id: str) -> Backend:
+def model_backend(pool: AcceleratorPool, model: str, tenant_id: str, *, task: str | None = None) -> Backend:
     """The deployment serving ``model`` to ``tenant_id``; raises :class:`ModelNotFound` (param ``model``).
+    With ``task`` (``chat`` or ``embeddings``) a deployment serving the other task is a 400 naming ``model``.
 
     The message suggests only names the tenant may use, so it never reveals another tenant's deployments.
     """
@@ -41,6 +42,11 @@ def model_backend(pool: AcceleratorPool, model: str, tenant_id: str) -> Backend:
         pass
     else:
         if may_use(backend.spec, tenant_id):
+            if task is not None and backend.spec.task != task:
+                serves = "embeddings (POST /v1/embeddings)" if backend.spec.task == "embeddings" else "chat"
+                raise InvalidRequest(
+                    f"{model} is a model for {serves}, not for {task}", param="model", code="model_not_supported"
+                )
             return backend
     hint = UnknownNameError("model", model, [b.name for b in served_models(pool, tenant_id)])
     raise ModelNotFound(str(hint), param="model")

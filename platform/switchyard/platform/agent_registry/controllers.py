@@ -25,9 +25,10 @@ __all__ = ["AgentController", "model_check"]
 
 
 def model_check(request: Request[Any, Any, Any], scope: TenantScope) -> service.ModelCheck:
-    """Refuses (404 ``model_not_found``) a model the pool does not serve to this tenant."""
+    """Refuses (404 ``model_not_found``) a model the pool does not serve to this tenant, and (400
+    ``model_not_supported``) an embedding model: an agent's model chats."""
     pool = request.app.state.gateway.pool
-    return lambda model: model_backend(pool, model, scope.tenant_id)
+    return lambda model: model_backend(pool, model, scope.tenant_id, task="chat")
 
 
 class AgentController(Controller):

@@ -25,11 +25,14 @@ from switchyard.accelerator.pool import (
     AcceleratorPool,
     Backend,
     ComputeReceipt,
+    EmbeddingRequest,
+    Embeddings,
     InferenceRequest,
     PoolEvent,
     Priority,
     UpstreamError,
     count_prompt_tokens,
+    input_tokens,
 )
 from switchyard.platform.admission import (
     Admission,
@@ -59,7 +62,7 @@ _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interact
 class Admitted:
     """A request that passed admission: it holds a request slot and (maybe) a budget hold until it ends."""
 
-    request: InferenceRequest
+    request: InferenceRequest | EmbeddingRequest
     backend: Backend
     scope: TenantScope
     api_key_id: str
@@ -74,16 +77,16 @@ class RequestEvents:
     """
 
     def __init__(self) -> None:
-        self._items: deque[PoolEvent | Exception | None] = deque()
+        self._items: deque[PoolEvent | Embeddings | Exception | None] = deque()
         self._wakeup: asyncio.Future[None] | None = None
 
-    def put(self, item: PoolEvent | Exception | None) -> None:
+    def put(self, item: PoolEvent | Embeddings | Exception | None) -> None:
         """Add an event, an error to raise in the reader, or ``None``: the end."""
         self._items.append(item)
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
-    async def __aiter__(self) -> AsyncIterator[PoolEvent]:
+    async def __aiter__(self) -> AsyncIterator[PoolEvent | Embeddings]:
         while True:
             while not self._items:
                 self._wakeup = asyncio.get_running_loop().create_future()
@@ -117,7 +120,7 @@ class InferenceGateway:
     async def admit(self, *, principal: Principal, body: ChatCompletionCreate, request_id: str) -> Admitted:
         scope = principal.scope
         assert scope is not None  # the route's guard admits tenant keys only
-        backend = model_backend(self.pool, body.model, scope.tenant_id)
+        backend = model_backend(self.pool, body.model, scope.tenant_id, task="chat")
         messages, tools = body.wire_messages(), body.wire_tools()
         prompt_tokens = count_prompt_tokens(messages, tools)
         output_cap = body.output_limit
@@ -164,6 +167,23 @@ class InferenceGateway:
             parameters=body.forwarded_parameters(),
         )
 
+    async def admit_embeddings(self, *, principal: Principal, backend: Backend, request: EmbeddingRequest) -> Admitted:
+        """Admit an embedding call on ``backend`` (its inputs already checked against the model) as a chat
+        completion is admitted: its prompt tokens, and no output."""
+        scope = principal.scope
+        assert scope is not None  # the route's guard admits tenant keys only
+        call = ModelCall(
+            scope=scope,
+            api_key_id=principal.key_id,
+            agent_id=None,
+            backend=backend,
+            prompt_tokens=sum(input_tokens(request.inputs)),
+            output_tokens=0,
+            holder=f"{request.request_id}/{secrets.token_hex(6)}",
+        )
+        holds = await self.admission.admit(call)
+        return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
+
     def run(self, admitted: Admitted) -> RequestEvents:
         """Start the request on the pool; iterate the returned events (they end after the receipt)."""
         events = RequestEvents()
@@ -179,7 +199,9 @@ class InferenceGateway:
     async def _execute(self, admitted: Admitted, events: RequestEvents) -> None:
         metered = False
         try:
-            async for event in self.pool.submit(admitted.request):
+            request = admitted.request
+            calls = self.pool.embed(request) if isinstance(request, EmbeddingRequest) else self.pool.submit(request)
+            async for event in calls:
                 if isinstance(event, ComputeReceipt):
                     await self._meter(admitted, event)  # durable before the client sees the end of the answer
                     metered = True
