@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import openai
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.models import UsageEvent
+from switchyard.platform.models import FleetBusy, UsageEvent
 
 BGE = "BAAI/bge-large-en-v1.5"
 QWEN = "Qwen/Qwen3-Embedding-8B"
@@ -63,6 +63,10 @@ async def test_the_openai_client_embeds_in_floats_and_base64_and_each_call_is_me
     assert sorted(e.prompt_tokens for e in events) == sorted(
         [floats.usage.prompt_tokens, packed.usage.prompt_tokens, short.usage.prompt_tokens]
     )
+    await client.app.state.busy_recorder.flush()  # the replicas' busy time is what the receipts billed, exactly
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        busy = (await session.execute(select(func.sum(FleetBusy.chip_us)))).scalar_one()
+    assert busy == sum(e.chip_us for e in events)
 
 
 async def test_the_answer_is_openais_shape_with_compute_and_the_chip_us_header(client: Any, make_tenant: Any) -> None:
@@ -77,6 +81,7 @@ async def test_the_answer_is_openais_shape_with_compute_and_the_chip_us_header(c
     assert int(response.headers["x-switchyard-chip-us"]) == compute["chip_us"] > 0
     assert compute["decode_ms"] == 0
     assert response.headers["x-switchyard-instance-type"] == compute["instance_type"] == "trn2.48xlarge"
+    assert int(response.headers["x-ratelimit-remaining-tokens"]) >= 0  # admitted like a chat completion
     vector = np.frombuffer(base64.b64decode(answer["data"][0]["embedding"]), dtype="<f4")
     assert vector.shape == (1024,)
     assert abs(float(np.linalg.norm(vector)) - 1) < 1e-5
@@ -85,6 +90,15 @@ async def test_the_answer_is_openais_shape_with_compute_and_the_chip_us_header(c
     (event,) = await _usage_events(client)
     assert (event.chip_us, event.prompt_tokens, event.completion_tokens) == (compute["chip_us"], 4, 0)
     assert event.model == BGE
+
+
+async def test_one_array_of_token_ids_is_one_input(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    body = {"model": BGE, "input": [101, 7592, 2088, 102], "encoding_format": "float"}
+    response = await client.post("/v1/embeddings", json=body, headers=tenant.headers("developer"))
+    assert response.status_code == 200, response.text
+    assert len(response.json()["data"]) == 1
+    assert response.json()["usage"]["prompt_tokens"] == 4
 
 
 async def test_models_list_embedding_models_and_each_kind_refuses_the_other_call(client: Any, make_tenant: Any) -> None:
