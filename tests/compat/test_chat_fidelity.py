@@ -364,9 +364,10 @@ def test_litellm_named_tool_message_and_structured_output(base_url: str, fake_up
         "tools": [WEATHER],
         "response_format": schema_format,
     }
-    answer = litellm.completion(model=f"openai/{SIM}", **common)
-    jsonschema.validate(json.loads(answer.choices[0].message.content), ANSWER_SCHEMA)
-    litellm.completion(model=f"openai/{RECORDED}", temperature=0.3, **common)
+    with openai.OpenAI(base_url=url, api_key=key, max_retries=0) as sdk:  # closed here, not cached by LiteLLM
+        answer = litellm.completion(model=f"openai/{SIM}", client=sdk, **common)
+        jsonschema.validate(json.loads(answer.choices[0].message.content), ANSWER_SCHEMA)
+        litellm.completion(model=f"openai/{RECORDED}", client=sdk, temperature=0.3, **common)
     received = fake_upstream.requests[-1]
     assert received["messages"][2]["name"] == "get_weather"
     assert received["response_format"] == schema_format

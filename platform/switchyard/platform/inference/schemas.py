@@ -27,6 +27,7 @@ __all__ = [
     "ModelPublic",
 ]
 
+_IGNORED = "Forwarded to `openai-compatible` upstreams; the simulator ignores it."
 SWITCHYARD_FIELDS = frozenset({"priority"})
 """Request fields that are Switchyard's own, not OpenAI's: never forwarded to an upstream."""
 
@@ -344,17 +345,23 @@ class ChatCompletionCreate(_Strict):
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1, description="Deprecated by OpenAI; same as below.")
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    seed: int | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2, description=_IGNORED)
+    top_p: float | None = Field(default=None, ge=0, le=1, description=_IGNORED)
+    seed: int | None = Field(default=None, description="The simulator's answer is a function of the seed.")
     n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported: one choice per request.")
-    stop: str | list[str] | None = Field(default=None, max_length=4, description="Up to 4 stop sequences.")
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    logit_bias: dict[str, float] | None = None
-    logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    response_format: ResponseFormat | None = None
+    stop: str | list[str] | None = Field(
+        default=None, max_length=4, description="Up to 4 stop sequences: the answer ends before the first."
+    )
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2, description=_IGNORED)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2, description=_IGNORED)
+    logit_bias: dict[str, float] | None = Field(default=None, description=_IGNORED)
+    logprobs: bool | None = Field(default=None, description=_IGNORED + " No logprobs are returned.")
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description=_IGNORED)
+    response_format: ResponseFormat | None = Field(
+        default=None,
+        description="`json_object`: the simulator answers a JSON object; `json_schema`: JSON valid against the "
+        "schema (what `client.chat.completions.parse` sends).",
+    )
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
     modalities: list[Literal["text", "audio"]] | None = Field(
