@@ -167,13 +167,17 @@ def _compose(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[d
             }
         ),
         st.lists(children, min_size=1, max_size=3).map(lambda options: {"anyOf": options}),
+        st.lists(children, min_size=1, max_size=2).map(
+            lambda parts: {"allOf": [{"type": "object", "properties": {f"p{i}": p}} for i, p in enumerate(parts)]}
+        ),
     )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(_SCALARS, _compose, max_leaves=12), st.integers(0, 2**32))
-def test_json_schema_replies_validate_against_their_schema(schema: dict[str, Any], seed: int) -> None:
-    wrapped = {"type": "object", "properties": {"value": schema}, "required": ["value"], "$defs": {}}
+@given(st.recursive(_SCALARS, _compose, max_leaves=12), st.booleans(), st.integers(0, 2**32))
+def test_json_schema_replies_validate_against_their_schema(schema: dict[str, Any], by_ref: bool, seed: int) -> None:
+    value = {"$ref": "#/$defs/value"} if by_ref else schema
+    wrapped = {"type": "object", "properties": {"value": value}, "required": ["value"], "$defs": {"value": schema}}
     jsonschema.validate(_json_schema_reply(wrapped, seed=seed), wrapped)
 
 
