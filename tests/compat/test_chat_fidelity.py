@@ -367,6 +367,8 @@ def test_litellm_named_tool_message_and_structured_output(base_url: str, fake_up
     with openai.OpenAI(base_url=url, api_key=key, max_retries=0) as sdk:  # closed here, not cached by LiteLLM
         answer = litellm.completion(model=f"openai/{SIM}", client=sdk, **common)
         jsonschema.validate(json.loads(answer.choices[0].message.content), ANSWER_SCHEMA)
+        chunks = litellm.completion(model=f"openai/{SIM}", client=sdk, stream=True, **common)
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == answer.choices[0].message.content
         litellm.completion(model=f"openai/{RECORDED}", client=sdk, temperature=0.3, **common)
     received = fake_upstream.requests[-1]
     assert received["messages"][2]["name"] == "get_weather"
