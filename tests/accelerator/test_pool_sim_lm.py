@@ -251,3 +251,18 @@ def test_a_clients_hostile_schema_gets_a_bounded_answer(schema: dict[str, Any]) 
 
 def test_a_schema_of_null_answers_null() -> None:
     assert _json_schema_reply({"type": "null"}) is None
+
+
+def test_json_object_format_follows_a_schema_written_into_the_instructions() -> None:
+    # instructor's JSON mode: the schema in the system message, response_format json_object
+    schema = json.dumps(Person.model_json_schema(), indent=2)
+    instructions = f"Return the parsed objects in json that match the following json_schema:\n\n{schema}\n\nThanks."
+    messages = [
+        {"role": "system", "content": instructions},
+        {"role": "user", "content": "Ann {is} 30, see {'not': json}"},
+    ]
+    completion = complete(_request(messages, response_format={"type": "json_object"}))
+    Person.model_validate_json("".join(completion.text_tokens))
+    unclosed = [{"role": "user", "content": '{"properties": ' * 5000}]
+    plain = json.loads("".join(complete(_request(unclosed, response_format={"type": "json_object"})).text_tokens))
+    assert list(plain) == ["answer"]

@@ -10,7 +10,9 @@ Policy, in order:
    (``city=Paris``) when there is one, else a value derived from the schema (enum's first value, example,
    ``"sample"``, 1, true, …). A ``tool_choice`` of ``allowed_tools`` narrows the tools offered and its ``mode``
    acts as ``tool_choice``; custom tools are never called.
-4. ``response_format`` is ``{"type": "json_object"}`` → a JSON object (``{"answer": "<words>"}``); it is
+4. ``response_format`` is ``{"type": "json_object"}`` → a JSON object: an instance of the JSON Schema of an
+   object written into the latest system, developer or user message that holds one (as instructor's JSON mode
+   asks for its shape), else ``{"answer": "<words>"}``; it is
    ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
    arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected).
    JSON longer than ``max_tokens`` is cut there (``finish_reason = "length"``), else ``"stop"``.
@@ -45,6 +47,8 @@ JSON_OBJECT_WORDS = 8  # the length of the answer in a json_object reply
 MAX_SCHEMA_DEPTH = 12  # past this depth (a recursive schema) arrays and optional values are left empty
 MAX_JSON_NODES = 2_000  # the most values one schema-generated reply holds
 MAX_STRING_CHARS = 10_000
+MAX_SCHEMA_SEARCH_CHARS = 200_000  # json_object: how much of a message is searched for a schema of the answer
+MAX_SCHEMA_SEARCH_FAILURES = 64  # ... and how many "{" that start no JSON it tries
 _FORMATS = {
     "date-time": "2026-01-01T00:00:00Z",
     "date": "2026-01-01",
@@ -375,12 +379,42 @@ def _json_reply(request: InferenceRequest, rng: random.Random) -> str | None:
     """The JSON the model says when ``response_format`` asks for JSON, or ``None``: the format asks for text."""
     kind = _get(request.response_format, "type")
     if kind == "json_object":
+        schema = _schema_in_messages(request.messages)
+        if schema is not None:
+            return json.dumps(_Instance(schema).of(schema), ensure_ascii=False)
         words = [rng.choice(_WORDS) for _ in range(JSON_OBJECT_WORDS)]
         return json.dumps({"answer": " ".join(words).capitalize() + "."})
     if kind == "json_schema":
         schema = _get(_get(request.response_format, "json_schema"), "schema")
         return json.dumps(_Instance(schema).of(schema) if isinstance(schema, Mapping) else {}, ensure_ascii=False)
     return None
+
+
+def _schema_in_messages(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The first JSON Schema of an object written into the latest system, developer or user message that holds
+    one, or ``None``: JSON mode with the shape asked for in words (instructor's JSON modes, LangChain's
+    ``json_mode``)."""
+    decoder = json.JSONDecoder()
+    for message in reversed(messages):
+        if message.get("role") not in ("system", "developer", "user"):
+            continue
+        text = _text(message.get("content"))[:MAX_SCHEMA_SEARCH_CHARS]
+        start, failures = text.find("{"), 0
+        while start != -1 and failures < MAX_SCHEMA_SEARCH_FAILURES:
+            try:
+                value, end = decoder.raw_decode(text, start)
+            except (ValueError, RecursionError):  # no JSON starts here, or JSON nested too deep to read
+                failures += 1
+                start = text.find("{", start + 1)
+                continue
+            if isinstance(value, dict) and (_is_schema(value.get("properties")) or _is_schema(value.get("$defs"))):
+                return value
+            start = text.find("{", end)
+    return None
+
+
+def _is_schema(part: Any) -> bool:
+    return isinstance(part, dict) and all(isinstance(value, dict) for value in part.values())
 
 
 def _until_stop(tokens: list[str], stop: Sequence[str]) -> list[str] | None:
