@@ -12,7 +12,7 @@ from switchyard.accelerator.pool.embeddings import (
     input_tokens,
 )
 from switchyard.accelerator.pool.fair_queue import FairQueue
-from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, parse_fleet
+from switchyard.accelerator.pool.fleet import DEFAULT_FLEET, DeploymentSpec, load_fleet, model_aliases, parse_fleet
 from switchyard.accelerator.pool.fleet_server import FleetServer
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment, reload_fleet_process
@@ -60,6 +60,7 @@ __all__ = [
     "embedding_vector",
     "input_tokens",
     "load_fleet",
+    "model_aliases",
     "parse_fleet",
     "reload_fleet_process",
 ]

@@ -3,11 +3,17 @@
 A fleet file is ``{"deployments": [{...}, ...]}``; each deployment has a served ``name`` (the model id clients
 send), a ``backend`` (``trainium-sim`` or ``openai-compatible``) and that backend's fields below. Its ``task`` says
 which calls it serves: ``chat`` (chat completions, agent runs) or ``embeddings``.
+
+A deployment also answers to aliases without ``/`` (clients such as openai-agents read a ``/`` as a provider
+prefix): the listed ``aliases``, and the name's last segment lower-cased (``meta-llama/Llama-3.1-8B-Instruct`` →
+``llama-3.1-8b-instruct``) unless another deployment's name or alias would be the same. :func:`model_aliases`
+resolves them and refuses a listed alias that names two models.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -15,7 +21,7 @@ from typing import Any
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool.embeddings import EMBEDDING_SHAPES
 
-__all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "parse_fleet"]
+__all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "model_aliases", "parse_fleet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +49,8 @@ class DeploymentSpec:
     tenants: tuple[str, ...] = ()
     # "chat" or "embeddings"; a trainium-sim embedding deployment runs a catalog embedding model
     task: str = "chat"
+    # more ids clients may send for it (besides the derived one, see model_aliases)
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.backend not in ("trainium-sim", "openai-compatible"):
@@ -58,6 +66,44 @@ class DeploymentSpec:
             raise ConfigurationError(f"deployment {self.name!r}: {self.model} is {kind}; task is {self.task!r}")
         if self.replicas < 1 or self.tp < 1 or self.chips < 1 or self.max_batch < 1:
             raise ConfigurationError(f"deployment {self.name!r}: replicas, tp, chips and max_batch must be >= 1")
+        if any(not isinstance(alias, str) or not alias for alias in self.aliases):
+            raise ConfigurationError(f"deployment {self.name!r}: aliases are non-empty strings")
+
+
+def derived_alias(name: str) -> str | None:
+    """The alias a served name gets without being asked: its last ``/`` segment, lower-cased (None without ``/``)."""
+    return name.rsplit("/", 1)[1].lower() if "/" in name else None
+
+
+def model_aliases(specs: Iterable[DeploymentSpec]) -> dict[str, str]:
+    """Every alias of ``specs`` → the served name it stands for, in the fleet's order.
+
+    A listed alias that is a deployment's name, another deployment's derived alias, or listed twice is refused
+    (:class:`ConfigurationError` naming both models). A derived alias that is a deployment's name, or that two
+    deployments derive, is left out: neither gets it, so adding a deployment never makes an alias point elsewhere.
+    """
+    specs = tuple(specs)
+    derived: dict[str, list[str]] = {}
+    for spec in specs:
+        if (alias := derived_alias(spec.name)) is not None:
+            derived.setdefault(alias, []).append(spec.name)
+    names = {spec.name for spec in specs}
+    resolved: dict[str, str] = {}
+    for spec in specs:
+        own = derived_alias(spec.name)
+        if own is not None and own not in names and derived[own] == [spec.name]:
+            resolved[own] = spec.name
+        for alias in spec.aliases:
+            if alias == own:
+                continue  # listing the derived alias changes nothing
+            taken = alias if alias in names else resolved.get(alias) or next(iter(derived.get(alias, ())), None)
+            if taken is not None:
+                raise ConfigurationError(
+                    f"deployment {spec.name!r}: alias {alias!r} already names the model {taken!r}; "
+                    "an alias names one model"
+                )
+            resolved[alias] = spec.name
+    return resolved
 
 
 DEFAULT_FLEET: tuple[DeploymentSpec, ...] = (
@@ -108,12 +154,16 @@ def parse_fleet(data: Any) -> tuple[DeploymentSpec, ...]:
         unknown = set(raw) - known
         if unknown:
             raise ConfigurationError(f"deployments[{index}] ({raw['name']}): unknown fields {sorted(unknown)}")
-        if "tenants" in raw:
-            raw = {**raw, "tenants": tuple(raw["tenants"])}
+        for listed in ("tenants", "aliases"):
+            if listed in raw:
+                if not isinstance(raw[listed], list):
+                    raise ConfigurationError(f"deployments[{index}] ({raw['name']}): `{listed}` is a list of strings")
+                raw = {**raw, listed: tuple(raw[listed])}
         specs.append(DeploymentSpec(**raw))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ConfigurationError("deployment names must be unique")
+    model_aliases(specs)  # refuses an alias that names two models
     return tuple(specs)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from switchyard.accelerator.errors import UnknownNameError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest, Embeddings
-from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.fleet import DeploymentSpec, model_aliases
 from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest, PoolEvent
@@ -43,10 +43,11 @@ class Backend(Protocol):
 
 
 class AcceleratorPool:
-    """Every served model of the fleet, by name."""
+    """Every served model of the fleet, by name or by alias (see :func:`model_aliases`)."""
 
     def __init__(self, backends: Iterable[Backend]) -> None:
         self._backends: dict[str, Backend] = {b.name: b for b in backends}
+        self._aliases = model_aliases(b.spec for b in self._backends.values())
 
     @classmethod
     def from_specs(
@@ -70,10 +71,15 @@ class AcceleratorPool:
         return cls(backends)
 
     def backend(self, model: str) -> Backend:
+        """The deployment serving ``model``, a served name or an alias of one."""
         try:
-            return self._backends[model]
+            return self._backends[self._aliases.get(model, model)]
         except KeyError:
             raise UnknownNameError("model", model, sorted(self._backends)) from None
+
+    def aliases(self, name: str) -> list[str]:
+        """The aliases of the served model ``name``, in the fleet's order."""
+        return [alias for alias, served in self._aliases.items() if served == name]
 
     def backends(self) -> list[Backend]:
         return list(self._backends.values())

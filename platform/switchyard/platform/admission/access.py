@@ -1,8 +1,10 @@
 """Model access: the one place that says whether a tenant may use a served model.
 
 A deployment with no ``tenants`` list serves every tenant; one with a list serves those tenants only. Every
-caller asks here: the models routes, chat completions, the agent registry when an agent names its model, and
-the run executor before each run.
+caller asks here: the models routes, chat completions, embeddings, the agent registry when an agent names its
+model, and the run executor before each run. A model is asked for by its served name or by one of its aliases
+(``llama-3.1-8b-instruct`` for ``meta-llama/Llama-3.1-8B-Instruct``, resolved by ``AcceleratorPool.backend``): the same
+deployment is found, and answers and usage carry its served name.
 """
 
 from __future__ import annotations

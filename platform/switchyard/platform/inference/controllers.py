@@ -54,9 +54,9 @@ def _gateway(request: Request[Any, Any, Any]) -> InferenceGateway:
     return gateway
 
 
-def _model_public(backend: Backend, created: int) -> ModelPublic:
+def _model_public(backend: Backend, created: int, model_id: str) -> ModelPublic:
     return ModelPublic(
-        id=backend.spec.name,
+        id=model_id,
         created=created,
         owned_by="switchyard",
         backend=backend.spec.backend,
@@ -72,18 +72,23 @@ class ModelController(Controller):
 
     @get(opt=access(Role.VIEWER), summary="List models")
     async def list_models(self, request: Request[Any, Any, Any], tenant: CurrentTenant) -> ModelList:
-        """The models the caller's tenant may use."""
+        """The models the caller's tenant may use: each served name, followed by its aliases as entries of their own
+        (an alias answers exactly as the name does)."""
         created = int(request.app.state.started_at)
-        backends = served_models(_gateway(request).pool, tenant.tenant_id)
-        return ModelList(data=[_model_public(b, created) for b in backends])
+        pool = _gateway(request).pool
+        backends = served_models(pool, tenant.tenant_id)
+        return ModelList(
+            data=[_model_public(b, created, name) for b in backends for name in (b.name, *pool.aliases(b.name))]
+        )
 
     @get("/{model_id:path}", opt=access(Role.VIEWER), summary="Get a model")
     async def get_model(
         self, request: Request[Any, Any, Any], tenant: CurrentTenant, model_id: FromPath[str]
     ) -> ModelPublic:
-        """One model, if the caller's tenant may use it."""
-        backend = model_backend(_gateway(request).pool, model_id.lstrip("/"), tenant.tenant_id)
-        return _model_public(backend, int(request.app.state.started_at))
+        """One model, by served name or alias (its `id` is the one asked for), if the caller's tenant may use it."""
+        model = model_id.lstrip("/")
+        backend = model_backend(_gateway(request).pool, model, tenant.tenant_id)
+        return _model_public(backend, int(request.app.state.started_at), model)
 
 
 class ChatController(Controller):
