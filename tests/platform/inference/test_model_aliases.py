@@ -13,6 +13,9 @@ from sqlalchemy import select
 
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, DeploymentSpec, model_aliases, parse_fleet
+from switchyard.agents import Message
+from switchyard.agents.model import ModelRequest
+from switchyard.agents.pool_model import PoolModel
 from switchyard.platform.admission import ModelNotFound, model_backend
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import UsageEvent
@@ -85,6 +88,19 @@ async def test_an_agent_may_name_its_model_by_alias(client: Any, make_tenant: An
     assert created.status_code == 201, created.text
     assert refused.status_code == 400, refused.text  # the alias of an embedding model is an embedding model
     assert refused.json()["error"]["code"] == "model_not_supported"
+
+
+async def test_an_agent_runs_model_calls_on_its_alias_and_its_receipts_name_the_served_model() -> None:
+    pool = AcceleratorPool.from_specs(DEFAULT_FLEET[:1], time_scale=0)
+    model = PoolModel(pool, tenant="tenant-a")
+    try:
+        answer = await model.request(
+            ModelRequest(model=ALIAS, messages=(Message.user("hi"),), request_id="run_step_0", params={"max_tokens": 4})
+        )
+    finally:
+        await pool.aclose()
+    assert answer.message.content
+    assert [r.model for r in model.receipts] == [CHAT]
 
 
 def _fleet(*deployments: dict[str, Any]) -> dict[str, Any]:
