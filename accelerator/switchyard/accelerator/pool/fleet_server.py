@@ -30,9 +30,9 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest
@@ -47,6 +47,8 @@ from switchyard.accelerator.pool.types import (
 )
 
 __all__ = ["FleetServer"]
+
+_Request = TypeVar("_Request", InferenceRequest, EmbeddingRequest)
 
 log = logging.getLogger(__name__)
 
@@ -136,25 +138,47 @@ class FleetServer:
                 return hmac.compare_digest(value, b"Bearer " + self._token)
         return False
 
-    async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _accept(
+        self, receive: Receive, send: Send, parse: Callable[[dict[str, Any]], _Request]
+    ) -> tuple[_Request, Backend] | None:
+        """The request and the deployment it is for, or ``None`` once it was refused (404, 400, 503 at shutdown)."""
         try:
-            request = _inference_request(json.loads(await _body(receive)))
+            request = parse(json.loads(await _body(receive)))
             backend = self.pool.backend(request.model)
         except UnknownNameError as exc:
             await _error(send, 404, str(exc), "model_not_found")
-            return
+            return None
         except (ValueError, KeyError, TypeError) as exc:
             await _error(send, 400, f"invalid request: {exc}", "invalid_request")
-            return
+            return None
         if self._closing:
             await _error(send, 503, "the fleet process is shutting down", "fleet_shutting_down")
-            return
-        own_id = f"{request.request_id}~{next(self._serial)}"
-        self._running[own_id] = (request.request_id, backend)
+            return None
+        return request, backend
+
+    @contextlib.asynccontextmanager
+    async def _running_as_own(
+        self, request_id: str, backend: Backend, receive: Receive
+    ) -> AsyncIterator[tuple[str, asyncio.Event]]:
+        """Run a request under an id of this process's own (``rid~n``), stopped when its gateway goes away:
+        yields that id and the event set when the gateway is gone."""
+        own_id = f"{request_id}~{next(self._serial)}"
+        self._running[own_id] = (request_id, backend)
         gone = asyncio.Event()
         watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, own_id))
-        receipt: ComputeReceipt | None = None
         try:
+            yield own_id, gone
+        finally:
+            watcher.cancel()
+            self._running.pop(own_id, None)
+
+    async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
+        accepted = await self._accept(receive, send, _inference_request)
+        if accepted is None:
+            return
+        request, backend = accepted
+        receipt: ComputeReceipt | None = None
+        async with self._running_as_own(request.request_id, backend, receive) as (own_id, gone):
             stream = _ChunkWriter(send, request.model, gone) if request.stream else _WholeWriter(send, request.model)
             await stream.start()
             async for event in backend.generate(replace(request, request_id=own_id)):
@@ -165,32 +189,17 @@ class FleetServer:
                     await stream.delta(event)
             assert receipt is not None
             await stream.finish(receipt)
-        finally:
-            watcher.cancel()
-            self._running.pop(own_id, None)
-            if receipt is not None and gone.is_set():
+            if gone.is_set():
                 log.warning("request %s: its gateway went away (%d chip-us)", request.request_id, receipt.chip_us)
 
     async def _embed(self, receive: Receive, send: Send) -> None:
-        try:
-            request = _embedding_request(json.loads(await _body(receive)))
-            backend = self.pool.backend(request.model)
-        except UnknownNameError as exc:
-            await _error(send, 404, str(exc), "model_not_found")
+        accepted = await self._accept(receive, send, _embedding_request)
+        if accepted is None:
             return
-        except (ValueError, KeyError, TypeError) as exc:
-            await _error(send, 400, f"invalid request: {exc}", "invalid_request")
-            return
-        if self._closing:
-            await _error(send, 503, "the fleet process is shutting down", "fleet_shutting_down")
-            return
-        own_id = f"{request.request_id}~{next(self._serial)}"
-        self._running[own_id] = (request.request_id, backend)
-        gone = asyncio.Event()
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, gone, backend, own_id))
+        request, backend = accepted
         vectors: tuple[tuple[float, ...], ...] = ()
         receipt: ComputeReceipt | None = None
-        try:
+        async with self._running_as_own(request.request_id, backend, receive) as (own_id, _gone):
             async for event in backend.embed(replace(request, request_id=own_id)):
                 if isinstance(event, ComputeReceipt):
                     receipt = replace(event, request_id=request.request_id)
@@ -202,9 +211,6 @@ class FleetServer:
             answer = {"object": "list", "data": data, "model": request.model, "usage": receipt.usage()}
             with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
                 await _json(send, 200, answer)
-        finally:
-            watcher.cancel()
-            self._running.pop(own_id, None)
 
     @staticmethod
     async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, own_id: str) -> None:
