@@ -21,10 +21,15 @@ def test_no_package_shadows_the_standard_library() -> None:
 
 
 def test_stdlib_platform_imports_from_the_repository_root() -> None:
+    """From the repository root, `platform` is the standard library's and the `agents/` folder is no package: an
+    installed `agents` (openai-agents, a dev dependency) is the one imported, as it would be anywhere else."""
     code = (
-        "import platform, agents; platform.system(); assert not hasattr(agents, '__file__') or agents.__file__ is None"
+        "import pathlib, sys, platform, agents; platform.system(); "
+        "here = pathlib.Path(sys.argv[1]) / 'agents'; "
+        "assert agents.__file__ is None or not pathlib.Path(agents.__file__).resolve().is_relative_to(here), "
+        "agents.__file__"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
