@@ -17,7 +17,7 @@ from switchyard.accelerator.cluster import Cluster
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.workloads import load_azure_trace, repeat_workload
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "azure_llm_2023_conv.csv"
+DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "traces" / "azure_llm_2023_conv.csv"
 
 
 def main() -> None:

@@ -4,20 +4,14 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"  # published measurements and traces, in the repo
 
 
 @pytest.fixture(scope="session")
 def benchmarks_csv() -> Path:
-    path = SHARED_DATA / "neuron_benchmarks.csv"
-    if not path.exists():
-        pytest.skip(f"calibration data not found at {path}")
-    return path
+    return DATA / "neuron_benchmarks.csv"
 
 
 @pytest.fixture(scope="session")
 def conv_trace() -> Path:
-    path = SHARED_DATA / "traces" / "azure_llm_2023_conv.csv"
-    if not path.exists():
-        pytest.skip(f"trace not found at {path}")
-    return path
+    return DATA / "traces" / "azure_llm_2023_conv.csv"

@@ -85,7 +85,7 @@ class RowError:
 
 
 def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
-    """Rows of a benchmark CSV with the columns of ../shared/data/neuron_benchmarks.csv."""
+    """Rows of a benchmark CSV with the columns of benchmarks/data/neuron_benchmarks.csv."""
     with Path(path).open(newline="", encoding="utf-8") as fh:
         return [
             BenchmarkRow(
