@@ -106,16 +106,17 @@ class UpstreamDeployment:
         return body
 
     async def _open(self, request: InferenceRequest) -> httpx.Response:
-        """Send the request (retrying connect errors only); the body is read here unless the answer streams."""
+        """Send the chat request; its body is read here unless the answer streams."""
+        return await self._post(self._url, json.dumps(self._body(request)).encode(), read=not request.stream)
+
+    async def _post(self, url: httpx.URL, content: bytes, *, read: bool) -> httpx.Response:
+        """POST ``content`` (retrying connect errors only: the request never left); an error status is raised as
+        :class:`UpstreamError`, and with ``read`` the answer's body is read (and the response closed) here."""
         for attempt in range(CONNECT_RETRIES + 1):
             try:
                 response = await self._transport.handle_async_request(
                     httpx.Request(
-                        "POST",
-                        self._url,
-                        headers=self._headers,
-                        content=json.dumps(self._body(request)).encode(),
-                        extensions={"timeout": self._timeout},
+                        "POST", url, headers=self._headers, content=content, extensions={"timeout": self._timeout}
                     )
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
@@ -127,7 +128,7 @@ class UpstreamDeployment:
                 detail = (await response.aread()).decode(errors="replace")[:500]
                 await response.aclose()
                 raise UpstreamError(f"upstream answered {response.status_code}: {detail}")
-            if not request.stream:
+            if read:
                 try:
                     await response.aread()
                 except httpx.HTTPError as exc:
@@ -210,31 +211,10 @@ class UpstreamDeployment:
     async def embed(self, request: EmbeddingRequest) -> AsyncIterator[Embeddings | ComputeReceipt]:
         """Forward an embedding call to the upstream's ``/embeddings``: its vectors, then the receipt of its wall
         time × the declared chips. Connect errors are retried, nothing else is."""
-        content = json.dumps(self._embedding_body(request)).encode()
         started = time.monotonic()
-        for attempt in range(CONNECT_RETRIES + 1):
-            try:
-                response = await self._transport.handle_async_request(
-                    httpx.Request(
-                        "POST",
-                        self._embeddings_url,
-                        headers=self._headers,
-                        content=content,
-                        extensions={"timeout": self._timeout},
-                    )
-                )
-                body = await response.aread()
-                await response.aclose()
-                break
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
-                if attempt == CONNECT_RETRIES:
-                    raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}") from exc
-                await asyncio.sleep(0.05 * 2**attempt)
-            except httpx.HTTPError as exc:
-                raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
+        response = await self._post(self._embeddings_url, json.dumps(self._embedding_body(request)).encode(), read=True)
         finished = time.monotonic()
-        if response.status_code >= 400:
-            raise UpstreamError(f"upstream answered {response.status_code}: {body.decode(errors='replace')[:500]}")
+        body = response.content
         try:
             answer = json.loads(body)
             rows = sorted(answer["data"], key=lambda row: int(row["index"]))
