@@ -10,6 +10,7 @@ from switchyard.platform.models.base import TenantOwned, utc_now
 from switchyard.platform.models.budget import Budget
 from switchyard.platform.models.budget_alert import BudgetAlert
 from switchyard.platform.models.budget_reservation import BudgetReservation
+from switchyard.platform.models.conversation import Conversation, ConversationItem
 from switchyard.platform.models.credit import Credit
 from switchyard.platform.models.fleet_busy import FleetBusy
 from switchyard.platform.models.fleet_receipt import FleetReceipt
@@ -20,6 +21,7 @@ from switchyard.platform.models.member import Member
 from switchyard.platform.models.operator_audit_event import OperatorAuditEvent
 from switchyard.platform.models.operator_key import OperatorKey
 from switchyard.platform.models.rate_card import RateCard
+from switchyard.platform.models.response import ResponseEventRecord, ResponseRecord
 from switchyard.platform.models.run import Run
 from switchyard.platform.models.run_event import RunEventRecord
 from switchyard.platform.models.tenant import Tenant
@@ -36,6 +38,8 @@ __all__ = [
     "Budget",
     "BudgetAlert",
     "BudgetReservation",
+    "Conversation",
+    "ConversationItem",
     "Credit",
     "FleetBusy",
     "FleetReceipt",
@@ -46,6 +50,8 @@ __all__ = [
     "OperatorAuditEvent",
     "OperatorKey",
     "RateCard",
+    "ResponseEventRecord",
+    "ResponseRecord",
     "Run",
     "RunEventRecord",
     "Tenant",
