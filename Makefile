@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PARTS := -e ./accelerator -e ./agents -e ./sdk -e ./platform
 
-.PHONY: install up test lint clean
+.PHONY: install compat-venvs up test lint clean
 
 $(STAMP): pyproject.toml accelerator/pyproject.toml agents/pyproject.toml platform/pyproject.toml sdk/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Switchyard needs Python 3.11 or newer")'
@@ -14,7 +14,17 @@ $(STAMP): pyproject.toml accelerator/pyproject.toml agents/pyproject.toml platfo
 	$(BIN)/python -m pip install --quiet $(PARTS) -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+## Client libraries whose pins clash with ours, each in a virtual environment of its own (tests/compat runs them).
+COMPAT := .venv-compat
+$(COMPAT)/instructor/.installed: tests/compat/clients/instructor.txt
+	$(PYTHON) -m venv $(COMPAT)/instructor
+	$(COMPAT)/instructor/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT)/instructor/bin/python -m pip install --quiet -r tests/compat/clients/instructor.txt
+	touch $@
+
+compat-venvs: $(COMPAT)/instructor/.installed
+
+install: $(STAMP) compat-venvs
 
 ## Start the platform on the embedded defaults (SQLite database and broker in ./.switchyard).
 up: $(STAMP)
@@ -33,4 +43,4 @@ lint: $(STAMP)
 	$(BIN)/mypy -p switchyard.sdk -p switchyard.accelerator -p switchyard.platform -p switchyard.agents
 
 clean:
-	rm -rf $(VENV) .switchyard
+	rm -rf $(VENV) $(COMPAT) .switchyard
