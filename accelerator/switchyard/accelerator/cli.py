@@ -17,6 +17,7 @@ from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.hardware import get_instance
 from switchyard.accelerator.metrics import RunSummary, summarize
+from switchyard.accelerator.models import load_model_config
 from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.report import format_table, html_report
 from switchyard.accelerator.requests import Request
@@ -26,6 +27,25 @@ from switchyard.accelerator.workloads import parse_workload, scale_rate
 __all__ = ["simulate"]
 
 _WEIGHTS = click.Choice([p.value for p in Precision])
+_MODEL_HELP = "Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct (or the name of --model-config)"
+_MODEL_CONFIG = click.option(
+    "--model-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="a Hugging Face config.json for a model not in the catalog (served as --model, else its folder's name)",
+)
+
+
+def _model_name(model: str | None, model_config: Path | None) -> str:
+    """The model to simulate: `--model-config` registers its config (named `--model` when given)."""
+    if model_config is not None:
+        try:
+            return load_model_config(model_config, name=model).name
+        except (SimulatorError, ValueError, OSError) as exc:
+            raise click.ClickException(f"{model_config}: {exc}") from exc
+    if model is None:
+        raise click.UsageError("give --model, or --model-config with a config.json")
+    return model
 
 
 @click.group(name="simulate")
@@ -34,7 +54,8 @@ def simulate() -> None:
 
 
 @simulate.command()
-@click.option("--model", required=True, help="Hugging Face id, e.g. meta-llama/Llama-2-70b-hf")
+@click.option("--model", default=None, help=_MODEL_HELP)
+@_MODEL_CONFIG
 @click.option("--instance", required=True, help="AWS instance type, e.g. trn1.32xlarge")
 @click.option("--tp", type=int, required=True, help="tensor-parallel degree (NeuronCores on trn1/inf2)")
 @click.option("--batch", type=int, default=1, show_default=True)
@@ -47,7 +68,8 @@ def simulate() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def point(
-    model: str,
+    model: str | None,
+    model_config: Path | None,
     instance: str,
     tp: int,
     batch: int,
@@ -59,9 +81,10 @@ def point(
     as_json: bool,
 ) -> None:
     """Latency and throughput of one static batch (the published benchmarks' methodology)."""
+    name = _model_name(model, model_config)
     try:
         r = simulate_point(
-            model, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel, stack=stack
+            name, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel, stack=stack
         )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -108,7 +131,8 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 
 
 @simulate.command()
-@click.option("--model", required=True)
+@click.option("--model", default=None, help=_MODEL_HELP)
+@_MODEL_CONFIG
 @click.option("--instance", required=True)
 @click.option("--replicas", type=int, default=1, show_default=True)
 @click.option("--tp", type=int, required=True)
@@ -131,7 +155,8 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--report", "report_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def run(
-    model: str,
+    model: str | None,
+    model_config: Path | None,
     instance: str,
     replicas: int,
     tp: int,
@@ -157,6 +182,7 @@ def run(
     With --decode-instance the fleet is disaggregated: the --instance pool runs prefills, KV caches cross
     the network, and the decode pool generates.
     """
+    model = _model_name(model, model_config)
     config = EngineConfig(max_batch=max_batch, fair_share=fair_share)
     try:
         dep = make_deployment(model, instance, tp, weights)
@@ -208,7 +234,8 @@ def _serve(
 
 
 @simulate.command()
-@click.option("--model", required=True)
+@click.option("--model", default=None, help=_MODEL_HELP)
+@_MODEL_CONFIG
 @click.option("--workload", required=True, help="trace CSV, or poisson:/bursty:/agentic: spec")
 @click.option(
     "--fleet", "fleets", multiple=True, required=True, help="instance[:tp=N][:replicas=R][:weights=W]; repeat"
@@ -218,7 +245,8 @@ def _serve(
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 def compare(
-    model: str,
+    model: str | None,
+    model_config: Path | None,
     workload: str,
     fleets: tuple[str, ...],
     rate_scale: float,
@@ -227,6 +255,7 @@ def compare(
     slo_tpot_ms: float | None,
 ) -> None:
     """Serve one workload on several fleets and print latency, goodput and price-performance side by side."""
+    model = _model_name(model, model_config)
     try:
         requests = scale_rate(parse_workload(workload), rate_scale)
         plans = [(spec, *_parse_fleet(model, spec)) for spec in fleets]

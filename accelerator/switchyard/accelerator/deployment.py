@@ -101,8 +101,8 @@ def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]
     heads, kv = model.num_heads, model.num_kv_heads
     valid = [t for t in range(1, inst.max_tp + 1) if heads % t == 0 and (kv % t == 0 or t % kv == 0)]
     if inst.chip.static_shapes:
-        if tp > heads:
-            raise ConfigurationError(f"tp={tp} exceeds the {heads} attention heads of {model.name}")
+        # NxD Inference pads the query heads to a multiple of TP (with TP above the head count every rank gets
+        # one, some of them padding) and replicates KV heads so every rank holds one: Llama 4 (40 heads) at TP64.
         return math.ceil(heads / tp) * tp, max(tp, math.ceil(kv / tp) * tp)
     if heads % tp or (kv % tp and tp % kv):
         raise ConfigurationError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -11,7 +11,7 @@ from typing import Any
 
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
 
-__all__ = ["ModelConfig", "get_model", "list_models", "load_model_config", "register_model"]
+__all__ = ["ModelConfig", "get_model", "list_models", "load_model_config", "model_aliases", "register_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,7 @@ class ModelConfig:
     source: str = ""
     encoder: bool = False  # a BERT-family encoder: bidirectional attention, a plain two-matrix MLP
     pooling: str = ""  # embedding models: "cls" (first token) or "last_token"; "" for a language model
+    gated_mlp: bool = True  # gate, up and down projections (Llama); False: up and down only (BERT, GPT-J)
 
     @property
     def is_embedding(self) -> bool:
@@ -69,8 +70,8 @@ class ModelConfig:
         return 3 * self.hidden_size * self.moe_intermediate_size
 
     def dense_mlp_params(self) -> int:
-        """Gated MLP (gate, up, down) of a decoder; an encoder's MLP is up and down only."""
-        return (2 if self.encoder else 3) * self.hidden_size * self.intermediate_size
+        """Gated MLP (gate, up, down), or up and down only (BERT encoders, GPT-J)."""
+        return (3 if self.gated_mlp else 2) * self.hidden_size * self.intermediate_size
 
     def layer_params(self, heads: int | None = None, kv_heads: int | None = None) -> tuple[int, int]:
         """(always-read parameters, routed-expert parameters) summed over all layers."""
@@ -109,15 +110,37 @@ class ModelConfig:
 
 
 ENCODER_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
+# Decoders whose MLP is fc_in/fc_out with no gate (their configs' MLP width is `n_inner`, default 4 x hidden).
+UNGATED_MODEL_TYPES = ENCODER_MODEL_TYPES | {"gptj", "gpt2", "gpt_neox", "gpt_bigcode", "opt", "falcon"}
+# GPT-style configs name the same fields differently; the Llama-style name wins when both are present.
+_FIELD_SYNONYMS = {
+    "hidden_size": ("n_embd", "d_model"),
+    "num_hidden_layers": ("n_layer", "num_layers"),
+    "num_attention_heads": ("n_head",),
+    "num_key_value_heads": ("num_kv_heads", "n_head_kv"),
+    "intermediate_size": ("n_inner", "ffn_dim"),
+    "max_position_embeddings": ("n_positions",),
+}
+
+
+def _normalised(c: dict[str, Any]) -> dict[str, Any]:
+    out = dict(c)
+    for field_name, synonyms in _FIELD_SYNONYMS.items():
+        if out.get(field_name) is None:
+            out[field_name] = next((c[s] for s in synonyms if c.get(s) is not None), None)
+            if out[field_name] is None:
+                del out[field_name]
+    return out
 
 
 def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelConfig:
     """Build a ModelConfig from a Hugging Face config.json dictionary (uses `text_config` if nested)."""
-    c = cfg.get("text_config", cfg)
+    c = _normalised(cfg.get("text_config", cfg))
     try:
         hidden = int(c["hidden_size"])
         layers = int(c["num_hidden_layers"])
         heads = int(c["num_attention_heads"])
+        vocab = int(c["vocab_size"])
     except KeyError as exc:
         raise ConfigurationError(f"config for {name!r} lacks required field {exc.args[0]!r}") from exc
     experts = int(c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts") or 0)
@@ -138,7 +161,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         num_kv_heads=int(c.get("num_key_value_heads") or heads),
         head_dim=head_dim,
         intermediate_size=inter,
-        vocab_size=int(c["vocab_size"]),
+        vocab_size=vocab,
         max_position_embeddings=int(c.get("max_position_embeddings") or 4096),
         num_experts=experts,
         experts_per_token=int(c.get("num_experts_per_tok") or 0),
@@ -153,13 +176,36 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         source=source,
         encoder=c.get("model_type") in ENCODER_MODEL_TYPES,
         pooling=str(cfg.get("pooling") or ""),
+        gated_mlp=c.get("model_type") not in UNGATED_MODEL_TYPES,
     )
 
 
 @cache
+def _catalog() -> dict[str, Any]:
+    raw: dict[str, Any] = json.loads(
+        resources.files("switchyard.accelerator").joinpath("data/models.json").read_text("utf-8")
+    )
+    return raw
+
+
+@cache
 def _registry() -> dict[str, ModelConfig]:
-    raw = json.loads(resources.files("switchyard.accelerator").joinpath("data/models.json").read_text("utf-8"))
-    return {m["name"]: from_hf_config(m["name"], m, m["source"]) for m in raw["models"]}
+    return {m["name"]: from_hf_config(m["name"], m, m["source"]) for m in _catalog()["models"]}
+
+
+@cache
+def _alias_table() -> dict[str, dict[str, Any]]:
+    return {a["name"]: a for a in _catalog()["aliases"]}
+
+
+def model_aliases() -> dict[str, str]:
+    """Every published id the catalog serves through another entry's architecture: id -> architecture.
+
+    `-Instruct`, chat, dated and distilled releases share their base model's config.json shape; each entry of
+    `data/models.json`'s alias table names the config it was checked against (`source`) and any field that
+    differs (e.g. the 2507 Qwen3 releases' 262,144-token context).
+    """
+    return {name: a["architecture"] for name, a in _alias_table().items()}
 
 
 def register_model(model: ModelConfig) -> ModelConfig:
@@ -177,11 +223,17 @@ def load_model_config(path: str | Path, name: str | None = None) -> ModelConfig:
 
 
 def get_model(name: str) -> ModelConfig:
-    """The model with Hugging Face id `name`; raises UnknownNameError listing close matches."""
+    """The model with Hugging Face id `name` (an architecture of the catalog, a registered config, or a published
+    id of the alias table, answered under its own name); raises UnknownNameError listing close matches."""
     models = _registry()
-    if name not in models:
-        raise UnknownNameError("model", name, models)
-    return models[name]
+    if name in models:
+        return models[name]
+    alias = _alias_table().get(name)
+    if alias is None:
+        raise UnknownNameError("model", name, [*models, *_alias_table()])
+    base = models[alias["architecture"]]
+    overrides = {k: v for k, v in alias.items() if k in ("max_position_embeddings",)}
+    return replace(base, name=name, source=f"{alias['source']} (architecture of {base.name})", **overrides)
 
 
 def list_models() -> list[ModelConfig]:
