@@ -69,6 +69,7 @@ def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, c
     unrated = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
     assert unrated.exit_code == 1
     assert "4 usage events are pending, not rated" in unrated.output
+    assert "usage events: 4 (0 rated, 4 pending); 0 on finalized invoices, 4 not invoiced yet" in unrated.output
 
     tasks = create_celery(Settings(data_dir=tmp_path / "data", database_url=database_url)).tasks
     assert tasks["billing.rate_events"].apply().get() == {"rated": 4, "unpriced": 0}
@@ -79,7 +80,7 @@ def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, c
     clean = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
     assert clean.exit_code == 0, clean.output
     assert "attributed 6,000,003 chip-us, fleet busy 6,000,003" in clean.output
-    assert "4 billed, 0 unbilled" in clean.output
+    assert "usage events: 4 (4 rated); 4 on finalized invoices, 0 not invoiced yet" in clean.output
     assert "OK: no discrepancies" in clean.output
 
     async def tamper(database: Database) -> None:
@@ -100,6 +101,20 @@ def test_jobs_then_reconcile_clean_then_tampering_is_caught(database_url: str, c
     assert "sum of lines" in broken.output
     assert "its events sum to 6000010" in broken.output
     assert cli.invoke(main, ["billing", "reconcile", "--period", "2026-13"]).exit_code == 2
+
+
+def test_rated_events_of_a_month_not_invoiced_yet_are_counted_as_rated(
+    database_url: str, cli: CliRunner, tmp_path: Path
+) -> None:
+    """Issue 17: a month rated but not finalized yet printed "0 billed, 4 unbilled", as if nothing were rated."""
+    run(database_url, _month_of_usage)
+    tasks = create_celery(Settings(data_dir=tmp_path / "data", database_url=database_url)).tasks
+    assert tasks["billing.rate_events"].apply().get() == {"rated": 4, "unpriced": 0}
+
+    report = cli.invoke(main, ["billing", "reconcile", "--period", "2026-11"])
+    assert report.exit_code == 0, report.output
+    assert "usage events: 4 (4 rated); 0 on finalized invoices, 4 not invoiced yet" in report.output
+    assert "unbilled" not in report.output
 
 
 def test_usage_without_fleet_busy_time_is_a_discrepancy_not_a_skipped_check(database_url: str, cli: CliRunner) -> None:

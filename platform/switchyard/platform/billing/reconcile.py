@@ -50,8 +50,11 @@ class ReconciliationReport:
     receipted_chip_us: dict[str, int] = field(default_factory=dict)
     lost: list[LostCompute] = field(default_factory=list)
     events: int = 0
+    events_by_status: dict[str, int] = field(default_factory=dict)
     billed_events: int = 0
+    """Events on a line of a finalized invoice."""
     unbilled_events: int = 0
+    """Events on no invoice line yet: rated ones wait for their month's invoices to be finalized."""
     invoices_checked: int = 0
     discrepancies: list[str] = field(default_factory=list)
 
@@ -64,10 +67,19 @@ class ReconciliationReport:
         """Whether any compute was recorded or billed this month (the compute check ran on something)."""
         return bool(self.attributed_chip_us or self.fleet_busy_chip_us or self.receipted_chip_us)
 
+    @property
+    def status_summary(self) -> str:
+        """How many events are rated, then how many are in each other status (``8 rated`` or ``0 rated, 4 pending``)."""
+        others = sorted((status, count) for status, count in self.events_by_status.items() if status != "rated")
+        return ", ".join([f"{self.events_by_status.get('rated', 0)} rated", *(f"{n} {status}" for status, n in others)])
+
     def render(self) -> str:
         """A plain-text report for the terminal."""
         lines = [f"Reconciliation of {period_label(self.period_start)} (UTC)"]
-        lines.append(f"  usage events: {self.events} ({self.billed_events} billed, {self.unbilled_events} unbilled)")
+        lines.append(
+            f"  usage events: {self.events} ({self.status_summary}); {self.billed_events} on finalized invoices, "
+            f"{self.unbilled_events} not invoiced yet"
+        )
         lost_by_instance: dict[str, int] = {}
         for item in self.lost:
             lost_by_instance[item.instance_type] = lost_by_instance.get(item.instance_type, 0) + item.chip_us
@@ -110,6 +122,7 @@ async def reconcile(session: AsyncSession, *, period_start: datetime) -> Reconci
     )
     for status, count, billed in status_counts.all():
         report.events += int(count)
+        report.events_by_status[status] = int(count)
         report.billed_events += int(billed)
         if status != "rated":
             report.discrepancies.append(f"{count} usage events are {status}, not rated")
