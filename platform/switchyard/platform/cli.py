@@ -81,9 +81,11 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
     click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\n")
     env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
     children: list[subprocess.Popen[bytes]] = []  # stopped in reverse order: worker, then fleet
-    # uvicorn shuts down on SIGTERM, then raises it again with the previous handler in place: make that handler
-    # unwind this function, so the fleet and the embedded worker are stopped rather than left without a parent.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # uvicorn shuts down on SIGTERM or SIGINT, then raises it again with the previous handler in place: make that
+    # handler unwind this function, so the fleet and the embedded worker are stopped rather than left without a
+    # parent, and exit 0: a stop that was asked for is no failure (`make up` reported it as "Error 143").
+    signal.signal(signal.SIGTERM, _stop_when_asked)
+    signal.signal(signal.SIGINT, _stop_when_asked)
     try:
         if not settings.fleet_url:  # no fleet process configured: run one for this installation
             settings = settings.model_copy(update={"fleet_url": f"http://127.0.0.1:{_free_port()}"})
@@ -129,8 +131,8 @@ def _wait_for_fleet(url: str, process: subprocess.Popen[bytes], timeout_s: float
     raise click.ClickException(f"the fleet process did not answer at {url} within {timeout_s:.0f} s")
 
 
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+def _stop_when_asked(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _serve(settings: Settings, workers: int = 1) -> None:
