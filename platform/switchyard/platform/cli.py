@@ -69,6 +69,7 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
         click.echo("\nThese keys are shown once; keep them.")
         click.echo(f"  operator key:           {first.operator_key}")
         click.echo(f"  demo tenant {first.tenant_id} owner key: {first.tenant_key}")
+        click.echo(f"  console sign-in:        {first.owner_email}  password: {first.owner_password}")
         click.echo("\nTry it:")
         click.echo(f"  curl -s -H 'Authorization: Bearer {first.tenant_key}' {url}/v1/members")
         body = '{"model": "meta-llama/Llama-3.1-8B-Instruct", "messages": [{"role": "user", "content": "Hello"}]}'
@@ -78,7 +79,7 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
         )
     else:
         click.echo("Keys were printed at first start; make more with `switchyard key create`.")
-    click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\n")
+    click.echo(f"\nAPI:      {url}\nAPI docs: {url}/schema\nConsole:  {url}/console\n")
     env = {**os.environ, "SWITCHYARD_DATA_DIR": str(settings.data_dir)}
     children: list[subprocess.Popen[bytes]] = []  # stopped in reverse order: worker, then fleet
     # uvicorn shuts down on SIGTERM or SIGINT, then raises it again with the previous handler in place: make that
@@ -295,15 +296,18 @@ def tenant() -> None:
 def tenant_create(name: str, owner_email: str | None) -> None:
     """Create tenant NAME and print its owner API key (shown once)."""
     from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.console.passwords import first_owner_password
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.tenants.service import create_tenant
 
     async def make(database: Any) -> Any:
         async with database.unit_of_work(UNSCOPED) as session:
-            return await create_tenant(session, actor=CLI_ACTOR, name=name, owner_email=owner_email)
+            created = await create_tenant(session, actor=CLI_ACTOR, name=name, owner_email=owner_email)
+            return created, await first_owner_password(session, tenant_id=created.id)
 
-    created = _run(make, _settings())
+    created, (email, password) = _run(make, _settings())
     click.echo(f"tenant:    {created.id}\nowner key: {created.owner_key.value}")
+    click.echo(f"console:   sign in as {email} with the one-time password {password}")
 
 
 @main.group()
@@ -316,21 +320,31 @@ def key() -> None:
 @click.option("--role", type=click.Choice(["owner", "admin", "developer", "viewer"]), default="developer")
 @click.option("--operator", is_flag=True, help="Create an operator key instead of a tenant key.")
 @click.option("--name", default="", help="A label for the key.")
-def key_create(tenant_id: str | None, role: str, operator: bool, name: str) -> None:
+@click.option(
+    "--if-none",
+    is_flag=True,
+    help="With --operator: only if the installation has no operator key yet (its first start); print nothing "
+    "otherwise.",
+)
+def key_create(tenant_id: str | None, role: str, operator: bool, name: str, if_none: bool) -> None:
     """Create an API key and print it (shown once)."""
     from switchyard.platform.api_keys.service import create_key
     from switchyard.platform.auth import Role
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED, TenantScope
     from switchyard.platform.models import Tenant
-    from switchyard.platform.tenants.service import create_operator_key
+    from switchyard.platform.tenants.service import create_operator_key, list_operator_keys
 
     if operator == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant ID or --operator")
+    if if_none and not operator:
+        raise click.UsageError("--if-none goes with --operator")
 
     async def make(database: Any) -> str:
         async with database.unit_of_work(UNSCOPED) as session:
             if operator:
+                if if_none and await list_operator_keys(session):
+                    return ""
                 return await create_operator_key(session, actor=CLI_ACTOR, name=name or "cli")
             if await session.get(Tenant, tenant_id) is None:
                 raise click.ClickException(f"no tenant {tenant_id!r}")
@@ -344,7 +358,50 @@ def key_create(tenant_id: str | None, role: str, operator: bool, name: str) -> N
             )
             return created.value
 
-    click.echo(_run(make, _settings()))
+    created = _run(make, _settings())
+    if created:
+        click.echo(created)
+    else:
+        click.echo("an operator key exists already: none created (`switchyard key list --operator`)", err=True)
+
+
+@key.command("list")
+@click.option("--operator", is_flag=True, required=True, help="List operator keys (tenant keys: GET /v1/api-keys).")
+def key_list(operator: bool) -> None:
+    """List operator keys: id, the key's visible prefix, name, created and revoked times (never a secret)."""
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.tenants.service import list_operator_keys
+
+    async def rows(database: Any) -> list[Any]:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await list_operator_keys(session)
+
+    for row in _run(rows, _settings()):
+        revoked = f"revoked {row.revoked_at:%Y-%m-%d %H:%M:%S}" if row.revoked_at else "active"
+        click.echo(
+            f"{row.id}  sy_{row.short_id}_…  {row.name or '-'}  created {row.created_at:%Y-%m-%d %H:%M:%S}  {revoked}"
+        )
+
+
+@key.command("revoke")
+@click.argument("key_id")
+def key_revoke(key_id: str) -> None:
+    """Revoke operator key KEY_ID (opk_...; tenant keys: DELETE /v1/api-keys/{id}). Each API process stops
+    accepting it within SWITCHYARD_AUTH_CACHE_SECONDS."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.http.errors import NotFound
+    from switchyard.platform.tenants.service import revoke_operator_key
+
+    async def revoke(database: Any) -> Any:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await revoke_operator_key(session, actor=CLI_ACTOR, key_id=key_id)
+
+    try:
+        row = _run(revoke, _settings())
+    except NotFound as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{row.id} revoked at {row.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
 @main.command()

@@ -14,10 +14,17 @@ from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
-from switchyard.platform.models import Member, OperatorKey, Tenant
+from switchyard.platform.models import Member, OperatorKey, Tenant, utc_now
 from switchyard.platform.tenants.schemas import TenantCreated, TenantPublic
 
-__all__ = ["create_operator_key", "create_tenant", "get_tenant", "list_tenants"]
+__all__ = [
+    "create_operator_key",
+    "create_tenant",
+    "get_tenant",
+    "list_operator_keys",
+    "list_tenants",
+    "revoke_operator_key",
+]
 
 
 async def create_tenant(session: AsyncSession, *, actor: Actor, name: str, owner_email: str | None) -> TenantCreated:
@@ -68,3 +75,28 @@ async def create_operator_key(session: AsyncSession, *, actor: Actor, name: str)
     )
     await session.flush()
     return issued.plaintext
+
+
+async def list_operator_keys(session: AsyncSession) -> list[OperatorKey]:
+    """Every operator key, revoked ones included, oldest first."""
+    rows = await session.execute(select(OperatorKey).order_by(col(OperatorKey.created_at), col(OperatorKey.id)))
+    return list(rows.scalars())
+
+
+async def revoke_operator_key(session: AsyncSession, *, actor: Actor, key_id: str) -> OperatorKey:
+    """Revoke an operator key (effective within ``SWITCHYARD_AUTH_CACHE_SECONDS``); a revoked key stays revoked."""
+    row = await session.get(OperatorKey, key_id)
+    if row is None:
+        raise NotFound(f"no operator key {key_id!r}", param="key_id")
+    if row.revoked_at is None:
+        row.revoked_at = utc_now()
+        record_operator(
+            session,
+            actor=actor,
+            action="operator_key.revoke",
+            target_type="operator_key",
+            target_id=row.id,
+            details={"name": row.name, "short_id": row.short_id},
+        )
+        await session.flush()
+    return row
