@@ -22,6 +22,7 @@ from switchyard.platform.billing.controllers import (
     RateCardAdminController,
     UsageController,
 )
+from switchyard.platform.console import console_router
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ThreadController,
             RunController,
             ThreadAndRunController,
+            console_router,
         ],
         dependencies=dependencies(),
         middleware=[

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 
 from switchyard.platform.auth.principal import Actor
+from switchyard.platform.console.passwords import first_owner_password
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import OperatorKey
 from switchyard.platform.tenants.service import create_operator_key, create_tenant
@@ -21,6 +22,9 @@ class FirstStart:
     operator_key: str
     tenant_id: str
     tenant_key: str
+    owner_email: str
+    owner_password: str
+    """The demo owner's one-time console password, printed once."""
 
 
 async def bootstrap(database: Database) -> FirstStart | None:
@@ -30,4 +34,5 @@ async def bootstrap(database: Database) -> FirstStart | None:
             return None
         operator_key = await create_operator_key(session, actor=CLI_ACTOR, name="first start")
         tenant = await create_tenant(session, actor=CLI_ACTOR, name="Demo", owner_email="owner@demo.example")
-    return FirstStart(operator_key, tenant.id, tenant.owner_key.value)
+        email, password = await first_owner_password(session, tenant_id=tenant.id)
+    return FirstStart(operator_key, tenant.id, tenant.owner_key.value, email, password)

@@ -10,6 +10,7 @@ from switchyard.platform.models.base import TenantOwned, utc_now
 from switchyard.platform.models.budget import Budget
 from switchyard.platform.models.budget_alert import BudgetAlert
 from switchyard.platform.models.budget_reservation import BudgetReservation
+from switchyard.platform.models.console_session import ConsoleSession
 from switchyard.platform.models.conversation import Conversation, ConversationItem
 from switchyard.platform.models.credit import Credit
 from switchyard.platform.models.fleet_busy import FleetBusy
@@ -18,6 +19,7 @@ from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
 from switchyard.platform.models.invoice_line import InvoiceLine
 from switchyard.platform.models.member import Member
+from switchyard.platform.models.member_password import MemberPassword
 from switchyard.platform.models.operator_audit_event import OperatorAuditEvent
 from switchyard.platform.models.operator_key import OperatorKey
 from switchyard.platform.models.rate_card import RateCard
@@ -38,6 +40,7 @@ __all__ = [
     "Budget",
     "BudgetAlert",
     "BudgetReservation",
+    "ConsoleSession",
     "Conversation",
     "ConversationItem",
     "Credit",
@@ -47,6 +50,7 @@ __all__ = [
     "Invoice",
     "InvoiceLine",
     "Member",
+    "MemberPassword",
     "OperatorAuditEvent",
     "OperatorKey",
     "RateCard",

@@ -1,0 +1,194 @@
+"""Sign-in and sign-out. Failed sign-ins are rate-limited (per email and per client address) and audited."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from typing import Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.datastructures import Cookie
+from litestar.response import Redirect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchyard.platform.audit.service import record
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.console.edge import (
+    CONSOLE_PREFIX,
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    USER_KEY,
+    console_access,
+    console_user,
+)
+from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, verify_password
+from switchyard.platform.console.render import SECURITY_HEADERS, render
+from switchyard.platform.console.sessions import SESSION_LIFETIME, end_session, find_sign_in_candidates, start_session
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.deps import DbSession
+from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.limits import LimitsUnavailable, RateLimiter
+
+__all__ = ["SignInController"]
+
+log = logging.getLogger(__name__)
+
+FAILURES_PER_EMAIL = 5  # attempts per email address per window; a success gives its attempt back
+FAILURES_PER_CLIENT = 30  # attempts per client address per window
+FAILURE_WINDOW_S = 300.0
+_SIGNED_OUT_NOTICE = "You are signed out."
+
+
+def _safe_next(value: Any) -> str:
+    """Only a path inside the console: never another site (``//evil``) or a scheme."""
+    if (
+        isinstance(value, str)
+        and value.startswith(CONSOLE_PREFIX)
+        and not any(bad in value for bad in ("//", "\\", "\n", "\r"))
+    ):
+        return value
+    return f"{CONSOLE_PREFIX}/"
+
+
+def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
+    return Cookie(
+        key=key,
+        value=value,
+        path=CONSOLE_PREFIX,
+        max_age=max_age,
+        httponly=True,
+        secure=True,  # browsers keep Secure cookies of http://127.0.0.1 and localhost too; anything else is https
+        samesite="lax",
+    )
+
+
+def _limiter(request: Request[Any, Any, Any]) -> RateLimiter:
+    """The process's rate limiter (in Redis when ``SWITCHYARD_REDIS_URL`` is set): the admission's own."""
+    limiter: RateLimiter = request.app.state.gateway.admission.rates
+    return limiter
+
+
+def _limit_keys(request: Request[Any, Any, Any], email: str) -> list[tuple[str, int]]:
+    client = request.client.host if request.client else "unknown"
+    digest = hashlib.sha256(email.encode()).hexdigest()[:32]
+    return [
+        (f"console-sign-in:email:{digest}", FAILURES_PER_EMAIL),
+        (f"console-sign-in:client:{client}", FAILURES_PER_CLIENT),
+    ]
+
+
+def _sign_in_page(
+    request: Request[Any, Any, Any], *, status_code: int = 200, error: str | None = None, **context: Any
+) -> Response[str]:
+    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+    response = render(
+        request,
+        "sign_in.html",
+        status_code=status_code,
+        error=error,
+        csrf_token=token,
+        next=_safe_next(context.pop("next", request.query_params.get("next"))),
+        **context,
+    )
+    response.set_cookie(_cookie(request, CSRF_COOKIE, token, None))
+    return response
+
+
+class SignInController(Controller):
+    path = "/"
+
+    @get("/sign-in", opt=console_access("public"))
+    async def sign_in_form(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        if request.scope.get(USER_KEY) is not None:  # type: ignore[call-overload,unused-ignore]
+            return Redirect(_safe_next(request.query_params.get("next")), status_code=303)  # already signed in
+        notice = _SIGNED_OUT_NOTICE if request.query_params.get("signed_out") else None
+        return _sign_in_page(request, notice=notice)
+
+    @post("/sign-in", opt=console_access("public"), status_code=303)
+    async def sign_in(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        database: Database = request.app.state.database
+        async with database.unit_of_work(UNSCOPED) as session:  # the email decides the tenant: not the cookie's
+            return await self._sign_in(request, session)
+
+    async def _sign_in(self, request: Request[Any, Any, Any], db_session: AsyncSession) -> Response[Any]:
+        form = await request.form()
+        email = str(form.get("email", "")).strip().lower()[:320]
+        password = str(form.get("password", ""))[:MAX_PASSWORD_LENGTH]
+        next_path = _safe_next(form.get("next"))
+        limiter = _limiter(request)
+        spent: list[tuple[str, int]] = []
+        try:
+            for key, rate in _limit_keys(request, email):
+                decision = await limiter.hit(key, rate=rate, period_s=FAILURE_WINDOW_S)
+                if not decision.allowed:
+                    for done, done_rate in spent:
+                        await limiter.refund(done, rate=done_rate, period_s=FAILURE_WINDOW_S)
+                    log.warning("console sign-in refused: too many attempts (%s)", key.split(":")[1])
+                    wait = int(decision.retry_after_s) + 1
+                    return _sign_in_page(
+                        request,
+                        status_code=429,
+                        error=f"Too many sign-in attempts. Try again in {wait} seconds.",
+                        email=email,
+                        next=next_path,
+                        headers={"retry-after": str(wait)},
+                    )
+                spent.append((key, rate))
+        except LimitsUnavailable:
+            return _sign_in_page(request, status_code=503, error="Sign-in is unavailable right now.", email=email)
+        candidates = await find_sign_in_candidates(db_session, email) if email else []
+        member = None
+        for candidate, password_hash in candidates:
+            if verify_password(password_hash, password):
+                member = candidate
+                break
+        if not candidates:
+            verify_password(None, password)  # the same work as for a known email: no timing hint
+        actor = Actor(key_id=member.id if member else "console", request_id=request_id_of(request.scope))
+        if member is None:
+            for candidate, _ in candidates:  # each tenant sees the failed attempts on its members
+                record(
+                    db_session,
+                    tenant_id=candidate.tenant_id,
+                    actor=actor,
+                    action="console.sign_in_failed",
+                    target_type="member",
+                    target_id=candidate.id,
+                    details={"client": request.client.host if request.client else None},
+                )
+            if not candidates:
+                log.info("console sign-in failed for an unknown email")
+            return _sign_in_page(
+                request, status_code=401, error="Wrong email or password.", email=email, next=next_path
+            )
+        for key, rate in spent:  # a success does not count against the allowance
+            await limiter.refund(key, rate=rate, period_s=FAILURE_WINDOW_S)
+        token, row = await start_session(db_session, member=member)
+        record(
+            db_session,
+            tenant_id=member.tenant_id,
+            actor=actor,
+            action="console.sign_in",
+            target_type="console_session",
+            target_id=row.id,
+        )
+        response: Response[Any] = Redirect(next_path, status_code=303, headers=SECURITY_HEADERS)
+        response.set_cookie(_cookie(request, SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds())))
+        return response
+
+    @post("/sign-out", opt=console_access("signed_in"), status_code=303)
+    async def sign_out(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[Any]:
+        user = console_user(request)
+        await end_session(db_session, scope=user.scope, session_id=user.session_id)
+        record(
+            db_session,
+            tenant_id=user.scope.tenant_id,
+            actor=Actor(key_id=user.member_id, request_id=request_id_of(request.scope)),
+            action="console.sign_out",
+            target_type="console_session",
+            target_id=user.session_id,
+        )
+        response: Response[Any] = Redirect(f"{CONSOLE_PREFIX}/sign-in?signed_out=1", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path=CONSOLE_PREFIX)
+        return response

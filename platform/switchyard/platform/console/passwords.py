@@ -1,0 +1,98 @@
+"""Console passwords: argon2id hashes (``argon2-cffi``), one per member; the plaintext is never stored."""
+
+from __future__ import annotations
+
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.db import TenantScope
+from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.models import Member, MemberPassword, utc_now
+
+__all__ = [
+    "MAX_PASSWORD_LENGTH",
+    "MIN_PASSWORD_LENGTH",
+    "check_new_password",
+    "first_owner_password",
+    "hash_password",
+    "issue_one_time_password",
+    "password_needs_rehash",
+    "set_password",
+    "verify_password",
+]
+
+MIN_PASSWORD_LENGTH = 12
+MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one request can ask for
+
+_hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str | None, password: str) -> bool:
+    """Whether ``password`` matches; with no hash it still spends the same time (no timing hint of unknown emails)."""
+    try:
+        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def password_needs_rehash(password_hash: str) -> bool:
+    return _hasher.check_needs_rehash(password_hash)
+
+
+def check_new_password(password: str) -> None:
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise InvalidRequest(
+            f"a password has {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters",
+            param="password",
+            code="invalid_value",
+        )
+
+
+async def set_password(session: AsyncSession, *, scope: TenantScope, member_id: str, password: str) -> None:
+    """Set (or replace) a member's console password."""
+    check_new_password(password)
+    row = (
+        await session.execute(
+            select(MemberPassword).where(
+                col(MemberPassword.tenant_id) == scope.tenant_id, col(MemberPassword.member_id) == member_id
+            )
+        )
+    ).scalar_one_or_none()
+    if row is None:
+        row = MemberPassword(tenant_id=scope.tenant_id, member_id=member_id, password_hash="")
+        session.add(row)
+    row.password_hash = hash_password(password)
+    row.updated_at = utc_now()
+    await session.flush()
+
+
+async def issue_one_time_password(session: AsyncSession, *, scope: TenantScope, member_id: str) -> str:
+    """A random password for a member (the first owner at ``switchyard up``), returned to be printed once."""
+    password = secrets.token_urlsafe(18)
+    await set_password(session, scope=scope, member_id=member_id, password=password)
+    return password
+
+
+async def first_owner_password(session: AsyncSession, *, tenant_id: str) -> tuple[str, str]:
+    """A one-time console password for a new tenant's first owner: ``(email, password)``, to be printed once."""
+    owner = (
+        await session.execute(
+            select(Member)
+            .where(col(Member.tenant_id) == tenant_id, col(Member.role) == Role.OWNER.value)
+            .order_by(col(Member.created_at), col(Member.id))
+            .limit(1)
+        )
+    ).scalar_one()
+    password = await issue_one_time_password(session, scope=TenantScope(tenant_id), member_id=owner.id)
+    return owner.email, password

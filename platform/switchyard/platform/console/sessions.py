@@ -1,0 +1,129 @@
+"""Server-side console sessions: a random cookie secret whose SHA-256 finds the session row.
+
+A session belongs to one member of one tenant and acts with that member's *current* role (read on every
+request, so a role change or removal takes effect at once). It ends at sign-out, after ``SESSION_LIFETIME``,
+or after ``IDLE_TIMEOUT`` without a request. Sessions are no API credential: the API reads bearer keys only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.models import ConsoleSession, Member, MemberPassword, Tenant, utc_now
+
+__all__ = [
+    "IDLE_TIMEOUT",
+    "SESSION_LIFETIME",
+    "ConsoleUser",
+    "end_session",
+    "find_sign_in_candidates",
+    "resolve_session",
+    "start_session",
+]
+
+SESSION_LIFETIME = timedelta(hours=12)
+IDLE_TIMEOUT = timedelta(hours=1)
+_TOUCH_AFTER = timedelta(minutes=1)  # last_seen_at is written at most once a minute per session
+MAX_MEMBERSHIPS_TRIED = 10  # an email in more tenants than this signs in to its oldest ten only
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleUser:
+    """The signed-in member behind a console request."""
+
+    session_id: str
+    member_id: str
+    email: str
+    role: Role
+    scope: TenantScope
+    tenant_name: str
+    csrf_token: str
+
+
+def _sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def find_sign_in_candidates(session: AsyncSession, email: str) -> list[tuple[Member, str | None]]:
+    """The memberships of ``email`` (oldest first) with their password hash, if any (an unscoped session)."""
+    statement = (
+        select(Member, col(MemberPassword.password_hash))
+        .outerjoin(MemberPassword, col(MemberPassword.member_id) == col(Member.id))
+        .where(col(Member.email) == email.strip().lower())
+        .order_by(col(Member.created_at), col(Member.id))
+        .limit(MAX_MEMBERSHIPS_TRIED)
+    )
+    return [(member, password_hash) for member, password_hash in (await session.execute(statement)).all()]
+
+
+async def start_session(session: AsyncSession, *, member: Member) -> tuple[str, ConsoleSession]:
+    """A new session for ``member``; returns the cookie's secret (never stored) and the row."""
+    token = secrets.token_urlsafe(32)
+    now = utc_now()
+    row = ConsoleSession(
+        id=new_id("cse"),
+        tenant_id=member.tenant_id,
+        token_sha256=_sha256(token),
+        member_id=member.id,
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        last_seen_at=now,
+        expires_at=now + SESSION_LIFETIME,
+    )
+    session.add(row)
+    await session.flush()
+    return token, row
+
+
+async def resolve_session(session: AsyncSession, token: str) -> ConsoleUser | None:
+    """The live session the cookie names, or ``None`` (unknown, ended, expired or idle too long)."""
+    if not token or len(token) > 128:
+        return None
+    now = utc_now()
+    statement = (
+        select(ConsoleSession, Member, Tenant)
+        .join(Member, col(Member.id) == col(ConsoleSession.member_id))
+        .join(Tenant, col(Tenant.id) == col(ConsoleSession.tenant_id))
+        .where(
+            col(ConsoleSession.token_sha256) == _sha256(token),
+            col(ConsoleSession.ended_at).is_(None),
+            col(ConsoleSession.expires_at) > now,
+            col(ConsoleSession.last_seen_at) > now - IDLE_TIMEOUT,
+        )
+    )
+    found = (await session.execute(statement)).first()
+    if found is None:
+        return None
+    row, member, tenant = found
+    if row.last_seen_at < now - _TOUCH_AFTER:
+        await session.execute(update(ConsoleSession).where(col(ConsoleSession.id) == row.id).values(last_seen_at=now))
+    return ConsoleUser(
+        session_id=row.id,
+        member_id=member.id,
+        email=member.email,
+        role=Role(member.role),
+        scope=TenantScope(row.tenant_id),
+        tenant_name=tenant.name,
+        csrf_token=row.csrf_token,
+    )
+
+
+async def end_session(session: AsyncSession, *, scope: TenantScope, session_id: str) -> None:
+    await session.execute(
+        update(ConsoleSession)
+        .where(
+            col(ConsoleSession.tenant_id) == scope.tenant_id,
+            col(ConsoleSession.id) == session_id,
+            col(ConsoleSession.ended_at).is_(None),
+        )
+        .values(ended_at=utc_now())
+    )

@@ -1,0 +1,220 @@
+"""Console sign-in: passwords, sessions, cookies, CSRF, expiry, rate limits and the audit log, over HTTP."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select, update
+
+from switchyard.platform.cli import main
+from switchyard.platform.console.edge import SESSION_COOKIE
+from switchyard.platform.console.pages.auth import FAILURES_PER_EMAIL
+from switchyard.platform.console.sessions import IDLE_TIMEOUT
+from switchyard.platform.db import UNSCOPED
+from switchyard.platform.models import AuditEvent, ConsoleSession, MemberPassword, utc_now
+from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
+
+
+async def _audit_actions(app: Any, tenant_id: str) -> list[str]:
+    async with app.state.database.unit_of_work(UNSCOPED) as session:
+        rows = await session.execute(select(AuditEvent.action).where(AuditEvent.tenant_id == tenant_id))
+        return [action for (action,) in rows]
+
+
+async def test_a_member_signs_in_with_email_and_password_and_gets_a_hardened_cookie(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant = await make_console_tenant()
+    assert (await console.get("/console/")).status_code == 302
+    answer = await sign_in(console, tenant.emails["admin"].upper())  # emails compare case-insensitively
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/console/"
+    cookie = answer.headers["set-cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=")
+    for flag in ("HttpOnly", "Secure", "SameSite=lax", "Path=/console"):
+        assert flag in cookie
+    overview = await console.get("/console/")
+    assert overview.status_code == 200
+    assert tenant.emails["admin"] in overview.text
+    assert "default-src 'self'" in overview.headers["content-security-policy"]
+    assert "console.sign_in" in await _audit_actions(console.app, tenant.id)
+
+
+async def test_the_cookie_secret_is_not_stored_and_passwords_are_argon2_hashes(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant = await make_console_tenant()
+    answer = await sign_in(console, tenant.emails["viewer"])
+    secret = answer.cookies[SESSION_COOKIE]
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        sessions = (await session.execute(select(ConsoleSession))).scalars().all()
+        hashes = (await session.execute(select(MemberPassword.password_hash))).scalars().all()
+    assert sessions
+    assert all(secret not in (row.token_sha256, row.csrf_token) for row in sessions)
+    assert hashes
+    assert all(h.startswith("$argon2id$") and PASSWORD not in h for h in hashes)
+
+
+async def test_a_wrong_password_is_refused_and_audited_for_the_member_s_tenant(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant = await make_console_tenant()
+    answer = await sign_in(console, tenant.emails["owner"], "not the password at all")
+    assert answer.status_code == 401
+    assert "Wrong email or password" in answer.text
+    assert SESSION_COOKIE not in answer.cookies
+    assert "console.sign_in_failed" in await _audit_actions(console.app, tenant.id)
+    unknown = await sign_in(console, "nobody@nowhere.example")
+    assert unknown.status_code == 401  # the same answer for an unknown email
+    assert (await console.get("/console/")).status_code == 302
+
+
+async def test_failed_sign_ins_are_rate_limited_per_email_even_with_the_right_password(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant = await make_console_tenant()
+    for _ in range(FAILURES_PER_EMAIL):
+        assert (await sign_in(console, tenant.emails["owner"], "guess guess guess")).status_code == 401
+    locked = await sign_in(console, tenant.emails["owner"])
+    assert locked.status_code == 429
+    assert int(locked.headers["retry-after"]) > 0
+    assert SESSION_COOKIE not in locked.cookies
+    other = await sign_in(console, tenant.emails["admin"])  # another account from the same client still may
+    assert other.status_code == 303
+
+
+async def test_a_successful_sign_in_does_not_use_up_the_allowance(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    for _ in range(FAILURES_PER_EMAIL + 2):
+        console.cookies.clear()  # a new browser each time
+        assert (await sign_in(console, tenant.emails["viewer"])).status_code == 303
+
+
+async def test_every_form_needs_the_session_s_csrf_token(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    await sign_in(console, tenant.emails["owner"])
+    token = await page_csrf(console, "/console/keys")
+    assert (await console.post("/console/keys", data={"name": "x", "role": "viewer"})).status_code == 403
+    wrong = {"name": "x", "role": "viewer", "csrf_token": token[:-2] + "xx"}
+    assert (await console.post("/console/keys", data=wrong)).status_code == 403
+    foreign = await console.post(
+        "/console/keys",
+        data={"name": "x", "role": "viewer", "csrf_token": token},
+        headers={"origin": "https://evil.example"},
+    )
+    assert foreign.status_code == 403
+    assert (
+        await console.post("/console/keys", data={"name": "x", "role": "viewer", "csrf_token": token})
+    ).status_code == 200
+    assert (await console.post("/console/sign-out")).status_code == 403  # sign-out too
+
+
+async def test_the_sign_in_form_needs_its_double_submit_token(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    page = await console.get("/console/sign-in")
+    form = {"email": tenant.emails["owner"], "password": PASSWORD}
+    assert (await console.post("/console/sign-in", data=form)).status_code == 403
+    assert (await console.post("/console/sign-in", data={**form, "csrf_token": "forged" * 8})).status_code == 403
+    assert (await console.post("/console/sign-in", data={**form, "csrf_token": csrf_of(page.text)})).status_code == 303
+
+
+async def test_sign_out_ends_the_session_on_the_server(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    answer = await sign_in(console, tenant.emails["developer"])
+    secret = answer.cookies[SESSION_COOKIE]
+    out = await console.post("/console/sign-out", data={"csrf_token": await page_csrf(console)})
+    assert out.status_code == 303
+    console.cookies.set(SESSION_COOKIE, secret, domain="switchyard.test", path="/console")  # replay the old cookie
+    again = await console.get("/console/agents")
+    assert again.status_code == 302
+    assert again.headers["location"].startswith("/console/sign-in?next=/console/agents")
+    assert "console.sign_out" in await _audit_actions(console.app, tenant.id)
+
+
+@pytest.mark.parametrize("how", ["expired", "idle"])
+async def test_an_expired_or_idle_session_signs_out(console: Any, make_console_tenant: Any, how: str) -> None:
+    tenant = await make_console_tenant()
+    await sign_in(console, tenant.emails["owner"])
+    assert (await console.get("/console/")).status_code == 200
+    past = utc_now() - timedelta(seconds=1)
+    values = {"expires_at": past} if how == "expired" else {"last_seen_at": past - IDLE_TIMEOUT}
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        await session.execute(update(ConsoleSession).values(**values))
+    assert (await console.get("/console/")).status_code == 302
+
+
+async def test_api_keys_do_not_open_the_console_and_sessions_do_not_open_the_api(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant = await make_console_tenant()
+    as_key = await console.get("/console/", headers={"Authorization": f"Bearer {tenant.keys['owner']}"})
+    assert as_key.status_code == 302
+    key_as_password = await sign_in(console, tenant.emails["owner"], tenant.keys["owner"])
+    assert key_as_password.status_code == 401
+    await sign_in(console, tenant.emails["owner"])
+    cookie = console.cookies.get(SESSION_COOKIE)
+    assert cookie
+    for path in ("/v1/members", "/v1/agents", "/v1/api-keys"):
+        api = await console.get(path, headers={"cookie": f"{SESSION_COOKIE}={cookie}"})
+        assert api.status_code == 401, path
+    as_bearer = await console.get("/v1/members", headers={"Authorization": f"Bearer {cookie}"})
+    assert as_bearer.status_code == 401
+
+
+async def test_a_role_change_or_removal_applies_to_live_sessions(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    await sign_in(console, tenant.emails["admin"])
+    assert (await console.get("/console/keys")).status_code == 200
+    owner = {"Authorization": f"Bearer {tenant.keys['owner']}"}
+    demoted = await console.patch(f"/v1/members/{tenant.member_ids['admin']}", json={"role": "viewer"}, headers=owner)
+    assert demoted.status_code == 200, demoted.text
+    assert (await console.get("/console/keys")).status_code == 403
+    removed = await console.delete(f"/v1/members/{tenant.member_ids['admin']}", headers=owner)
+    assert removed.status_code == 200, removed.text
+    assert (await console.get("/console/")).status_code == 302
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/console", "/v1/members"])
+async def test_sign_in_only_returns_to_console_pages(console: Any, make_console_tenant: Any, target: str) -> None:
+    tenant = await make_console_tenant()
+    form = await console.get("/console/sign-in", params={"next": target})
+    answer = await console.post(
+        "/console/sign-in",
+        data={"email": tenant.emails["owner"], "password": PASSWORD, "csrf_token": csrf_of(form.text), "next": target},
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/console/"
+
+
+def test_tenant_create_prints_a_one_time_console_password_that_signs_in(tmp_path: Path) -> None:
+    import asyncio
+
+    from litestar.testing import AsyncTestClient
+
+    from switchyard.platform.app import create_app
+    from switchyard.platform.settings import Settings
+
+    runner = CliRunner(env={"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": ""})
+    assert runner.invoke(main, ["db", "upgrade"]).exit_code == 0
+    created = runner.invoke(main, ["tenant", "create", "Acme", "--owner-email", "Boss@Acme.io"])
+    assert created.exit_code == 0, created.output
+    found = re.search(r"console:\s+sign in as (\S+) with the one-time password (\S+)", created.output)
+    assert found, created.output
+    email, password = found.groups()
+    assert email == "boss@acme.io"
+
+    async def go() -> None:
+        settings = Settings(data_dir=tmp_path / "data", time_scale=0)
+        async with AsyncTestClient(app=create_app(settings), base_url="https://switchyard.test") as client:
+            client.follow_redirects = False
+            assert (await sign_in(client, email, password)).status_code == 303
+            overview = await client.get("/console/")
+            assert overview.status_code == 200
+            assert "boss@acme.io · owner · Acme" in overview.text
+
+    asyncio.run(go())
