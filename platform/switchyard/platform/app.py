@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.datastructures import State
-from litestar.logging import LoggingConfig
 from litestar.middleware import DefineMiddleware
 
 from switchyard.platform.agent_registry.controllers import AgentController
@@ -39,6 +38,7 @@ from switchyard.platform.inference.controllers import ChatController, FleetContr
 from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
 from switchyard.platform.members.controllers import MemberController
+from switchyard.platform.observability import Observability
 from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
 from switchyard.platform.runs.dispatch import drain_inline_runs
 from switchyard.platform.settings import Settings, load_settings
@@ -48,16 +48,6 @@ from switchyard.platform.threads.controllers import ThreadController
 __all__ = ["create_app"]
 
 VERSION = "0.1.0"
-
-
-def _logging(settings: Settings) -> LoggingConfig:
-    """Records at ``SWITCHYARD_LOG_LEVEL`` and above; httpx's line per upstream call only when debugging."""
-    level = settings.log_level.upper()
-    quiet = "DEBUG" if level == "DEBUG" else "WARNING"
-    return LoggingConfig(
-        root={"handlers": ["queue_listener"], "level": level},
-        loggers={"httpx": {"level": quiet}, "httpcore": {"level": quiet}},
-    )
 
 
 def create_app(settings: Settings | None = None) -> Litestar:
@@ -109,13 +99,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ],
         exception_handlers=exception_handlers,
         request_class=JsonBodyRequest,
-        logging_config=_logging(settings),
         before_request=check_request,
         before_send=[add_request_id_header, list_allowed_methods],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],
         state=State({"settings": settings}),
         plugins=[
+            Observability(log_level=settings.log_level, otlp_endpoint=settings.otlp_endpoint),  # also JSON logs
             ValidateAsDeclared(),
             ApiContract(
                 title="Switchyard",

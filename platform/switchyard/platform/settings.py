@@ -65,6 +65,18 @@ class Settings(BaseSettings):
         default=True, description="Whether `switchyard up` starts a Celery worker process beside the API."
     )
     log_level: str = Field(default="info", description="Log level of the API and worker processes.")
+    otlp_endpoint: str = Field(
+        default="",
+        description="OTLP/HTTP collector that receives every process's traces (`http://collector:4318`: `/v1/traces` "
+        "is added; credentials in `OTEL_EXPORTER_OTLP_HEADERS`); empty: no tracing.",
+    )
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port on which `switchyard worker` serves Prometheus metrics at `/metrics` (0: none); API "
+        "processes and the fleet process serve `/metrics` on their own port.",
+    )
     auth_cache_seconds: float = Field(
         default=1.0,
         ge=0,

@@ -30,6 +30,7 @@ from switchyard.platform.limits import (
     limiters_for,
     tenant_limit_key,
 )
+from switchyard.platform.observability.instrument import count_refusals
 from switchyard.platform.settings import Settings
 
 __all__ = ["Admission", "Holds", "admission_for"]
@@ -124,4 +125,4 @@ class Admission:
 def admission_for(settings: Settings, database: Database) -> Admission:
     """The admission of one process: limiters in ``SWITCHYARD_REDIS_URL``'s Redis when set, else in-process."""
     rates, slots, redis = limiters_for(settings.redis_url_value)
-    return Admission(database=database, settings=settings, rates=rates, slots=slots, redis=redis)
+    return count_refusals(Admission(database=database, settings=settings, rates=rates, slots=slots, redis=redis))

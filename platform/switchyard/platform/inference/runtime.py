@@ -15,6 +15,7 @@ from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK, RatingNudge
 from switchyard.platform.jobs import enqueue, jobs_for
+from switchyard.platform.observability.instrument import instrument_pool
 from switchyard.platform.settings import Settings
 
 __all__ = ["build_pool", "reload_pool", "start_gateway", "stop_gateway"]
@@ -46,12 +47,13 @@ def build_pool(settings: Settings) -> AcceleratorPool:
 
     With ``SWITCHYARD_FLEET_URL`` set, ``trainium-sim`` deployments are the fleet process's; otherwise this process
     simulates them itself."""
-    return AcceleratorPool.from_specs(
+    pool = AcceleratorPool.from_specs(
         load_fleet(settings.fleet_file),
         time_scale=settings.time_scale,
         fleet_url=settings.fleet_url or None,
         fleet_token=settings.fleet_token_value,
     )
+    return instrument_pool(pool)  # a span and latency metrics per model call
 
 
 async def reload_pool(state: Any, pool: AcceleratorPool) -> None:

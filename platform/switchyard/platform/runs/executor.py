@@ -38,6 +38,7 @@ from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.admission import Admission, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
+from switchyard.platform.observability.instrument import traced_run, traced_tools
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
@@ -184,6 +185,7 @@ async def _release(env: RunEnvironment, scope: TenantScope, run_id: str) -> None
         )
 
 
+@traced_run  # a span, the run id in logs, the outcome counted
 async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> str:
     """Advance the run as far as it goes (a final status or ``requires_action``); returns what happened."""
     scope = TenantScope(tenant_id)
@@ -266,7 +268,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     tools = ToolRegistry()
     if failure is None:
         try:
-            tools = await build_tools(spec, **env.tool_options)
+            tools = traced_tools(await build_tools(spec, **env.tool_options))
         except Exception as exc:  # an MCP server that cannot be listed fails the run, with the reason
             failure = ("tool_setup_error", f"{type(exc).__name__}: {exc}")
     if failure is not None:

@@ -1,0 +1,208 @@
+"""Instrumentation applied where things are built: the pool's model calls, admission, agent runs and tools.
+
+Each wrapper records metrics and a span and otherwise changes nothing: same events, same results, same errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, ParamSpec, TypeVar
+
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from switchyard.accelerator.pool import AcceleratorPool, ComputeReceipt, EmbeddingRequest, InferenceRequest
+from switchyard.agents import ToolRegistry
+from switchyard.agents.tools.base import RetrySemantics, Tool, ToolContext, ToolDefinition, ToolKind, ToolResult
+from switchyard.platform.observability.logs import log_context
+from switchyard.platform.observability.metrics import (
+    ADMISSION_REFUSALS,
+    INFERENCE_CHIP_US,
+    INFERENCE_TOKENS,
+    RUNS,
+    TIME_PER_OUTPUT_TOKEN_SECONDS,
+    TOOL_CALLS,
+    TTFT_SECONDS,
+)
+from switchyard.platform.observability.tracing import tracer
+
+__all__ = ["count_refusals", "instrument_pool", "record_receipt", "traced_run", "traced_tools"]
+
+P = ParamSpec("P")
+A = TypeVar("A")
+PROVIDER = "switchyard"
+
+
+def record_receipt(receipt: ComputeReceipt, span: Span | None = None) -> None:
+    """Latency, token and compute metrics of a finished model call, and its span's GenAI attributes."""
+    model = receipt.model
+    TTFT_SECONDS.labels(model).observe(receipt.ttft_ms / 1e3)
+    if receipt.completion_tokens > 1:
+        TIME_PER_OUTPUT_TOKEN_SECONDS.labels(model).observe(receipt.decode_ms / 1e3 / (receipt.completion_tokens - 1))
+    INFERENCE_TOKENS.labels(model, "input").inc(receipt.prompt_tokens)
+    INFERENCE_TOKENS.labels(model, "output").inc(receipt.completion_tokens)
+    INFERENCE_CHIP_US.labels(model, receipt.instance_type).inc(receipt.chip_us)
+    if span is not None and span.is_recording():
+        span.set_attributes(
+            {
+                "gen_ai.response.model": model,
+                "gen_ai.response.finish_reasons": [receipt.finish_reason],
+                "gen_ai.usage.input_tokens": receipt.prompt_tokens,
+                "gen_ai.usage.output_tokens": receipt.completion_tokens,
+                "switchyard.chip_us": receipt.chip_us,
+                "switchyard.replica": receipt.replica,
+                "switchyard.instance_type": receipt.instance_type,
+                "switchyard.queue_ms": receipt.queue_ms,
+                "switchyard.ttft_ms": receipt.ttft_ms,
+            }
+        )
+
+
+async def _observed(
+    events: AsyncIterator[Any], request: InferenceRequest | EmbeddingRequest, operation: str
+) -> AsyncIterator[Any]:
+    # start_span, not start_as_current_span: an async generator may be resumed and closed in other contexts
+    span = tracer().start_span(f"{operation} {request.model}", kind=SpanKind.CLIENT)
+    if span.is_recording():
+        span.set_attributes(
+            {
+                "gen_ai.operation.name": operation,
+                "gen_ai.provider.name": PROVIDER,
+                "gen_ai.request.model": request.model,
+                "switchyard.request_id": request.request_id,
+                "switchyard.tenant_id": request.tenant,
+            }
+        )
+        max_tokens = getattr(request, "max_tokens", None)
+        if max_tokens is not None:
+            span.set_attribute("gen_ai.request.max_tokens", max_tokens)
+    try:
+        async for event in events:
+            if isinstance(event, ComputeReceipt):
+                record_receipt(event, span)
+            yield event
+    except BaseException as exc:
+        if span.is_recording():
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+        raise
+    finally:
+        span.end()
+
+
+def instrument_pool(pool: AcceleratorPool) -> AcceleratorPool:
+    """``pool`` with a span and metrics around each model call (chat and embeddings)."""
+    submit, embed = pool.submit, pool.embed
+
+    def observed_submit(request: InferenceRequest) -> AsyncIterator[Any]:
+        return _observed(submit(request), request, "chat")
+
+    def observed_embed(request: EmbeddingRequest) -> AsyncIterator[Any]:
+        return _observed(embed(request), request, "embeddings")
+
+    # instance attributes shadow the methods: only this pool is observed, the class is untouched
+    pool.__dict__["submit"] = observed_submit
+    pool.__dict__["embed"] = observed_embed
+    return pool
+
+
+def count_refusals(admission: A) -> A:
+    """``admission`` (an ``Admission``) counting each refused model call by its error code (only this instance
+    is changed)."""
+    admit: Callable[..., Awaitable[Any]] = admission.admit  # type: ignore[attr-defined]
+
+    @functools.wraps(admit)
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await admit(*args, **kwargs)
+        except Exception as exc:
+            code = getattr(exc, "code", None)  # API errors carry one; a database error is no refusal
+            if code:
+                ADMISSION_REFUSALS.labels(str(code)).inc()
+            raise
+
+    admission.__dict__["admit"] = counted
+    return admission
+
+
+def traced_run(execute: Callable[P, Awaitable[str]]) -> Callable[P, Awaitable[str]]:
+    """Decorates ``execute_run(env, *, tenant_id, run_id)``: a span ``invoke_agent``, the run's id in the logs
+    written meanwhile, and the outcome counted."""
+
+    @functools.wraps(execute)
+    async def traced(*args: P.args, **kwargs: P.kwargs) -> str:
+        run_id, tenant_id = str(kwargs.get("run_id", "")), str(kwargs.get("tenant_id", ""))
+        with (
+            tracer().start_as_current_span("invoke_agent", kind=SpanKind.INTERNAL) as span,
+            log_context(run_id=run_id, tenant_id=tenant_id),
+        ):
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "gen_ai.operation.name": "invoke_agent",
+                        "gen_ai.provider.name": PROVIDER,
+                        "switchyard.run_id": run_id,
+                        "switchyard.tenant_id": tenant_id,
+                    }
+                )
+            outcome = await execute(*args, **kwargs)
+            span.set_attribute("switchyard.run_outcome", outcome)
+        RUNS.labels(outcome).inc()
+        return outcome
+
+    return traced
+
+
+class _TracedTool:
+    """A tool whose calls are spans ``execute_tool {name}`` and are counted."""
+
+    def __init__(self, tool: Tool) -> None:
+        self._tool = tool
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return self._tool.definition
+
+    @property
+    def kind(self) -> ToolKind:
+        return self._tool.kind
+
+    @property
+    def requires_approval(self) -> bool:
+        return self._tool.requires_approval
+
+    def retry_semantics(self, arguments: Mapping[str, Any]) -> RetrySemantics:
+        return self._tool.retry_semantics(arguments)
+
+    async def call(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        name = self._tool.definition.name
+        kind = str(getattr(self._tool.kind, "value", self._tool.kind))
+        with tracer().start_as_current_span(f"execute_tool {name}", kind=SpanKind.INTERNAL) as span:
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.type": kind,
+                        "gen_ai.tool.call.id": context.call_id,
+                        "switchyard.run_id": context.run_id,
+                    }
+                )
+            started = time.perf_counter()
+            try:
+                result = await self._tool.call(arguments, context)
+            except Exception:
+                TOOL_CALLS.labels(kind, "error").inc()
+                raise
+            TOOL_CALLS.labels(kind, "error" if result.is_error else "ok").inc()
+            if span.is_recording():
+                span.set_attribute("switchyard.tool_ms", (time.perf_counter() - started) * 1e3)
+                if result.is_error:
+                    span.set_status(Status(StatusCode.ERROR))
+            return result
+
+
+def traced_tools(registry: ToolRegistry) -> ToolRegistry:
+    """A registry of ``registry``'s tools, each call traced and counted."""
+    return ToolRegistry(_TracedTool(tool) for tool in registry)
