@@ -71,3 +71,10 @@ def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory)
     yield LiveServer(f"http://127.0.0.1:{settings.port}/v1", keys.operator_key, keys.tenant_key)
     server.should_exit = True
     thread.join(timeout=20)
+
+
+@pytest.fixture
+def api_key(live_server: LiveServer) -> str:
+    """The owner key of a tenant of the test's own: a request without ``max_tokens`` is admitted for up to 16,000
+    output tokens, so tests sharing one tenant would spend its per-minute token allowance between them."""
+    return live_server.new_tenant_key()

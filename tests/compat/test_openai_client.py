@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import openai
 import pytest
+from pydantic import BaseModel
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+ALIAS = "llama-3.1-8b-instruct"
 WEATHER = {
     "type": "function",
     "function": {
@@ -27,6 +29,13 @@ WEATHER = {
 @pytest.fixture
 def client(live_server: Any) -> Iterator[openai.OpenAI]:
     with openai.OpenAI(base_url=live_server.base_url, api_key=live_server.tenant_key, max_retries=0) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+def own_client(live_server: Any, api_key: str) -> Iterator[openai.OpenAI]:
+    """A client of a tenant of the test's own (requests without max_tokens spend a shared tenant's token allowance)."""
+    with openai.OpenAI(base_url=live_server.base_url, api_key=api_key, max_retries=0) as sdk:
         yield sdk
 
 
@@ -174,3 +183,57 @@ def test_streamed_completion_with_an_idempotency_key_streams_whole_and_replays(l
     assert sum('"content":"' in e for e in events) >= 12  # the role chunk's empty content plus 12 tokens
     assert again.headers["idempotent-replayed"] == "true"
     assert again.text == first.text
+
+
+class Location(BaseModel):
+    city: str
+    country: str | None
+
+
+class CalendarEvent(BaseModel):
+    name: str
+    day: Literal["monday", "tuesday"]
+    participants: list[str]
+    location: Location
+    minutes: int
+
+
+def test_parse_with_a_pydantic_model(own_client: openai.OpenAI) -> None:
+    completion = own_client.chat.completions.parse(
+        model=ALIAS,
+        messages=[{"role": "user", "content": "Alice and Bob meet in Oslo on Monday."}],
+        response_format=CalendarEvent,
+    )
+    message = completion.choices[0].message
+    assert completion.choices[0].finish_reason == "stop"
+    assert isinstance(message.parsed, CalendarEvent)
+    assert message.parsed == CalendarEvent.model_validate_json(message.content or "")
+    assert completion.model == MODEL
+
+
+def test_parse_a_tool_call_with_a_pydantic_tool(own_client: openai.OpenAI) -> None:
+    completion = own_client.chat.completions.parse(
+        model=ALIAS,
+        messages=[{"role": "user", "content": "Put it in the calendar: Alice and Bob, Monday."}],
+        tools=[openai.pydantic_function_tool(CalendarEvent)],
+        tool_choice="required",
+    )
+    (call,) = completion.choices[0].message.tool_calls or []
+    assert call.function.name == "CalendarEvent"
+    assert isinstance(call.function.parsed_arguments, CalendarEvent)
+
+
+def test_embeddings_create(own_client: openai.OpenAI) -> None:
+    texts = ["first text", "second text", "first text"]
+    response = own_client.embeddings.create(model="bge-large-en-v1.5", input=texts)  # base64, the client's default
+    vectors = [item.embedding for item in response.data]
+    assert [item.index for item in response.data] == [0, 1, 2]
+    assert [len(v) for v in vectors] == [1024] * 3
+    assert vectors[0] == vectors[2] != vectors[1]
+    assert sum(x * x for x in vectors[0]) == pytest.approx(1.0, abs=1e-5)
+    as_floats = own_client.embeddings.create(model="bge-large-en-v1.5", input=texts[:1], encoding_format="float")
+    assert as_floats.data[0].embedding == pytest.approx(vectors[0], abs=1e-6)
+    assert response.model == "BAAI/bge-large-en-v1.5"
+    assert response.usage.prompt_tokens == response.usage.total_tokens > 0
+    cut = own_client.embeddings.create(model="qwen3-embedding-8b", input="short", dimensions=64)
+    assert len(cut.data[0].embedding) == 64
