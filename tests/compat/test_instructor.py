@@ -42,9 +42,9 @@ def instructor_python() -> Path:
     return ROOT / ".venv-compat" / "instructor" / "bin" / "python"
 
 
-def extract(python: Path, live_server: Any, *modes: str) -> dict[str, dict[str, Any]]:
+def extract(python: Path, live_server: Any, api_key: str, *modes: str) -> dict[str, dict[str, Any]]:
     ran = subprocess.run(
-        [str(python), str(CLIENT), live_server.base_url, live_server.tenant_key, ALIAS, *modes],
+        [str(python), str(CLIENT), live_server.base_url, api_key, ALIAS, *modes],
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin:/bin"},  # no OPENAI_API_KEY or proxy the client could pick up
@@ -68,8 +68,8 @@ def test_instructor_has_its_own_openai(instructor_python: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["DEFAULT", "TOOLS", "TOOLS_STRICT"])
-def test_tool_modes(instructor_python: Path, live_server: Any, mode: str) -> None:
-    result = extract(instructor_python, live_server, mode)[mode]
+def test_tool_modes(instructor_python: Path, live_server: Any, api_key: str, mode: str) -> None:
+    result = extract(instructor_python, live_server, api_key, mode)[mode]
     assert result["finish_reason"] == "tool_calls"
     (call,) = result["tool_calls"]
     assert call["function"]["name"] == "CalendarEvent"
@@ -78,8 +78,8 @@ def test_tool_modes(instructor_python: Path, live_server: Any, mode: str) -> Non
 
 
 @pytest.mark.parametrize("mode", ["JSON", "JSON_SCHEMA"])
-def test_json_modes(instructor_python: Path, live_server: Any, mode: str) -> None:
-    result = extract(instructor_python, live_server, mode)[mode]
+def test_json_modes(instructor_python: Path, live_server: Any, api_key: str, mode: str) -> None:
+    result = extract(instructor_python, live_server, api_key, mode)[mode]
     assert result["finish_reason"] == "stop"
     assert result["tool_calls"] == []
     event = CalendarEvent.model_validate(result["event"])
