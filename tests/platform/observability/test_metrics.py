@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import UsageEvent
+from switchyard.platform.observability.tracing import enabled
 from tests.platform.agents_api.factories import make_agent, run_inline, wait_for_run
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -128,3 +129,11 @@ async def test_runs_are_counted_by_outcome_and_tool_calls_by_result(client: Any,
     assert calls == 1  # the sim model's arguments may or may not suit the calculator: either is one call
     ttft = "switchyard_inference_time_to_first_token_seconds_count"
     assert value(after, ttft, model=MODEL) - value(before, ttft, model=MODEL) == 2  # the run's two model calls
+
+
+async def test_without_an_endpoint_nothing_is_traced(make_tenant: Any, client: Any) -> None:
+    # the conftest's client: its settings name no collector
+    assert not enabled()
+    answer = await client.get("/healthz")
+    assert answer.status_code == 200
+    assert "x-trace-id" not in answer.headers

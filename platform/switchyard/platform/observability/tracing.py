@@ -19,7 +19,15 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-__all__ = ["configure_tracing", "current_trace_id", "enabled", "shutdown_tracing", "trace_id_of", "tracer"]
+__all__ = [
+    "configure_tracing",
+    "current_trace_id",
+    "enabled",
+    "flush_tracing",
+    "shutdown_tracing",
+    "trace_id_of",
+    "tracer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +76,11 @@ def shutdown_tracing() -> None:
             provider.shutdown()
         except Exception:  # an unreachable collector must not fail a shutdown
             log.warning("could not export the last spans", exc_info=True)
+
+
+def flush_tracing(timeout_ms: int = 30_000) -> bool:
+    """Export the spans ended so far now (True when they were, or there is nothing to export)."""
+    return _provider.force_flush(timeout_ms) if _provider is not None else True
 
 
 def tracer() -> trace.Tracer:
