@@ -26,6 +26,7 @@ A worker that dies at any point resumes by loading the last stored state and cal
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from switchyard.agents.context import TokenCounter, assemble_context
 from switchyard.agents.errors import ContextOverflowError, InvalidTransitionError, ToolOutputsError
@@ -64,7 +65,8 @@ class RunLoop:
 
     ``tools`` are the agent's tools (MCP tools already listed); ``context_window_tokens`` is the window of
     the model in use; ``token_counter`` counts tokens of a text for that model; ``reserved_output_tokens``
-    is the room kept for the answer when the agent sets no ``max_tokens``.
+    is the room kept for the answer when the agent sets no ``max_tokens``; ``call_options`` are further
+    chat-completions fields sent with every model call (``ModelRequest.options``).
     """
 
     def __init__(
@@ -75,8 +77,10 @@ class RunLoop:
         context_window_tokens: int,
         token_counter: TokenCounter = default_token_counter,
         reserved_output_tokens: int = 1024,
+        call_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.spec = spec
+        self.call_options = dict(call_options or {})
         self.tools = tools
         self.context_window_tokens = context_window_tokens
         self.token_counter = token_counter
@@ -162,6 +166,7 @@ class RunLoop:
         step.usage = response.usage
         step.chip_us = response.chip_us
         step.receipt_id = response.receipt_id
+        step.finish_reason = response.finish_reason
         state.usage = Usage(
             input_tokens=state.usage.input_tokens + response.usage.input_tokens,
             output_tokens=state.usage.output_tokens + response.usage.output_tokens,
@@ -417,6 +422,11 @@ class RunLoop:
             remaining = max(1, limit - state.usage.total_tokens - context.input_tokens)
             params = params.model_copy(update={"max_tokens": min(reserved, remaining)})
         request = ModelRequest(
-            model=self.spec.model, messages=context.messages, tools=tools, params=params, request_id=step.id
+            model=self.spec.model,
+            messages=context.messages,
+            tools=tools,
+            params=params,
+            request_id=step.id,
+            options=self.call_options,
         )
         return CallModel(step_id=step.id, request=request)

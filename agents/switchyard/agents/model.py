@@ -30,6 +30,11 @@ class ModelRequest(BaseModel):
     request_id: str = Field(default="", description="the step id: stable when a call is repeated after a crash")
     tools: tuple[dict[str, Any], ...] = Field(default=(), description="OpenAI-style tools[] entries")
     params: ModelParams = Field(default_factory=ModelParams)
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="further chat-completions fields of every call, e.g. response_format, tool_choice, "
+        "parallel_tool_calls (a Responses request's text.format and tool settings)",
+    )
 
     def to_openai(self) -> dict[str, Any]:
         """The body of an OpenAI chat-completions request for this call."""
@@ -37,6 +42,7 @@ class ModelRequest(BaseModel):
         if self.tools:
             body["tools"] = list(self.tools)
         body.update(self.params.model_dump(exclude_none=True))
+        body.update(self.options)
         return body
 
 

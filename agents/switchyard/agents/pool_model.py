@@ -8,7 +8,7 @@ run loop bills on the step.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from switchyard.accelerator.pool import (
     ComputeReceipt,
@@ -32,6 +32,14 @@ class PoolLike(Protocol):
     """The part of ``AcceleratorPool`` this adapter uses."""
 
     def submit(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]: ...
+
+
+def _upstream_parameters(request: ModelRequest) -> dict[str, Any]:
+    """What an ``openai-compatible`` upstream receives besides ``model`` and ``messages``: the call's tools,
+    sampling parameters and options, as a client would send them."""
+    body = request.to_openai()
+    del body["model"], body["messages"]
+    return body
 
 
 class PoolModel:
@@ -64,6 +72,10 @@ class PoolModel:
             seed=request.params.seed,
             priority=self._priority,
             session=self._session,
+            tool_choice=request.options.get("tool_choice"),
+            response_format=request.options.get("response_format"),
+            stop=tuple(request.params.stop or ()),
+            parameters=_upstream_parameters(request),
         )
         text: list[str] = []
         calls: dict[int, ToolCall] = {}

@@ -82,6 +82,7 @@ class Step(BaseModel):
     usage: Usage | None = None
     chip_us: int = 0
     receipt_id: str | None = None
+    finish_reason: str | None = Field(default=None, description="stop | length | tool_calls")
     dropped_messages: int = Field(default=0, description="history messages left out of the context")
     # tool calls
     tool_call: ToolCall | None = None

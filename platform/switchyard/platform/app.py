@@ -39,6 +39,7 @@ from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
 from switchyard.platform.members.controllers import MemberController
 from switchyard.platform.observability import Observability
+from switchyard.platform.responses.controllers import ConversationController, ResponseController
 from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
 from switchyard.platform.runs.dispatch import drain_inline_runs
 from switchyard.platform.settings import Settings, load_settings
@@ -84,6 +85,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ModelController,
             ChatController,
             EmbeddingController,
+            ResponseController,
+            ConversationController,
             FleetController,
             AgentController,
             ThreadController,

@@ -17,9 +17,9 @@ import asyncio
 import logging
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from switchyard.accelerator.pool import (
     AcceleratorPool,
@@ -55,6 +55,7 @@ from switchyard.platform.settings import Settings
 __all__ = ["Admitted", "InferenceGateway", "RequestEvents"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
 
@@ -113,7 +114,7 @@ class InferenceGateway:
         self.database = database
         self.settings = settings
         self.admission = admission
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.rating = rating
         self.meter = MeterBatcher(database, on_commit=rating.usage_committed if rating is not None else None)
 
@@ -191,6 +192,13 @@ class InferenceGateway:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return events
+
+    def spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run ``work`` (a response's execution) in a task of its own, waited for at shutdown like a request."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def cancel(self, admitted: Admitted) -> None:
         """The client went away: stop the request in the pool; what it used so far is still metered once."""

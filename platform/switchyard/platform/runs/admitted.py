@@ -35,7 +35,9 @@ __all__ = ["AdmittedModel"]
 class AdmittedModel:
     """Wraps a run's model: admits each call (waiting), and gives back what it held when the call ends.
 
-    ``reservations`` maps the step ids of successful calls to their budget holds, for the checkpoint to settle.
+    ``reservations`` maps the step ids of successful calls to their budget holds, for the checkpoint to settle;
+    ``admitted`` is the first call's admission when the caller took it already (a foreground response is
+    refused at once, as a chat completion is, rather than waiting).
     """
 
     def __init__(
@@ -46,9 +48,10 @@ class AdmittedModel:
         scope: TenantScope,
         backend: Backend,
         api_key_id: str | None,
-        agent_id: str,
+        agent_id: str | None,
         reservations: dict[str, str] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        admitted: Holds | None = None,
     ) -> None:
         self.inner = inner
         self.admission = admission
@@ -58,6 +61,7 @@ class AdmittedModel:
         self.agent_id = agent_id
         self.reservations = reservations if reservations is not None else {}
         self.sleep = sleep
+        self.admitted = admitted
 
     def _call(self, request: ModelRequest) -> ModelCall:
         prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
@@ -81,7 +85,9 @@ class AdmittedModel:
             raise ModelCallInterrupted(f"the database was unavailable: {exc.orig or exc}") from exc
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        holds = await self._admit(self._call(request))
+        holds, self.admitted = self.admitted, None
+        if holds is None:
+            holds = await self._admit(self._call(request))
         billed = False
         try:
             response = await self.inner.request(request)

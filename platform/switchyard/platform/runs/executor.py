@@ -41,6 +41,7 @@ from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.observability.instrument import traced_run, traced_tools
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
+from switchyard.platform.runs.lease import heartbeat, release
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
@@ -154,37 +155,6 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         return run, version
 
 
-async def _heartbeat(env: RunEnvironment, scope: TenantScope, run_id: str) -> None:
-    """Extend the lease every third of its length while this worker drives the run (a long model call must
-    not look like a dead worker); a killed worker stops extending it, and the sweeper takes over."""
-    while True:
-        await asyncio.sleep(env.lease_s / 3)
-        try:
-            async with env.database.unit_of_work(scope) as session:
-                await session.execute(
-                    update(Run)
-                    .where(
-                        col(Run.tenant_id) == scope.tenant_id,
-                        col(Run.id) == run_id,
-                        col(Run.lease_owner) == env.worker_id,
-                    )
-                    .values(lease_expires_at=utc_now() + timedelta(seconds=env.lease_s))
-                    .execution_options(synchronize_session=False)
-                )
-        except Exception:  # the next beat, or the checkpoints, extend it
-            log.warning("could not extend the lease of run %s", run_id, exc_info=True)
-
-
-async def _release(env: RunEnvironment, scope: TenantScope, run_id: str) -> None:
-    async with env.database.unit_of_work(scope) as session:
-        await session.execute(
-            update(Run)
-            .where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id, col(Run.lease_owner) == env.worker_id)
-            .values(lease_owner=None, lease_expires_at=None)
-            .execution_options(synchronize_session=False)
-        )
-
-
 @traced_run  # a span, the run id in logs, the outcome counted
 async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> str:
     """Advance the run as far as it goes (a final status or ``requires_action``); returns what happened."""
@@ -193,17 +163,18 @@ async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> st
     if isinstance(claimed, str):
         return claimed
     run, version = claimed
-    heartbeat = asyncio.get_running_loop().create_task(_heartbeat(env, scope, run_id))
+    beating = heartbeat(env.database, scope, Run, run_id, env.worker_id, env.lease_s)
+    heartbeat_task = asyncio.get_running_loop().create_task(beating)
     try:
         outcome = await _drive(env, scope, run, version)
     except StaleRun as exc:
         log.info("run %s: %s", run_id, exc)
         return "stale"
     finally:
-        heartbeat.cancel()
+        heartbeat_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await heartbeat
-        await _release(env, scope, run_id)
+            await heartbeat_task
+        await release(env.database, scope, Run, run_id, env.worker_id)
     if outcome in {s.value for s in TERMINAL_STATUSES} and env.dispatch is not None:
         next_run = await _next_queued(env, scope, run.thread_id)
         if next_run is not None:

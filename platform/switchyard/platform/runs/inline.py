@@ -1,4 +1,4 @@
-"""Executing runs in this process instead of on the workers (tests, and single-process use).
+"""Executing runs (and background responses) in this process instead of on the workers (tests, and single-process use).
 
 Replace the app's job sender with an ``InlineDispatcher`` (``app.state.jobs``) and every ``runs.execute`` the API
 sends after a commit runs as a task of the app's event loop. API modules never import this one: it is the only
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
+from switchyard.platform.responses.executor import execute_response
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
 from switchyard.platform.runs.executor import RunEnvironment, execute_run
 
@@ -30,13 +32,20 @@ class InlineDispatcher:
         self.tasks: set[asyncio.Task[str]] = set()
 
     def send_task(self, name: str, args: Sequence[Any]) -> None:
+        if name == RESPONSE_TASK:
+            tenant_id, response_id = args
+            self._start(execute_response(self.env, tenant_id=tenant_id, response_id=response_id))
+            return
         if name not in (EXECUTE_TASK, RESUME_TASK):
-            raise ValueError(f"runs execute inline; job {name!r} has no worker in this process")
+            raise ValueError(f"runs and responses execute inline; job {name!r} has no worker in this process")
         tenant_id, run_id = args
         self.dispatch(tenant_id, run_id)
 
     def dispatch(self, tenant_id: str, run_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(execute_run(self.env, tenant_id=tenant_id, run_id=run_id))
+        self._start(execute_run(self.env, tenant_id=tenant_id, run_id=run_id))
+
+    def _start(self, work: Awaitable[str]) -> None:
+        task = asyncio.ensure_future(work)
         self.tasks.add(task)
         task.add_done_callback(self._done)
 

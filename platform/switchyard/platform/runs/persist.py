@@ -21,11 +21,30 @@ from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.models import Run, RunEventRecord, utc_now
 from switchyard.platform.threads.service import append_messages
 
-__all__ = ["RunContext", "StaleRun", "client_loop", "initial_events", "save_transition"]
+__all__ = [
+    "Attribution",
+    "RunContext",
+    "StaleRun",
+    "bill_model_steps",
+    "client_loop",
+    "initial_events",
+    "save_transition",
+]
 
 
 class StaleRun(Exception):
     """The run changed under us (another writer, a cancel) or our lease passed: stop working on it."""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Whose model steps are billed: the usage events' key, agent, run and instance type."""
+
+    api_key_id: str | None
+    agent_id: str | None
+    agent_version: int | None
+    run_id: str | None
+    instance_type: str
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,10 @@ class RunContext:
     agent_version: int
     api_key_id: str | None
     instance_type: str
+
+    @property
+    def attribution(self) -> Attribution:
+        return Attribution(self.api_key_id, self.agent_id, self.agent_version, self.run_id, self.instance_type)
 
 
 def client_loop(spec: AgentSpec) -> RunLoop:
@@ -111,14 +134,16 @@ def initial_events(session: AsyncSession, scope: TenantScope, ctx: RunContext, s
         )
 
 
-async def _bill_model_steps(
+async def bill_model_steps(
     session: AsyncSession,
     scope: TenantScope,
-    ctx: RunContext,
+    ctx: Attribution,
     before: RunState,
     after: RunState,
     reservations: dict[str, str] | None,
 ) -> None:
+    """One usage event per model step ``after`` completed and ``before`` had not (its id is the step's, so a
+    step is billed once), each settling its budget hold from ``reservations``."""
     billed = {s.id for s in before.steps if s.usage is not None}
     for step in after.steps:
         if step.type is not StepType.MODEL_CALL or step.usage is None or step.id in billed:
@@ -190,4 +215,4 @@ async def save_transition(
     if new_messages:
         await append_messages(session, scope=scope, thread_id=ctx.thread_id, messages=new_messages, run_id=ctx.run_id)
     await _append_events(session, scope, ctx, before, after, announced)
-    await _bill_model_steps(session, scope, ctx, before, after, reservations)
+    await bill_model_steps(session, scope, ctx.attribution, before, after, reservations)

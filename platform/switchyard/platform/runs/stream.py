@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection
+from typing import Any
 
 from sqlalchemy import select
 from sqlmodel import col
@@ -19,7 +20,7 @@ from sqlmodel import col
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import Run, RunEventRecord
 
-__all__ = ["PING_S", "POLL_S", "run_events"]
+__all__ = ["PING_S", "POLL_S", "follow_events", "format_event", "run_events"]
 
 POLL_S = 0.2
 PING_S = 10.0
@@ -41,26 +42,61 @@ async def run_events(
     ping_s: float = PING_S,
 ) -> AsyncIterator[bytes]:
     """Events of the run numbered after ``starting_after``, live until the run pauses or ends."""
+    async for chunk in follow_events(
+        database,
+        scope,
+        owner=Run,
+        events=RunEventRecord,
+        owner_id=run_id,
+        paused=_PAUSED,
+        starting_after=starting_after,
+        poll_s=poll_s,
+        ping_s=ping_s,
+    ):
+        yield chunk
+    yield b"event: done\ndata: [DONE]\n\n"
+
+
+def _stored(row: Any) -> bytes:
+    return format_event(row.sequence_number, row.event, row.data)
+
+
+async def follow_events(
+    database: Database,
+    scope: TenantScope,
+    *,
+    owner: Any,
+    events: Any,
+    owner_id: str,
+    paused: Collection[str],
+    starting_after: int = 0,
+    poll_s: float = POLL_S,
+    ping_s: float = PING_S,
+    render: Callable[[Any], bytes] = _stored,
+) -> AsyncIterator[bytes]:
+    """The stored events of a run or a response (``owner``, its table; ``events``, its events' table, whose rows
+    name it in ``<owner>_id``) numbered after ``starting_after``, live until its status is one of ``paused``."""
     last = starting_after
     last_sent = time.monotonic()
+    owner_column = getattr(events, f"{owner.__tablename__.removesuffix('s')}_id")
     while True:
         async with database.unit_of_work(scope) as session:
             # the status first: events committed with a final status are then certain to be read below
             status = (
                 await session.execute(
-                    select(col(Run.status)).where(col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run_id)
+                    select(col(owner.status)).where(col(owner.tenant_id) == scope.tenant_id, col(owner.id) == owner_id)
                 )
             ).scalar_one()
             rows = (
                 (
                     await session.execute(
-                        select(RunEventRecord)
+                        select(events)
                         .where(
-                            col(RunEventRecord.tenant_id) == scope.tenant_id,
-                            col(RunEventRecord.run_id) == run_id,
-                            col(RunEventRecord.sequence_number) > last,
+                            col(events.tenant_id) == scope.tenant_id,
+                            col(owner_column) == owner_id,
+                            col(events.sequence_number) > last,
                         )
-                        .order_by(col(RunEventRecord.sequence_number))
+                        .order_by(col(events.sequence_number))
                         .limit(500)
                     )
                 )
@@ -68,13 +104,12 @@ async def run_events(
                 .all()
             )
         for row in rows:
-            yield format_event(row.sequence_number, row.event, row.data)
+            yield render(row)
             last = row.sequence_number
             last_sent = time.monotonic()
         if len(rows) == 500:
             continue
-        if status in _PAUSED:
-            yield b"event: done\ndata: [DONE]\n\n"
+        if status in paused:
             return
         if time.monotonic() - last_sent >= ping_s:
             yield b": ping\n\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -38,9 +38,11 @@ __all__ = [
     "execute_run_task",
     "recover_task",
     "resume_run_task",
+    "run_in_worker",
     "runs_to_recover",
     "sweep_runs",
     "sweep_task",
+    "worker_environment",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ def _ask_for_rating() -> None:
         log.warning("could not ask for rating", exc_info=True)
 
 
-def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
+def worker_environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
     """This thread's loop and run environment (built once: database engine and accelerator pool)."""
     cached = getattr(_local, "env", None)
     if cached is None:
@@ -98,7 +100,7 @@ def _environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
-    loop, _ = _environment()
+    loop, _ = worker_environment()
     return loop.run_until_complete(coroutine)
 
 
@@ -107,18 +109,25 @@ _driving: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[str]]] = {}
 
 
 def _drive(tenant_id: str, run_id: str) -> str:
-    loop, env = _environment()
-    task = loop.create_task(execute_run(env, tenant_id=tenant_id, run_id=run_id))
+    _, env = worker_environment()
+    return run_in_worker(execute_run(env, tenant_id=tenant_id, run_id=run_id), tenant_id, run_id, resume=RESUME_TASK)
+
+
+def run_in_worker(work: Awaitable[str], tenant_id: str, owner_id: str, *, resume: str) -> str:
+    """Drive a run or a response (``work``) on this thread's loop; when the worker stops or the database goes
+    away mid-call, send ``resume`` for another worker to go on from the last checkpoint."""
+    loop, _ = worker_environment()
+    task = asyncio.ensure_future(work, loop=loop)
     _driving[threading.get_ident()] = (loop, task)
     try:
         return loop.run_until_complete(task)
-    except asyncio.CancelledError:  # the worker is stopping: the run's lease is released, another worker goes on
-        enqueue(current_app, RESUME_TASK, tenant_id, run_id)
-        log.info("run %s interrupted by the worker's shutdown; sent for another worker to resume", run_id)
+    except asyncio.CancelledError:  # the worker is stopping: the lease is released, another worker goes on
+        enqueue(current_app, resume, tenant_id, owner_id)
+        log.info("%s interrupted by the worker's shutdown; sent for another worker to resume", owner_id)
         return "interrupted"
-    except ModelCallInterrupted as exc:  # the database went away mid-call: the run goes on from its checkpoint
-        log.warning("run %s interrupted (%s); sent to resume", run_id, exc)
-        enqueue(current_app, RESUME_TASK, tenant_id, run_id)  # (runs.sweep finds it if this send fails)
+    except ModelCallInterrupted as exc:  # the database went away mid-call: it goes on from its checkpoint
+        log.warning("%s interrupted (%s); sent to resume", owner_id, exc)
+        enqueue(current_app, resume, tenant_id, owner_id)  # (the sweepers find it if this send fails)
         return "interrupted"
     finally:
         _driving.pop(threading.get_ident(), None)
@@ -199,7 +208,7 @@ async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, s
 def recover_task() -> int:
     """Re-enqueue runs whose worker died as ``runs.resume``. Redelivery, or a run still queued from the last
     pass: at worst a run is enqueued twice; the lease lets one worker in."""
-    _, env = _environment()
+    _, env = worker_environment()
     due = _run(runs_to_recover(env.database))
     for tenant_id, run_id in due:
         enqueue(current_app, RESUME_TASK, tenant_id, run_id)
@@ -213,7 +222,7 @@ def sweep_task() -> int:
     """Re-enqueue runs never picked up within a lease (their dispatch was lost, or they waited behind another run
     of their thread) and waits past their deadline; ``runs.recover`` handles leases that passed. Redelivery: at
     worst a run is enqueued twice; the lease lets one worker in."""
-    _, env = _environment()
+    _, env = worker_environment()
     now = utc_now()
     due = _run(_due(env.database, now, _never_picked_up(now, env.lease_s)))
     for tenant_id, run_id in due:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu.entity import Exchange, Queue
 
+from switchyard.platform.observability.jobs import observe_jobs
 from switchyard.platform.settings import Settings, load_settings
 from switchyard.platform.worker.schedule import BEAT_SCHEDULE
 
@@ -27,7 +28,12 @@ __all__ = [
     "declare_queues",
 ]
 
-TASK_PACKAGES = ["switchyard.platform.worker", "switchyard.platform.billing", "switchyard.platform.runs"]
+TASK_PACKAGES = [
+    "switchyard.platform.worker",
+    "switchyard.platform.billing",
+    "switchyard.platform.runs",
+    "switchyard.platform.responses",
+]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
 
 RECOVERY_QUEUE = "switchyard.recovery"
@@ -40,6 +46,8 @@ TASK_ROUTES = {
     "runs.recover": {"queue": RECOVERY_QUEUE},
     "runs.resume": {"queue": RECOVERY_QUEUE},
     "runs.execute": {"queue": RUNS_QUEUE},
+    "responses.recover": {"queue": RECOVERY_QUEUE},
+    "responses.execute": {"queue": RUNS_QUEUE},
 }
 """Queues by task name; every other task goes to ``MAINTENANCE_QUEUE`` (the default queue)."""
 
@@ -71,6 +79,7 @@ def create_celery(settings: Settings | None = None) -> Celery:
     app.conf.switchyard_settings = settings
     app.autodiscover_tasks(TASK_PACKAGES, related_name="tasks", force=True)
     app.conf.beat_schedule = dict(BEAT_SCHEDULE)
+    observe_jobs()  # jobs sent stamped with their send time and trace; jobs run timed and traced
     return app
 
 

@@ -17,6 +17,8 @@ lease passed (one indexed query each time)."""
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # re-enqueue runs whose worker died (their lease passed), ahead of every queued run
     "runs-recover": {"task": "runs.recover", "schedule": RECOVER_EVERY_S},
+    # re-enqueue responses whose process died (API process or worker: their lease passed)
+    "responses-recover": {"task": "responses.recover", "schedule": RECOVER_EVERY_S},
     # re-enqueue runs never picked up (a lost dispatch, or behind another run of the thread); expire stale waits
     "runs-sweep": {"task": "runs.sweep", "schedule": 15},
     # re-enqueue usage events still pending, expire budget holds never settled

@@ -1,0 +1,177 @@
+"""What a response runs: the agent spec and call options its request (or the agent it names) defines.
+
+Without ``prompt`` the request is the definition: its ``model``, ``instructions``, ``tools``, sampling parameters
+and ``text.format``. With ``prompt: {"id": <agent id>, "version": ...}`` it is that agent version — instructions
+(``{{variables}}`` filled in), model, tools, parameters and limits — plus the request's own function tools and
+``text.format``; the request's ``model`` is then ignored, so a client configured with any model name runs the agent
+as defined. Checked here, before anything is stored: every tool (400 naming ``tools[i]``) and the model parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from switchyard.agents import AgentSpec, ModelParams, RunLimits
+from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.responses.schemas import ResponseCreate
+
+__all__ = ["ResponseDefinition", "define"]
+
+_BUILTINS = {"calculator", "current_time", "http_request"}
+_HOSTED = {
+    "web_search",
+    "web_search_preview",
+    "file_search",
+    "code_interpreter",
+    "computer_use_preview",
+    "image_generation",
+}
+
+
+@dataclass(frozen=True)
+class ResponseDefinition:
+    spec: AgentSpec
+    options: dict[str, Any]
+    """Chat-completions fields of every model call: ``response_format``, ``tool_choice``, ``parallel_tool_calls``."""
+    agent_id: str | None = None
+    agent_version: int | None = None
+
+
+def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
+    kind = tool.get("type")
+    param = f"tools[{index}]"
+    if kind == "function":
+        name = tool.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequest("a function tool needs a name", param=f"{param}.name", code="invalid_tool")
+        return {
+            "type": "function",
+            "name": name,
+            "description": tool.get("description") or "",
+            "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+        }
+    if kind == "mcp":
+        approval = tool.get("require_approval", "always")
+        allowed = tool.get("allowed_tools")
+        if isinstance(allowed, dict):
+            allowed = allowed.get("tool_names")
+        spec: dict[str, Any] = {
+            "type": "mcp",
+            "server_label": tool.get("server_label"),
+            "server_url": tool.get("server_url"),
+            "requires_approval": approval != "never",
+            "headers": tool.get("headers") or {},
+        }
+        if allowed is not None:
+            spec["allowed_tools"] = allowed
+        return spec
+    if kind in _BUILTINS:
+        return dict(tool)
+    if kind in _HOSTED:
+        raise InvalidRequest(
+            f"OpenAI's hosted tool {kind!r} is not served here; use an MCP server (type 'mcp') or a function tool",
+            param=f"{param}.type",
+            code="unsupported_tool",
+        )
+    raise InvalidRequest(f"unsupported tool type {kind!r}", param=f"{param}.type", code="unsupported_tool")
+
+
+def _response_format(data: ResponseCreate) -> dict[str, Any] | None:
+    text_format = data.text.format if data.text is not None else None
+    if text_format is None or text_format.get("type") == "text":
+        return None
+    kind = text_format.get("type")
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        schema = text_format.get("schema")
+        if not isinstance(schema, dict):
+            raise InvalidRequest("text.format json_schema needs a schema object", param="text.format.schema")
+        json_schema = {"name": text_format.get("name") or "output", "schema": schema}
+        for key in ("strict", "description"):
+            if text_format.get(key) is not None:
+                json_schema[key] = text_format[key]
+        return {"type": "json_schema", "json_schema": json_schema}
+    raise InvalidRequest(f"unsupported text.format type {kind!r}", param="text.format.type")
+
+
+def _tool_choice(choice: str | dict[str, Any] | None) -> Any:
+    if choice is None or isinstance(choice, str):
+        return choice
+    kind = choice.get("type")
+    if kind == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    if kind == "mcp" and isinstance(choice.get("server_label"), str):
+        if isinstance(choice.get("name"), str):
+            return {"type": "function", "function": {"name": f"{choice['server_label']}__{choice['name']}"}}
+        return "required"
+    if kind == "allowed_tools":
+        return choice.get("mode", "auto")
+    raise InvalidRequest(f"unsupported tool_choice {choice!r}", param="tool_choice", code="invalid_tool_choice")
+
+
+def _fill(instructions: str, variables: dict[str, Any] | None) -> str:
+    if not variables:
+        return instructions
+
+    def value(match: re.Match[str]) -> str:
+        found = variables.get(match.group(1))
+        return match.group(0) if found is None else str(found)
+
+    return re.sub(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}", value, instructions)
+
+
+def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> ResponseDefinition:
+    """The definition of a response to ``data``; ``agent`` is ``(id, version, spec)`` when ``prompt`` names one."""
+    tools = [_tool(tool, index) for index, tool in enumerate(data.tools or [])]
+    options: dict[str, Any] = {}
+    response_format = _response_format(data)
+    if response_format is not None:
+        options["response_format"] = response_format
+    tool_choice = _tool_choice(data.tool_choice)
+    if tool_choice is not None:
+        options["tool_choice"] = tool_choice
+    if data.parallel_tool_calls is not None:
+        options["parallel_tool_calls"] = data.parallel_tool_calls
+    params = {
+        "temperature": data.temperature,
+        "top_p": data.top_p,
+        "max_tokens": data.max_output_tokens,
+    }
+    try:
+        if agent is not None:
+            agent_id, version, base = agent
+            instructions = _fill(base.instructions, data.prompt.variables if data.prompt else None)
+            if data.instructions:
+                instructions = f"{instructions}\n\n{data.instructions}" if instructions else data.instructions
+            merged = base.model_dump(mode="json")
+            merged["instructions"] = instructions
+            merged["tools"] = [*merged["tools"], *tools]
+            merged["model_params"] = {**merged["model_params"], **{k: v for k, v in params.items() if v is not None}}
+            return ResponseDefinition(AgentSpec.model_validate(merged, strict=False), options, agent_id, version)
+        if data.model is None:
+            raise InvalidRequest("model is required (or a prompt naming an agent)", param="model", code="missing_model")
+        limits = RunLimits(max_steps=(data.max_tool_calls or 24) + 1)
+        spec = AgentSpec.model_validate(
+            {
+                "name": "response",
+                "model": data.model,
+                "instructions": data.instructions or "",
+                "tools": tools,
+                "model_params": ModelParams.model_validate(params, strict=False).model_dump(),
+                "limits": limits.model_dump(),
+            },
+            strict=False,
+        )
+        return ResponseDefinition(spec, options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        location = [str(part) for part in error["loc"]]
+        param = "tools" if location and location[0] == "tools" else ".".join(location) or None
+        if param == "tools" and len(location) > 1:
+            param = f"tools[{location[1]}]" + "".join(f".{part}" for part in location[3:])
+        raise InvalidRequest(f"{'.'.join(location)}: {error['msg']}", param=param, code="invalid_request") from None

@@ -1,0 +1,118 @@
+"""What clients send to ``/v1/responses`` and ``/v1/conversations``.
+
+The request declares every field of OpenAI's current ``responses.create`` (as the ``openai`` package types it), so
+clients and frameworks that send them are accepted; unknown fields are still refused. Input items and tools are
+checked item by item in ``items`` and ``definition`` (each error names its ``input[i]`` or ``tools[i]``), since
+OpenAI's item union is open-ended and a precise message beats a page of union-validation noise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from switchyard.platform.http.bodies import REQUEST_BODY
+
+__all__ = [
+    "ConversationCreate",
+    "ConversationItemsCreate",
+    "ConversationUpdate",
+    "PromptReference",
+    "ResponseCreate",
+]
+
+_IGNORED = "Accepted for compatibility; Switchyard ignores it."
+
+
+class _Strict(BaseModel):
+    model_config = REQUEST_BODY
+
+
+class PromptReference(_Strict):
+    """A Switchyard agent as OpenAI's reusable prompt: its instructions, model, tools, parameters and limits."""
+
+    id: str = Field(description="The agent's id.")
+    version: str | None = Field(default=None, description="The agent version (latest when omitted).")
+    variables: dict[str, Any] | None = Field(default=None, description="Replace `{{name}}` in the instructions.")
+
+
+class ConversationRef(_Strict):
+    id: str
+
+
+class StreamOptions(_Strict):
+    include_obfuscation: bool | None = None
+
+
+class TextOptions(_Strict):
+    format: dict[str, Any] | None = Field(
+        default=None,
+        description='`{"type": "text"}`, `{"type": "json_object"}` or `{"type": "json_schema", "name", "schema", '
+        '"strict"}`; the simulator answers schema-valid JSON for the last.',
+    )
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class ResponseCreate(_Strict):
+    model: str | None = Field(default=None, min_length=1, max_length=256, description="Required unless `prompt`.")
+    input: str | list[dict[str, Any]] | None = Field(default=None, description="Text, or a list of input items.")
+    instructions: str | None = Field(default=None, max_length=256_000)
+    prompt: PromptReference | None = None
+    tools: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=128,
+        description="`function` tools (the client runs them), `mcp` servers and Switchyard's built-ins "
+        "(`calculator`, `current_time`, `http_request`), which run on the server.",
+    )
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_tool_calls: int | None = Field(default=None, gt=0, le=1000)
+    text: TextOptions | None = None
+    metadata: dict[str, str] | None = Field(default=None, max_length=16)
+    store: bool | None = None
+    previous_response_id: str | None = Field(default=None, max_length=40)
+    conversation: str | ConversationRef | None = None
+    background: bool | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    user: str | None = Field(default=None, max_length=256)
+    truncation: Literal["auto", "disabled"] | None = None
+    priority: Literal["batch", "standard", "interactive"] | None = Field(
+        default=None, description="Switchyard's: the fleet's scheduling class."
+    )
+    include: list[str] | None = Field(default=None, description=_IGNORED)
+    reasoning: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+    service_tier: str | None = Field(default=None, description=_IGNORED)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description=_IGNORED)
+    prompt_cache_key: str | None = Field(default=None, description=_IGNORED)
+    prompt_cache_retention: str | None = Field(default=None, description=_IGNORED)
+    prompt_cache_options: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+    safety_identifier: str | None = Field(default=None, description=_IGNORED)
+    context_management: list[dict[str, Any]] | None = Field(default=None, description=_IGNORED)
+    background_options: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+    moderation: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+    access_programs: list[Any] | None = Field(default=None, description=_IGNORED)
+    image: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+
+    @property
+    def conversation_id(self) -> str | None:
+        if isinstance(self.conversation, ConversationRef):
+            return self.conversation.id
+        return self.conversation
+
+
+class ConversationCreate(_Strict):
+    items: list[dict[str, Any]] | None = Field(default=None, max_length=20, description="Initial items.")
+    metadata: dict[str, str] | None = Field(default=None, max_length=16)
+
+
+class ConversationUpdate(_Strict):
+    metadata: dict[str, str]
+
+
+class ConversationItemsCreate(_Strict):
+    items: list[dict[str, Any]] = Field(min_length=1, max_length=20)

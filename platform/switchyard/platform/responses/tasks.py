@@ -1,0 +1,63 @@
+"""Celery jobs of background responses: ``responses.execute`` (drive one) and ``responses.recover`` (re-enqueue
+those whose process died: their lease passed).
+
+They share the run jobs' per-thread environment (event loop, database, pool, admission). Delivery is
+at-least-once: a redelivered ``responses.execute`` finds the response finished or leased and does nothing, or
+resumes it from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app, shared_task
+from sqlalchemy import select
+from sqlmodel import col
+
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.jobs import enqueue
+from switchyard.platform.models import ResponseRecord, utc_now
+from switchyard.platform.responses.executor import EXECUTE_TASK, execute_response
+from switchyard.platform.runs.tasks import run_in_worker, worker_environment
+
+__all__ = ["execute_response_task", "recover_responses_task", "responses_to_recover"]
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name=EXECUTE_TASK)
+def execute_response_task(tenant_id: str, response_id: str) -> str:
+    """Drive the background response to its end. Redelivery: resumes from the last checkpoint, or does nothing
+    when it is finished or leased by a live process."""
+    _, env = worker_environment()
+    work = execute_response(env, tenant_id=tenant_id, response_id=response_id)
+    return run_in_worker(work, tenant_id, response_id, resume=EXECUTE_TASK)
+
+
+async def responses_to_recover(database: Database) -> list[tuple[str, str]]:
+    """Unfinished responses whose lease passed (their process died), as ``(tenant_id, response_id)`` pairs;
+    foreground ones too: their client is gone, but a worker finishes them (and their books)."""
+    async with database.unit_of_work(UNSCOPED) as session:
+        rows = await session.execute(
+            select(col(ResponseRecord.tenant_id), col(ResponseRecord.id))
+            .where(
+                col(ResponseRecord.status).in_(("queued", "in_progress")),
+                col(ResponseRecord.lease_expires_at) < utc_now(),
+            )
+            .order_by(col(ResponseRecord.id))
+            .limit(1000)
+        )
+        return [(tenant_id, response_id) for tenant_id, response_id in rows.all()]
+
+
+@shared_task(name="responses.recover", ignore_result=True)
+def recover_responses_task() -> int:
+    """Re-enqueue responses whose process died. Redelivery: at worst one is enqueued twice; the lease lets one
+    process in."""
+    loop, env = worker_environment()
+    due = loop.run_until_complete(responses_to_recover(env.database))
+    for tenant_id, response_id in due:
+        enqueue(current_app, EXECUTE_TASK, tenant_id, response_id)
+    if due:
+        log.info("resuming %d responses whose process died", len(due))
+    return len(due)

@@ -1,0 +1,52 @@
+"""The lease a process holds on a run or a response while it drives it: extended while it works, released when
+the work pauses or ends; a process that dies stops extending it, and the recovery job hands the work on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import col
+
+from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.models import utc_now
+
+__all__ = ["heartbeat", "release"]
+
+log = logging.getLogger(__name__)
+
+
+def _held(table: Any, scope: TenantScope, row_id: str, owner: str) -> Any:
+    """An update of the row, if ``owner`` still holds its lease."""
+    return update(table).where(
+        col(table.tenant_id) == scope.tenant_id, col(table.id) == row_id, col(table.lease_owner) == owner
+    )
+
+
+async def heartbeat(
+    database: Database, scope: TenantScope, table: Any, row_id: str, owner: str, lease_s: float
+) -> None:
+    """Extend the lease every third of its length (a long model call must not look like a dead worker)."""
+    while True:
+        await asyncio.sleep(lease_s / 3)
+        try:
+            async with database.unit_of_work(scope) as session:
+                await session.execute(
+                    _held(table, scope, row_id, owner)
+                    .values(lease_expires_at=utc_now() + timedelta(seconds=lease_s))
+                    .execution_options(synchronize_session=False)
+                )
+        except Exception:  # the next beat, or the checkpoints, extend it
+            log.warning("could not extend the lease of %s", row_id, exc_info=True)
+
+
+async def release(database: Database, scope: TenantScope, table: Any, row_id: str, owner: str) -> None:
+    async with database.unit_of_work(scope) as session:
+        await session.execute(
+            _held(table, scope, row_id, owner)
+            .values(lease_owner=None, lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
