@@ -158,14 +158,15 @@ def test_errors_surface_as_the_sdks_exceptions(live_server: Any, client: openai.
 
 
 def test_rate_limit_surfaces_as_rate_limit_error(live_server: Any) -> None:
-    messages = [{"role": "user", "content": "x"}]
+    # 200,000 tokens per minute: a request of some 120,000 prompt tokens fits, a second one right after it does not
+    # (the allowance comes back at 3,333 tokens a second: 12 s; twelve 16,000-token requests left 2.4 s, which a
+    # loaded machine spent before the thirteenth was sent).
+    messages = [{"role": "user", "content": "x " * 120_000}]
     key = live_server.new_tenant_key()
     with openai.OpenAI(base_url=live_server.base_url, api_key=key, max_retries=0) as client:
-        # 200,000 tokens per minute: twelve requests of up to 16,000 tokens fit, the thirteenth is refused.
-        for _ in range(12):
-            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16_000)  # type: ignore[arg-type]
+        client.chat.completions.create(model=MODEL, messages=messages, max_tokens=1)  # type: ignore[arg-type]
         with pytest.raises(openai.RateLimitError) as limited:
-            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16_000)  # type: ignore[arg-type]
+            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=1)  # type: ignore[arg-type]
     assert limited.value.code == "tokens_per_minute_exceeded"
     assert int(limited.value.response.headers["retry-after"]) >= 1
 
