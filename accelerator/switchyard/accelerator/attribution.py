@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-__all__ = ["attribute_chip_us"]
+__all__ = ["attribute_chip_us", "attribute_chunks_and_decodes"]
 
 
 def attribute_chip_us(total_chip_us: int, work: Sequence[int | float]) -> list[int]:
@@ -50,3 +50,32 @@ def attribute_chip_us(total_chip_us: int, work: Sequence[int | float]) -> list[i
     for _, i in sorted(remainders)[:leftover]:
         parts[i] += 1
     return parts
+
+
+def attribute_chunks_and_decodes(
+    total_chip_us: int, chunk_tokens: Sequence[int], decodes: int
+) -> tuple[list[int], int, int]:
+    """`attribute_chip_us(total_chip_us, [*chunk_tokens, *[1] * decodes])` in time linear in the chunks only.
+
+    An iteration that carries prompt chunks and `decodes` one-token decodes: every decode has the same exact share,
+    so they share one floor and one remainder, and the leftover units that go to decodes go to the first ones.
+    Returns (each chunk's part, each decode's part, how many of the first decodes get one unit more).
+    """
+    work = sum(chunk_tokens) + decodes
+    if work <= 0:
+        return attribute_chip_us(total_chip_us, [0] * len(chunk_tokens)), 0, 0
+    parts = [total_chip_us * n // work for n in chunk_tokens]
+    one, one_rem = divmod(total_chip_us, work)
+    leftover = total_chip_us - sum(parts) - one * decodes
+    extra = 0
+    if leftover:
+        chunks = len(chunk_tokens)
+        order = [(-(total_chip_us * n % work), i) for i, n in enumerate(chunk_tokens)]
+        order += [(-one_rem, chunks + i) for i in range(min(leftover, decodes))]
+        order.sort()
+        for _, i in order[:leftover]:
+            if i < chunks:
+                parts[i] += 1
+            else:
+                extra += 1
+    return parts, one, extra

@@ -10,11 +10,10 @@ and can be driven by a wall clock later.
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from bisect import bisect_left
 
 from switchyard.accelerator.admission import WaitQueue
-from switchyard.accelerator.attribution import attribute_chip_us
+from switchyard.accelerator.attribution import attribute_chunks_and_decodes
 from switchyard.accelerator.deployment import Deployment
 from switchyard.accelerator.prefix_cache import PrefixCache
 from switchyard.accelerator.requests import FinishedRequest, Request
@@ -54,6 +53,8 @@ class ReplicaEngine:
         self._done: list[FinishedRequest] = []
         self.prefixes = PrefixCache(config.block_tokens)
         self.outstanding_tokens = 0  # prompt + output tokens not yet finished
+        self._prefilling = 0  # running sequences with prompt tokens still to compute
+        self._plan: _DecodePlan | None = None  # the decode-only stretch in flight, if any
 
     @property
     def idle(self) -> bool:
@@ -77,6 +78,8 @@ class ReplicaEngine:
 
     def check_invariants(self) -> None:
         """Raise AssertionError if KV block accounting is inconsistent (used by tests)."""
+        self._settle_plan()
+        assert self._prefilling == sum(1 for s in self._running if s.kv < s.target)
         held = sum(s.blocks for s in self._running) + self.prefixes.held_blocks
         assert 0 <= self.free_blocks <= self.total_blocks, (self.free_blocks, self.total_blocks)
         assert self.free_blocks + held == self.total_blocks, (self.free_blocks, held, self.total_blocks)
@@ -89,6 +92,7 @@ class ReplicaEngine:
         With `first_token_s`, the prompt's KV cache arrives ready (disaggregated serving: another pool ran
         the prefill and produced the first token then), so the request goes straight to decoding.
         """
+        self._settle_plan()  # the next iteration considers this request: the stretch in flight ends here
         seq = SeqState(req)
         if first_token_s is not None:
             seq.kv = seq.target = req.prompt_tokens
@@ -100,12 +104,15 @@ class ReplicaEngine:
     def abort(self, request_id: int) -> bool:
         """Stop a request at once (its client went away): it leaves the batch or the queue, its KV blocks are
         freed, and it finishes (``cancelled``) with the tokens it got and the chip-µs it used so far."""
+        self._settle_plan()
         seq = self._waiting.remove(request_id)
         if seq is None:
             seq = next((s for s in self._running if s.req.request_id == request_id), None)
             if seq is None:
                 return False
             self._running.remove(seq)
+            if seq.kv < seq.target:
+                self._prefilling -= 1
         self.free_blocks += seq.blocks
         seq.blocks = 0
         self._release_prefix(seq)
@@ -114,6 +121,7 @@ class ReplicaEngine:
 
     def progress(self) -> dict[int, int]:
         """Output tokens generated so far by each running request (for streaming on a wall clock)."""
+        self._settle_plan()
         return {s.req.request_id: s.generated for s in self._running}
 
     def collect(self) -> list[FinishedRequest]:
@@ -124,6 +132,10 @@ class ReplicaEngine:
     def step_until(self, t: float) -> None:
         """Run every iteration that starts before `t`; an idle replica's clock jumps to `t`."""
         while True:
+            if self._plan is not None:
+                if not self._advance_plan(t):
+                    return
+                continue
             if self.idle:
                 if math.isfinite(t):
                     self.now = max(self.now, t)
@@ -133,10 +145,10 @@ class ReplicaEngine:
             self._admit()
             if not self._running:
                 continue  # the head of the queue was rejected; look again
-            if any(s.kv < s.target for s in self._running):
+            if self._prefilling:
                 self._prefill_iteration()
             else:
-                self._decode_jump(t)
+                self._plan_decode()
 
     # -- scheduling -------------------------------------------------------------------------------
 
@@ -172,6 +184,8 @@ class ReplicaEngine:
                 seq.prefix, seq.shared = entry, entry.blocks
             if seq.scheduled_s < 0:
                 seq.scheduled_s = self.now
+            if seq.kv < seq.target:
+                self._prefilling += 1
             self._running.append(seq)
 
     def _release_prefix(self, seq: SeqState) -> None:
@@ -182,6 +196,8 @@ class ReplicaEngine:
     def _preempt_newest(self) -> None:
         """Recompute preemption: the latest admitted sequence gives back its KV and waits at the front."""
         seq = self._running.pop()
+        if seq.kv < seq.target:
+            self._prefilling -= 1
         self.free_blocks += seq.blocks
         self._release_prefix(seq)
         seq.recomputed += seq.kv
@@ -190,54 +206,88 @@ class ReplicaEngine:
         seq.preemptions += 1
         self._waiting.push_front(seq)
 
-    def _account(self, duration_s: float, seqs: list[SeqState], work: list[int]) -> None:
-        chips = self.cost.chips
+    def _account(self, duration_s: float, sequences: int) -> int:
+        """Charge one span of busy time; returns its chip-µs (running total, so the parts add up exactly)."""
         self.busy_s += duration_s
-        self.batch_seconds += duration_s * len(seqs)
+        self.batch_seconds += duration_s * sequences
         self.now += duration_s
-        total = round(self.busy_s * 1e6 * chips)
-        parts = attribute_chip_us(total - self.chip_us_total, work)
+        total = round(self.busy_s * 1e6 * self.cost.chips)
+        part = total - self.chip_us_total
         self.chip_us_total = total
-        for seq, part in zip(seqs, parts, strict=True):
-            seq.chip_us += part
+        return part
 
     def _prefill_iteration(self) -> None:
-        budget = self.config.max_batched_tokens
-        decoders = [s for s in self._running if s.kv >= s.target]
-        self._grow_for_decode(decoders, 1)
-        decoders = [s for s in self._running if s.kv >= s.target]
-        budget -= len(decoders)
+        bt = self.config.block_tokens
+        running = self._running
+        budget = self.config.max_batched_tokens - (len(running) - self._prefilling)  # a token per decoder first
         static = self.cost.static
         chunks: list[tuple[SeqState, int]] = []
+        decoders: list[SeqState] = []
+        short: list[SeqState] = []  # decoders whose next token starts a KV block
+        ctx: list[int] = []
         qk = kv_read = 0.0
         tokens = 0
-        for s in self._running:
-            if s.kv < s.target and budget > 0:
-                n = min(s.target - s.kv, budget)
-                budget -= n
-                tokens += n
-                qk += n * (s.kv + n) if static else n * (s.kv + n / 2)
-                kv_read += s.kv
-                chunks.append((s, n))
-        duration = self.cost.iteration_s(tokens, qk, kv_read, [s.kv + 1 for s in decoders], len(chunks))
-        seqs = [s for s, _ in chunks] + decoders
-        self._account(duration, seqs, [n for _, n in chunks] + [1] * len(decoders))
+        for s in running:
+            kv = s.kv
+            left = s.target - kv
+            if left > 0:
+                if budget > 0:
+                    n = left if left < budget else budget
+                    budget -= n
+                    tokens += n
+                    qk += n * (kv + n) if static else n * (kv + n / 2)
+                    kv_read += kv
+                    chunks.append((s, n))
+            else:
+                decoders.append(s)
+                ctx.append(kv + 1)
+                if kv >= (s.blocks + s.shared) * bt:
+                    short.append(s)
+        if short:
+            if len(short) > self.free_blocks:
+                # Memory is short: evict cached prefixes or preempt (the general path), then look again.
+                self._grow_for_decode(decoders, 1)
+                if self._running:
+                    self._prefill_iteration()
+                return
+            self.free_blocks -= len(short)
+            for s in short:
+                s.blocks += 1
+        duration = self.cost.iteration_s(tokens, qk, kv_read, ctx, len(chunks))
+        part = self._account(duration, len(chunks) + len(decoders))
         self.iterations += 1
-        for s, n in chunks:
+        # Exact split by tokens (attribute_chip_us's largest-remainder rule, computed per chunk, not per decode).
+        parts, one, extra = attribute_chunks_and_decodes(part, [n for _, n in chunks], len(decoders))
+        for s in decoders[:extra]:
+            s.chip_us += 1
+        finished = False
+        now = self.now
+        for (s, n), share in zip(chunks, parts, strict=True):
+            s.chip_us += share
             s.kv += n
             p = s.prefix
             if p is not None and not p.ready and p.owner is s and s.kv >= p.tokens:
                 p.ready = True
             if s.kv >= s.target:
-                self._emit(s, 1)
+                self._prefilling -= 1
+                if s.first_token_s < 0:
+                    s.first_token_s = now
+                s.generated += 1
+                if s.generated >= s.req.output_tokens:
+                    finished = True
         for s in decoders:
+            s.chip_us += one
             s.kv += 1
-            self._emit(s, 1)
-        self._retire()
+            s.generated += 1
+            if s.generated >= s.req.output_tokens:
+                finished = True
+        if finished:
+            self._retire()
 
     def _grow_for_decode(self, seqs: list[SeqState], steps: int) -> None:
         """Give every decoding sequence blocks for `steps` more tokens, preempting if memory runs out."""
-        needs = [self._blocks_for(s.kv + steps) - s.blocks - s.shared for s in seqs]
+        bt = self.config.block_tokens
+        needs = [-(-(s.kv + steps) // bt) - s.blocks - s.shared for s in seqs]
         total = sum(n for n in needs if n > 0)
         if total > self.free_blocks:  # cached prefixes nobody uses go before running work does
             self.free_blocks += self.prefixes.evict(total - self.free_blocks)
@@ -260,34 +310,84 @@ class ReplicaEngine:
                 self.free_blocks -= need
                 s.blocks += need
 
-    def _decode_jump(self, horizon: float) -> None:
+    def _plan_decode(self) -> None:
+        """Start a stretch of decode-only iterations that ends at the next finish (or the jump limit, or the
+        last KV block boundary memory allows): nothing inside it changes the batch unless a request arrives
+        or is aborted on this replica, which settles the stretch where it is (see _settle_plan)."""
         seqs = self._running
-        k = min(self.config.max_jump_steps, min(s.req.output_tokens - s.generated for s in seqs))
-        spare = self.free_blocks + self.prefixes.evictable_blocks
-        while k > 1 and sum(max(0, self._blocks_for(s.kv + k) - s.blocks - s.shared) for s in seqs) > spare:
+        bt = self.config.block_tokens
+        k = self.config.max_jump_steps
+        for s in seqs:
+            left = s.req.output_tokens - s.generated
+            if left < k:
+                k = left
+        # The stretch stops before the KV block boundary that free memory cannot serve: crossing it evicts cached
+        # prefixes or preempts, which a single step does (k == 1) exactly as it would anywhere else.
+        free = self.free_blocks
+        while True:
+            need = 0
+            for s in seqs:
+                n = -(-(s.kv + k) // bt) - s.blocks - s.shared
+                if n > 0:
+                    need += n
+            if need <= free or k == 1:
+                break
             k //= 2
-        self._grow_for_decode(list(seqs), k)
-        seqs = self._running
-        if not seqs:
-            return
-        k = min(k, min(s.req.output_tokens - s.generated for s in seqs))
+        blocks_before = [s.blocks for s in seqs]
+        if need:
+            count = len(seqs)
+            self._grow_for_decode(list(seqs), k)
+            seqs = self._running
+            if not seqs:
+                return
+            if len(seqs) != count:  # preempted (only ever at k == 1): the step runs with what is left
+                blocks_before = [s.blocks for s in seqs]
         cum = self.cost.decode_jump_s([s.kv + 1 for s in seqs], k)
-        if math.isfinite(horizon):
-            n = int(np.searchsorted(cum[:-1], horizon - self.now, side="left")) + 1
-            k = min(k, n)
-        self._account(float(cum[k - 1]), list(seqs), [k] * len(seqs))
-        self.iterations += k
-        for s in seqs:
-            s.kv += k
-        for s in seqs:
-            self._emit(s, k)
-        self._retire()
+        self._plan = _DecodePlan(list(seqs), blocks_before, cum.tolist(), self.now)
 
-    def _emit(self, seq: SeqState, tokens: int) -> None:
-        if seq.first_token_s < 0:
-            seq.first_token_s = self.now
-        seq.generated += tokens
-        seq.target = max(seq.target, seq.kv)
+    def _advance_plan(self, t: float) -> bool:
+        """Run the stretch's iterations that start before `t`; True once it is complete (and settled)."""
+        plan = self._plan
+        assert plan is not None
+        cum = plan.cum
+        k = len(cum)
+        n = k if t == math.inf else bisect_left(cum, t - plan.start_s, 0, k - 1) + 1
+        if n > plan.applied:
+            end = cum[n - 1]
+            span = end - (cum[plan.applied - 1] if plan.applied else 0.0)
+            self.busy_s += span
+            self.batch_seconds += span * len(plan.seqs)
+            self.now = plan.start_s + end
+            total = round(self.busy_s * 1e6 * self.cost.chips)
+            plan.chip_us += total - self.chip_us_total
+            self.chip_us_total = total
+            self.iterations += n - plan.applied
+            plan.applied = n
+        if n < k:
+            return False
+        self._settle_plan()
+        self._retire()
+        return True
+
+    def _settle_plan(self) -> None:
+        """Write the stretch's iterations run so far into its sequences (equal shares of its chip-µs, the leftover
+        units to the first ones) and drop the rest of it; the next step plans again from there."""
+        plan = self._plan
+        if plan is None:
+            return
+        self._plan = None
+        steps = plan.applied
+        q, r = divmod(plan.chip_us, len(plan.seqs))
+        bt = self.config.block_tokens
+        for i, s in enumerate(plan.seqs):
+            s.kv += steps
+            s.generated += steps
+            s.chip_us += q + 1 if i < r else q
+            # Blocks were taken for the whole stretch; give back those of the boundaries it did not reach.
+            keep = max(plan.blocks_before[i], -(-s.kv // bt) - s.shared)
+            if s.blocks > keep:
+                self.free_blocks += s.blocks - keep
+                s.blocks = keep
 
     def _retire(self) -> None:
         keep = []
@@ -323,3 +423,18 @@ class ReplicaEngine:
                 cancelled=cancelled,
             )
         )
+
+
+class _DecodePlan:
+    """A decode-only stretch in flight: its sequences, cumulative seconds after each iteration, how many of
+    them have run, and the chip-µs those charged."""
+
+    __slots__ = ("applied", "blocks_before", "chip_us", "cum", "seqs", "start_s")
+
+    def __init__(self, seqs: list[SeqState], blocks_before: list[int], cum: list[float], start_s: float) -> None:
+        self.seqs = seqs
+        self.blocks_before = blocks_before  # each sequence's private blocks before the stretch took its own
+        self.cum = cum
+        self.start_s = start_s
+        self.applied = 0
+        self.chip_us = 0
