@@ -1,0 +1,92 @@
+"""docs/operations.md as an operator follows it, without containers: its backup and restore of PostgreSQL (the same
+`pg_dump`/`pg_restore` flags, on the test's PostgreSQL server) bring back a working installation, row-level
+security included, and the restarted `migrate` step makes no second operator key; the README links the guide and
+its first screen says how to get `switchyard` on the PATH."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from switchyard.platform.app import create_app
+from switchyard.platform.settings import Settings
+from tests.system.pg import Pg
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "operations.md"
+SWITCHYARD = str(Path(sys.executable).parent / "switchyard")
+
+
+def _switchyard(url: str, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"SWITCHYARD_DATABASE_URL": url, "SWITCHYARD_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([SWITCHYARD, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_readme_first_screen_puts_switchyard_on_the_path_and_links_the_guide() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first_screen = "\n".join(readme.splitlines()[:40])
+    assert ". .venv/bin/activate" in first_screen
+    assert "docs/operations.md" in readme
+    assert GUIDE.exists()
+    assert "placeholder" not in GUIDE.read_text().lower()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_documented_backup_and_restore_bring_back_a_working_installation(postgres_url: str, tmp_path: Path) -> None:
+    guide = GUIDE.read_text()
+    dump_line = re.search(r"^.*\bpg_dump (.*)$", guide, re.MULTILINE)
+    restore_line = re.search(r"^.*\bpg_restore (.*)$", guide, re.MULTILINE)
+    assert dump_line
+    assert restore_line
+    assert "-Fc" in dump_line.group(1)
+    assert "--exit-on-error" in restore_line.group(1)
+    pg_dump, pg_restore = shutil.which("pg_dump"), shutil.which("pg_restore")
+    assert pg_dump
+    assert pg_restore
+
+    source, target = Pg(postgres_url), Pg(postgres_url)
+    source.create()
+    target.create()
+    try:
+        data = tmp_path / "data"
+        assert _switchyard(source.url, data, "db", "upgrade").returncode == 0
+        operator = _switchyard(source.url, data, "key", "create", "--operator", "--if-none").stdout.strip()
+        tenant = _switchyard(source.url, data, "tenant", "create", "Acme", "--owner-email", "boss@acme.io").stdout
+        owner = re.search(r"owner key:\s+(\S+)", tenant)
+        assert operator.startswith("sy_op")
+        assert owner
+
+        dump = tmp_path / "switchyard.dump"
+        with open(dump, "wb") as out:
+            subprocess.run([pg_dump, "-Fc", "-d", source.url], stdout=out, check=True, timeout=120)
+        restored = subprocess.run(
+            [pg_restore, "-d", target.url, "--exit-on-error", str(dump)], capture_output=True, text=True, timeout=120
+        )
+        assert restored.returncode == 0, restored.stderr
+        source.drop()  # the restored database stands alone
+
+        migrate = _switchyard(target.url, data, "db", "upgrade")
+        assert migrate.returncode == 0, migrate.stderr
+        again = _switchyard(target.url, data, "key", "create", "--operator", "--if-none")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == ""  # the restored operator key counts: no new one
+        settings = Settings(data_dir=data, database_url=target.url, time_scale=0)
+        with TestClient(app=create_app(settings)) as http:
+            tenants = http.get("/v1/admin/tenants", headers={"Authorization": f"Bearer {operator}"})
+            assert tenants.status_code == 200, tenants.text
+            assert [t["name"] for t in tenants.json()["data"]] == ["Acme"]
+            members = http.get("/v1/members", headers={"Authorization": f"Bearer {owner.group(1)}"})
+            assert members.status_code == 200, members.text  # tenant sessions run as switchyard_tenant (RLS)
+            assert [m["email"] for m in members.json()["data"]] == ["boss@acme.io"]
+        current = _switchyard(target.url, data, "billing", "reconcile", "--period", "2026-12")
+        assert current.returncode == 0, current.stdout + current.stderr
+    finally:
+        source.drop()
+        target.drop()
