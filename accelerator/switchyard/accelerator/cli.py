@@ -19,7 +19,7 @@ from switchyard.accelerator.hardware import get_instance
 from switchyard.accelerator.metrics import RunSummary, summarize
 from switchyard.accelerator.models import load_model_config
 from switchyard.accelerator.point import simulate_point
-from switchyard.accelerator.report import format_table, html_report
+from switchyard.accelerator.report import format_table, html_report, with_progress
 from switchyard.accelerator.requests import Request
 from switchyard.accelerator.router import RoutingPolicy
 from switchyard.accelerator.workloads import parse_workload, scale_rate
@@ -137,10 +137,27 @@ def calibrate_cmd(data: Path, out: Path) -> None:
 @click.option("--replicas", type=int, default=1, show_default=True)
 @click.option("--tp", type=int, required=True)
 @click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
-@click.option("--workload", required=True, help="trace CSV, or poisson:n=..,rate=.. / bursty:n=..,rate=..")
+@click.option(
+    "--workload",
+    required=True,
+    help="CSV (arrival_s,input_tokens,output_tokens[,session,prefix_id,prefix_tokens,...] or an Azure trace), "
+    "or poisson:n=..,rate=.. / bursty:n=..,rate=.. / agentic:sessions=..,rate=..",
+)
 @click.option("--rate-scale", type=float, default=1.0, show_default=True, help="multiply the arrival rate")
 @click.option("--policy", type=click.Choice([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
 @click.option("--max-batch", type=int, default=64, show_default=True, help="sequences per replica")
+@click.option(
+    "--max-batched-tokens",
+    type=click.IntRange(min=1),
+    default=EngineConfig().max_batched_tokens,
+    show_default=True,
+    help="token budget of one iteration: the chunk size of chunked prefill (vLLM's max_num_batched_tokens)",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="show progress on stderr (default: when stderr is a terminal)",
+)
 @click.option("--fair-share", is_flag=True, help="admit by priority tier, then fair share across tenants")
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
@@ -165,6 +182,8 @@ def run(
     rate_scale: float,
     policy: str,
     max_batch: int,
+    max_batched_tokens: int,
+    progress: bool | None,
     fair_share: bool,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
@@ -183,7 +202,7 @@ def run(
     the network, and the decode pool generates.
     """
     model = _model_name(model, model_config)
-    config = EngineConfig(max_batch=max_batch, fair_share=fair_share)
+    config = EngineConfig(max_batch=max_batch, max_batched_tokens=max_batched_tokens, fair_share=fair_share)
     try:
         dep = make_deployment(model, instance, tp, weights)
         requests = parse_workload(workload)
@@ -201,9 +220,9 @@ def run(
         raise click.ClickException(str(exc)) from exc
     if rate_scale != 1.0:
         requests = scale_rate(requests, rate_scale)
-    with click.progressbar(requests, label="simulating", file=sys.stderr) as bar:
-        for req in bar:
-            cluster.submit(req)
+    shown = sys.stderr.isatty() if progress is None else progress
+    for req in with_progress(requests, sys.stderr if shown else None, lambda: cluster.now):
+        cluster.submit(req)
     cluster.step_until(float("inf"))
     finished = cluster.collect()
     summary = summarize(finished, cluster, slo_ttft_ms, slo_tpot_ms)
@@ -226,9 +245,14 @@ def _parse_fleet(model: str, spec: str, weights: str = "bf16") -> tuple[Deployme
 
 
 def _serve(
-    dep: Deployment, replicas: int, requests: list[Request], policy: str, slo: tuple[float | None, float | None]
+    dep: Deployment,
+    replicas: int,
+    requests: list[Request],
+    policy: str,
+    slo: tuple[float | None, float | None],
+    config: EngineConfig,
 ) -> RunSummary:
-    cluster = Cluster(dep, replicas, policy)
+    cluster = Cluster(dep, replicas, policy, config=config)
     finished = cluster.run(requests)
     return summarize(finished, cluster, *slo)
 
@@ -236,12 +260,20 @@ def _serve(
 @simulate.command()
 @click.option("--model", default=None, help=_MODEL_HELP)
 @_MODEL_CONFIG
-@click.option("--workload", required=True, help="trace CSV, or poisson:/bursty:/agentic: spec")
+@click.option("--workload", required=True, help="CSV (plain or Azure trace), or poisson:/bursty:/agentic: spec")
 @click.option(
     "--fleet", "fleets", multiple=True, required=True, help="instance[:tp=N][:replicas=R][:weights=W]; repeat"
 )
 @click.option("--rate-scale", type=float, default=1.0, show_default=True)
 @click.option("--policy", type=click.Choice([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
+@click.option("--max-batch", type=int, default=64, show_default=True, help="sequences per replica")
+@click.option(
+    "--max-batched-tokens",
+    type=click.IntRange(min=1),
+    default=EngineConfig().max_batched_tokens,
+    show_default=True,
+    help="token budget of one iteration (the chunk size of chunked prefill)",
+)
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 def compare(
@@ -251,6 +283,8 @@ def compare(
     fleets: tuple[str, ...],
     rate_scale: float,
     policy: str,
+    max_batch: int,
+    max_batched_tokens: int,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
 ) -> None:
@@ -267,7 +301,8 @@ def compare(
     )
     base: float | None = None
     for spec, dep, replicas in plans:
-        s = _serve(dep, replicas, requests, policy, (slo_ttft_ms, slo_tpot_ms))
+        config = EngineConfig(max_batch=max_batch, max_batched_tokens=max_batched_tokens)
+        s = _serve(dep, replicas, requests, policy, (slo_ttft_ms, slo_tpot_ms), config)
         per_m = s.cost_per_million_output_tokens_usd
         ratio = "n/a"
         if per_m is not None and per_m > 0:

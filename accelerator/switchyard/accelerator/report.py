@@ -1,9 +1,11 @@
-"""Plain-text table and a self-contained HTML report (inline SVG plots) of a trace run."""
+"""Plain-text table, a self-contained HTML report (inline SVG plots) and a progress line of a trace run."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TextIO, TypeVar
 
 import numpy as np
 
@@ -11,7 +13,9 @@ from switchyard.accelerator.costmodel import FloatArray
 from switchyard.accelerator.metrics import RunSummary
 from switchyard.accelerator.requests import FinishedRequest
 
-__all__ = ["format_table", "html_report"]
+__all__ = ["format_table", "html_report", "with_progress"]
+
+T = TypeVar("T")
 
 _W, _H, _PAD, _RIGHT = 540, 270, 64, 24
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -158,3 +162,34 @@ def html_report(summary: RunSummary, finished: Sequence[FinishedRequest], busy_s
         + "".join(f"<div style='display:inline-block;margin:8px'>{p}</div>" for p in plots)
         + "</body></html>\n"
     )
+
+
+def with_progress(
+    items: Sequence[T],
+    stream: TextIO | None,
+    simulated_s: Callable[[], float],
+    *,
+    every_s: float = 0.25,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[T]:
+    """Yield `items`; on `stream` (None: silently) keep one line up to date, at most every `every_s` seconds:
+    the share of requests submitted and the simulated time reached, then a final line when all are in."""
+    if stream is None:
+        yield from items
+        return
+    total = len(items)
+    last = clock()
+
+    def show(done: int) -> None:
+        share = 100.0 * done / total if total else 100.0
+        stream.write(f"\rsimulating {share:5.1f}%  {done:,}/{total:,} requests  {simulated_s():,.1f} s simulated")
+        stream.flush()
+
+    for index, item in enumerate(items):
+        yield item
+        if index & 63 == 0 and clock() - last >= every_s:
+            last = clock()
+            show(index + 1)
+    show(total)
+    stream.write("\n")
+    stream.flush()

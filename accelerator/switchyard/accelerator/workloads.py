@@ -1,4 +1,5 @@
-"""Workloads: the Azure LLM inference traces, synthetic Poisson and bursty arrivals, rate scaling."""
+"""Workloads: plain CSV files, the Azure LLM inference traces, synthetic Poisson, bursty and agentic arrivals,
+rate scaling."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ __all__ = [
     "agentic_workload",
     "bursty_workload",
     "load_azure_trace",
+    "load_csv_workload",
+    "load_workload_file",
     "parse_workload",
     "poisson_workload",
     "repeat_workload",
@@ -53,6 +56,69 @@ def load_azure_trace(path: str | Path, limit: int | None = None) -> list[Request
             )
     out.sort(key=lambda r: (r.arrival_s, r.request_id))
     return out
+
+
+# Plain CSV columns, with the names Vidur's request traces give the same quantities.
+_CSV_COLUMNS = {
+    "arrival_s": ("arrival_s", "arrived_at"),
+    "input_tokens": ("input_tokens", "num_prefill_tokens"),
+    "output_tokens": ("output_tokens", "num_decode_tokens"),
+}
+_CSV_OPTIONAL = ("session", "tenant", "prefix_id", "prefix_tokens", "priority")
+
+
+def load_csv_workload(path: str | Path, limit: int | None = None) -> list[Request]:
+    """Requests of a plain CSV file: `arrival_s, input_tokens, output_tokens` (seconds from any origin; Vidur's
+    `arrived_at, num_prefill_tokens, num_decode_tokens` are read the same way), and optionally `session`, `tenant`,
+    `prefix_id` with `prefix_tokens` (a leading span shared by the requests naming it) and `priority`.
+
+    Empty optional cells mean "none". Requests are numbered in file order and returned in arrival order.
+    """
+    out: list[Request] = []
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header = set(reader.fieldnames or ())
+        columns = {}
+        for key, names in _CSV_COLUMNS.items():
+            found = next((n for n in names if n in header), None)
+            if found is None:
+                raise ValueError(
+                    f"{path}: a workload CSV needs the column {' or '.join(names)}; it has {sorted(header)}"
+                )
+            columns[key] = found
+        for i, row in enumerate(reader):
+            if limit is not None and i >= limit:
+                break
+            line = i + 2
+            try:
+                extra = {k: row[k] for k in _CSV_OPTIONAL if row.get(k)}
+                req = Request(
+                    request_id=i,
+                    arrival_s=float(row[columns["arrival_s"]]),
+                    prompt_tokens=int(row[columns["input_tokens"]]),
+                    output_tokens=int(row[columns["output_tokens"]]),
+                    session=extra.get("session"),
+                    tenant=extra.get("tenant"),
+                    prefix_id=extra.get("prefix_id"),
+                    prefix_tokens=int(extra.get("prefix_tokens", 0)),
+                    priority=int(extra.get("priority", 1)),
+                )
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{path}, line {line}: {exc}") from exc
+            if req.prompt_tokens < 1 or req.output_tokens < 1 or req.arrival_s < 0 or math.isnan(req.arrival_s):
+                raise ValueError(f"{path}, line {line}: token counts must be >= 1 and arrival_s >= 0")
+            if not 0 <= req.prefix_tokens <= req.prompt_tokens:
+                raise ValueError(f"{path}, line {line}: prefix_tokens must lie between 0 and input_tokens")
+            out.append(req)
+    out.sort(key=lambda r: (r.arrival_s, r.request_id))
+    return out
+
+
+def load_workload_file(path: str | Path) -> list[Request]:
+    """A workload file: an Azure trace (its `TIMESTAMP` column) or a plain CSV (see load_csv_workload)."""
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh), [])
+    return load_azure_trace(path) if "TIMESTAMP" in header else load_csv_workload(path)
 
 
 def _length(rng: random.Random, mean: float, sigma: float = 0.8, cap: int = 32768) -> int:
@@ -175,12 +241,13 @@ def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
 
 
 def parse_workload(spec: str) -> list[Request]:
-    """A workload from a CLI spec: a trace CSV path, or `poisson:n=..,rate=..[,prompt=..,output=..,seed=..]`,
+    """A workload from a CLI spec: a CSV path (an Azure trace or a plain CSV, see load_workload_file), or
+    `poisson:n=..,rate=..[,prompt=..,output=..,seed=..]`,
     `bursty:` with the same keys plus `burst=..` (factor), or
     `agentic:sessions=..,rate=..[,agents=..,system=..,seed=..]` (rate in sessions per second)."""
     kind, _, params = spec.partition(":")
     if kind not in ("poisson", "bursty", "agentic") or not params:
-        return load_azure_trace(spec)
+        return load_workload_file(spec)
     kv = dict(p.split("=", 1) for p in params.split(",") if p)
     if kind == "agentic":
         try:
