@@ -140,6 +140,7 @@ def _serve(settings: Settings, workers: int = 1) -> None:
     import uvicorn
 
     from switchyard.platform.app import create_app
+    from switchyard.platform.observability import prepare_multiprocess_dir
 
     options: dict[str, Any] = {
         "host": settings.host,
@@ -151,6 +152,7 @@ def _serve(settings: Settings, workers: int = 1) -> None:
     if workers == 1:
         uvicorn.run(create_app(settings), **options)
     else:  # each worker process builds its app from the same SWITCHYARD_* environment
+        prepare_multiprocess_dir()  # one /metrics for all of them: each writes its values there
         uvicorn.run("switchyard.platform.app:create_app", factory=True, workers=workers, **options)
 
 
@@ -216,6 +218,8 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
 
     from celery.signals import worker_shutting_down
 
+    from switchyard.platform.observability import prepare_multiprocess_dir
+    from switchyard.platform.observability.jobs import observe_process
     from switchyard.platform.worker import QUEUES, create_celery
 
     chosen = QUEUES if queues is None else tuple(q.strip() for q in queues.split(",") if q.strip())
@@ -223,6 +227,9 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
     if unknown or not chosen:
         raise click.BadParameter(f"choose among {', '.join(QUEUES)} (got {queues!r})", param_hint="--queues")
     settings = _settings()
+    if pool == "prefork" and settings.metrics_port:
+        prepare_multiprocess_dir()  # the pool's processes write their values where the metrics port reads them
+    observe_process(settings, service="switchyard-worker", metrics=True)
     argv = ["worker", "--loglevel", settings.log_level.upper(), "--pool", pool]
     argv += ["--queues", ",".join(q for q in QUEUES if q in chosen)]  # recovery first, new runs last
     if concurrency:
@@ -244,9 +251,11 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def beat(celery_args: tuple[str, ...]) -> None:
     """Run Celery beat (periodic jobs); exactly one per installation."""
+    from switchyard.platform.observability.jobs import observe_process
     from switchyard.platform.worker import create_celery
 
     settings = _settings()
+    observe_process(settings, service="switchyard-beat")
     schedule = str(settings.data_dir / "beat-schedule")
     settings.ensure_data_dir()
     create_celery(settings).start(["beat", "--loglevel", settings.log_level.upper(), "-s", schedule, *celery_args])

@@ -85,6 +85,8 @@ def serve_fleet(settings: Settings, host: str, port: int) -> None:
     """Serve the fleet process until SIGTERM/SIGINT."""
     import uvicorn
 
+    from switchyard.platform.observability import observe_fleet
+
     app = FleetProcess(settings)
 
     class Server(uvicorn.Server):
@@ -95,7 +97,7 @@ def serve_fleet(settings: Settings, host: str, port: int) -> None:
             super().handle_exit(sig, frame)
 
     config = uvicorn.Config(
-        app,
+        observe_fleet(app, otlp_endpoint=settings.otlp_endpoint, log_level=settings.log_level),  # /metrics too
         host=host,
         port=port,
         log_level=settings.log_level,
