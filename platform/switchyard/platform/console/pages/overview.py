@@ -36,7 +36,7 @@ def usage_chart(buckets: list[UsageBucket]) -> dict[str, Any]:
     return {
         "days": [bucket.start.date().isoformat() for bucket in buckets],
         "series": models,
-        "values": values,
+        "chip_hours": values,
         "totals": totals,
     }
 

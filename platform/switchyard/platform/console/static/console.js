@@ -11,15 +11,16 @@
     var xs = data.days.map(function (d) { return Date.parse(d + "T00:00:00Z") / 1000; });
     // Stacked: each series is drawn as the running sum of itself and the ones before it.
     var running = xs.map(function () { return 0; });
-    var stacked = data.values.map(function (row) {
+    var stacked = data.chip_hours.map(function (row) {
       running = running.map(function (sum, i) { return sum + row[i]; });
       return running.slice();
     });
     // Drawn from the top of the stack down, so each lower band's fill stays visible over the one above.
+    var bars = window.uPlot.paths.bars({ size: [0.7, 60] });  // one bar a day
     var order = data.series.map(function (_, i) { return i; }).reverse();
     var series = [{}].concat(order.map(function (i) {
       var color = COLORS[i % COLORS.length];
-      return { label: data.series[i], stroke: color, fill: color + "55", width: 1 };
+      return { label: data.series[i], stroke: color, fill: color + "99", width: 1, paths: bars };
     }));
     var width = Math.max(280, el.clientWidth - 16 || 600);
     el.dataset.drawn = "1";
@@ -28,7 +29,7 @@
       height: 240,
       series: series,
       axes: [{}, { label: "chip-hours" }],
-      scales: { x: { time: true } },
+      scales: { x: { time: true, range: function (u, min, max) { return [min - 43200, max + 43200]; } } },
     }, [xs].concat(order.map(function (i) { return stacked[i]; })), el);
   }
 
