@@ -130,7 +130,7 @@ class ResponseController(Controller):
         holds = await service.admit(gateway.admission, prepared, principal)
         try:
             async with state.database.unit_of_work(scope) as session:
-                row = service.store(
+                row = await service.store(
                     session, scope=scope, principal=principal, prepared=prepared, response_id=response_id
                 )
                 await service.add_input_to_conversation(session, scope, row)

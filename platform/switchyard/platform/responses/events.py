@@ -37,7 +37,9 @@ class ResponseStream:
         seeded: int = 0,
         done_items: set[str] | None = None,
         sequence: int = 0,
+        listed: list[dict[str, Any]] | None = None,
     ) -> None:
+        self.listed = listed or []
         self.response_id = response_id
         self.render = render
         self.kind_of = kind_of
@@ -91,7 +93,7 @@ class ResponseStream:
             events.append(self._event("response.in_progress", response=self.render(after, [])))
         running = [s for s in after.steps if s.type is StepType.MODEL_CALL and s.status is StepStatus.IN_PROGRESS]
         self._model_step = running[-1].id if running else None
-        items = output_items(after, self.kind_of, seeded=self.seeded)
+        items = output_items(after, self.kind_of, seeded=self.seeded, listed=self.listed)
         for index, item in enumerate(items):
             if item["id"] in self.done:
                 continue

@@ -38,7 +38,7 @@ from switchyard.platform.admission import Holds, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope, new_id
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
 from switchyard.platform.responses.events import ResponseStream
-from switchyard.platform.responses.items import output_items, to_messages
+from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
 from switchyard.platform.runs.admitted import AdmittedModel
@@ -191,7 +191,9 @@ async def _drive(
         except Exception as exc:  # an MCP server that cannot be listed fails the response, with the reason
             failure = ("tool_setup_error", f"{type(exc).__name__}: {exc}")
     kind_of = _kinds(tools)
+    listed = mcp_listings(tools, row.id)
     stream = ResponseStream(
+        listed=listed,
         response_id=row.id,
         render=lambda st, output: response_object(row, st, output),
         kind_of=kind_of,
@@ -206,7 +208,7 @@ async def _drive(
         if new.revision == current.revision:
             return
         events = stream.transition(current, new)
-        output = output_items(new, kind_of, seeded=seeded)
+        output = output_items(new, kind_of, seeded=seeded, listed=listed)
         status, _ = response_status(new)
         async with env.database.unit_of_work(scope) as session:
             values: dict[str, Any] = {

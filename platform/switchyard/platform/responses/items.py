@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from switchyard.agents import Message, RunState, RunStatus, StepType, ToolCall, ToolKind
+from switchyard.agents import Message, RunState, RunStatus, StepType, ToolCall, ToolKind, ToolRegistry
 from switchyard.agents.messages import Role
 from switchyard.platform.http.errors import InvalidRequest
 
@@ -24,6 +24,7 @@ __all__ = [
     "approval_decisions",
     "check_items",
     "input_items",
+    "mcp_listings",
     "output_items",
     "output_text",
     "to_messages",
@@ -176,16 +177,40 @@ def _message_item(message: Message) -> dict[str, Any]:
     }
 
 
-def output_items(state: RunState, kind_of: KindOf, *, seeded: int = 0) -> list[dict[str, Any]]:
-    """A response's output, from its run state: the model's text, the client's function calls, the server's
-    tool calls with their results, and the calls awaiting approval. ``seeded`` leading messages came from the
-    previous response (calls approved since): only their calls' results are this response's."""
+def mcp_listings(tools: ToolRegistry, response_id: str) -> list[dict[str, Any]]:
+    """One ``mcp_list_tools`` item per MCP server, with the tools it offered (listed as the response started)."""
+    servers: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        if tool.kind is ToolKind.MCP and "__" in tool.definition.name:
+            label, name = tool.definition.name.split("__", 1)
+            definition = tool.definition
+            servers.setdefault(label, []).append(
+                {
+                    "name": name,
+                    "description": definition.description,
+                    "input_schema": dict(definition.parameters),
+                    "annotations": None,
+                }
+            )
+    return [
+        {"id": f"mcpl_{response_id}_{label}", "type": "mcp_list_tools", "server_label": label, "tools": listed}
+        for label, listed in servers.items()
+    ]
+
+
+def output_items(
+    state: RunState, kind_of: KindOf, *, seeded: int = 0, listed: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """A response's output, from its run state: the MCP servers' tool lists (``listed``), the model's text, the
+    client's function calls, the server's tool calls with their results, and the calls awaiting approval.
+    ``seeded`` leading messages came from the previous response (calls approved since): only their calls'
+    results are this response's."""
     awaiting = state.required_action if state.status is RunStatus.REQUIRES_ACTION else None
     approvals = {c.id for c in awaiting.tool_calls} if awaiting is not None and awaiting.type == "approval" else set()
     answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
     calls = {c.id: c for m in state.messages for c in m.tool_calls}
     failed = {s.tool_call.id for s in state.steps if s.type is StepType.TOOL_CALL and s.tool_call and s.is_error}
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = [dict(item) for item in listed]
     for position, message in enumerate(state.messages):
         if message.role == "assistant":
             if position >= seeded and message.content:

@@ -172,7 +172,7 @@ async def admit(admission: Admission, prepared: Prepared, principal: Principal) 
     return await admission.admit(replace(prepared.call, api_key_id=principal.key_id))
 
 
-def store(
+async def store(
     session: AsyncSession, *, scope: TenantScope, principal: Principal, prepared: Prepared, response_id: str
 ) -> ResponseRecord:
     """Add the response row (and, for background, its ``response.created`` event); the caller commits."""
@@ -207,6 +207,7 @@ def store(
         revision=prepared.state.revision,
     )
     session.add(row)
+    await session.flush()  # before its event, which refers to it
     if row.background:
         created = {"type": "response.created", "sequence_number": 1, "response": response_object(row)}
         session.add(
