@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from importlib import resources
 from pathlib import Path
@@ -7,43 +8,160 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration import STACK_SCOPED, calibrate, fit_coefficients, read_benchmarks
-from switchyard.accelerator.calibration_data import coefficients_for, load_coefficients
+from switchyard.accelerator.calibration import (
+    GPU_FIT_CHIPS,
+    STACK_SCOPED,
+    BenchmarkRow,
+    CalibrationResult,
+    calibrate,
+    fit_coefficients,
+    read_benchmarks,
+)
+from switchyard.accelerator.calibration_data import (
+    NXD_INFERENCE,
+    canonical_stack,
+    coefficients_for,
+    load_coefficients,
+    newest_stack,
+)
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES
+from switchyard.accelerator.errors import DoesNotFitError
 from switchyard.accelerator.fitting import bounded_lstsq, nnls
 from switchyard.accelerator.hardware import get_instance
 from switchyard.accelerator.point import simulate_point
 
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+CALIBRATION_CSVS = [DATA / "neuron_benchmarks.csv", DATA / "neuron_benchmarks_2025.csv", DATA / "gpu_benchmarks.csv"]
+
 
 @pytest.fixture(scope="module")
-def result(benchmarks_csv: Path):  # type: ignore[no-untyped-def]
-    return calibrate(read_benchmarks(benchmarks_csv))
+def rows() -> list[BenchmarkRow]:
+    return read_benchmarks(*CALIBRATION_CSVS)
 
 
-def test_tpot_meets_the_fidelity_target(result) -> None:  # type: ignore[no-untyped-def]
-    s = result.summary()["in_sample"]
-    assert s["rows"] == 54
-    assert s["tpot_median_abs_pct"] <= 10
-    assert s["tpot_p90_abs_pct"] <= 25
+@pytest.fixture(scope="module")
+def result(rows: list[BenchmarkRow]) -> CalibrationResult:
+    return calibrate(rows)
 
 
-def test_ttft_meets_the_fidelity_target(result) -> None:  # type: ignore[no-untyped-def]
-    # Measured 9.9 % / 24.9 %: thin margins, see docs/simulator.md for the rows that miss and why.
-    s = result.summary()["in_sample"]
-    assert s["ttft_median_abs_pct"] <= 10
-    assert s["ttft_p90_abs_pct"] <= 25
+def _row(rows: list[BenchmarkRow], model: str, instance: str, published: str = "") -> BenchmarkRow:
+    return next(r for r in rows if r.model == model and r.instance == instance and published in r.published_stack)
 
 
-def test_cross_validation_covers_every_row_and_generalises(result) -> None:  # type: ignore[no-untyped-def]
-    s = result.summary()["leave_one_model_out"]
-    assert s["rows"] == 54
-    assert s["tpot_median_abs_pct"] <= 10
-    assert s["tpot_p90_abs_pct"] <= 25
-    assert s["ttft_median_abs_pct"] <= 16
-    assert s["ttft_p90_abs_pct"] <= 30
+# Thresholds: the measured figure (docs/simulator.md, "Errors") plus about two points, so a change that makes the
+# fit worse fails while refits that move a row by a percent do not.
 
 
-def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-def]
+def test_every_published_row_is_predicted_in_sample_and_cross_validated(result: CalibrationResult) -> None:
+    s = result.summary()
+    assert s["in_sample"]["rows"] == s["leave_one_model_out"]["rows"] == 54 + 10 + 26
+    assert s["in_sample"]["tpot_rows"] == 86  # four GPU rows publish no TPOT
+
+
+def test_errors_over_every_row_stay_at_the_measured_levels(result: CalibrationResult) -> None:
+    s = result.summary()
+    # measured 9.7 / 25.3 % TTFT, 4.4 / 11.8 % TPOT in sample; CV 15.2 / 38.8 % and 7.8 / 23.1 %
+    assert s["in_sample"]["ttft_median_abs_pct"] <= 11
+    assert s["in_sample"]["ttft_p90_abs_pct"] <= 27
+    assert s["in_sample"]["tpot_median_abs_pct"] <= 6
+    assert s["in_sample"]["tpot_p90_abs_pct"] <= 14
+    assert s["leave_one_model_out"]["ttft_median_abs_pct"] <= 17
+    assert s["leave_one_model_out"]["ttft_p90_abs_pct"] <= 41
+    assert s["leave_one_model_out"]["tpot_median_abs_pct"] <= 9
+    assert s["leave_one_model_out"]["tpot_p90_abs_pct"] <= 25
+
+
+def test_the_2024_stack_keeps_its_fidelity_targets(result: CalibrationResult) -> None:
+    """The 54 transformers-neuronx rows: fitted as before the 2025 and GPU rows joined (docs: 9.94 / 24.87 %)."""
+
+    def q(errors: list[float], pct: float) -> float:
+        return float(np.percentile(np.abs(errors) * 100, pct))
+
+    for kind, ttft_limits in ((result.in_sample, (10, 25)), (result.cross_validation, (16, 30))):
+        old = [e for e in kind if e.row.stack.startswith("transformers-neuronx")]
+        assert len(old) == 54
+        assert q([e.ttft_err for e in old], 50) <= ttft_limits[0]
+        assert q([e.ttft_err for e in old], 90) <= ttft_limits[1]
+        assert q([e.tpot_err for e in old], 50) <= 10
+        assert q([e.tpot_err for e in old], 90) <= 25
+
+
+# group: (in-sample TTFT median, p90, TPOT median, p90), (the same cross-validated); measured values in comments
+GROUP_LIMITS = {
+    # 7.4 / 19.8, 3.8 / 13.1; CV 10.5 / 24.7, 9.1 / 46.9 (inf2 2.18.1 left with batch-1 decode rows only)
+    "Inferentia2": ((9, 22, 6, 15), (12, 27, 11, 50)),
+    # 14.2 / 67.9, 3.4 / 8.9; CV 21.5 / 68.2, 4.1 / 12.1 (the four trn1 13B batch-1 long-prompt rows: -68..-72 %)
+    "Trainium1": ((16, 70, 5, 11), (23, 71, 6, 14)),
+    # one row (Qwen3-30B-A3B): 7.5, 1.3; CV 17.8, 0.4
+    "Trainium2": ((10, 10, 4, 4), (20, 20, 3, 3)),
+    # A100 rows fitted: 10.2 / 23.5, 5.6 / 11.9; CV 15.6 / 38.8, 11.9 / 23.3
+    "GPU / A100-80GB": ((12, 26, 7, 14), (17, 41, 14, 26)),
+    # NxD Inference on inf2: 3.8 / 13.6, 0.8 / 12.0; CV 4.4 / 19.9, 4.3 / 27.3
+    "Inferentia2 / NxD Inference": ((6, 16, 3, 14), (7, 22, 6, 30)),
+}
+
+
+@pytest.mark.parametrize("group", sorted(GROUP_LIMITS))
+def test_errors_per_group_stay_at_the_measured_levels(result: CalibrationResult, group: str) -> None:
+    by_group = result.summary_by_group()
+    for kind, limits in zip(("in_sample", "leave_one_model_out"), GROUP_LIMITS[group], strict=True):
+        s = by_group[group][kind]
+        got = (s["ttft_median_abs_pct"], s["ttft_p90_abs_pct"], s["tpot_median_abs_pct"], s["tpot_p90_abs_pct"])
+        assert all(g <= limit for g, limit in zip(got, limits, strict=True)), (group, kind, got, limits)
+
+
+def test_h100_is_predicted_by_transfer_from_the_a100_fit(rows: list[BenchmarkRow], result: CalibrationResult) -> None:
+    h100 = [r for r in rows if get_instance(r.instance).chip.name == "H100"]
+    assert h100
+    assert all(get_instance(r.instance).chip.name not in GPU_FIT_CHIPS for r in h100)
+    without = fit_coefficients([r for r in rows if r not in h100])
+    for group, coeffs in fit_coefficients(rows).items():
+        assert coeffs == without[group], group  # the H100 rows change nothing: they are never fitted
+    # measured: GPT-J 6B FP8 TTFT -21.7 % (batch 1) and +36.0 % (batch 64), TPOT -15.6 %
+    errors = [e for e in result.in_sample if e.row in h100]
+    assert max(abs(e.ttft_err) for e in errors) < 0.40
+    assert all(abs(e.tpot_err) < 0.20 for e in errors if np.isfinite(e.row.tpot_ms))
+
+
+def test_moe_prefill_runs_every_expert_on_the_new_stack(rows: list[BenchmarkRow], result: CalibrationResult) -> None:
+    """Qwen3-30B-A3B takes 1.5-2.4 s for 1,500 tokens: only computing every expert explains it."""
+    predicted = {e.row: e for e in result.in_sample}
+    for instance in ("trn1.32xlarge", "trn2.3xlarge"):
+        row = _row(rows, "Qwen/Qwen3-30B-A3B-Instruct-2507", instance)
+        assert abs(predicted[row].ttft_err) < 0.40  # measured -34.5 % (trn1) and -7.5 % (trn2)
+        _group, coeffs = coefficients_for(get_instance(instance), stack=NXD_INFERENCE)
+        routed = simulate_point(
+            row.model,
+            row.instance,
+            row.tp,
+            1,
+            row.input_len,
+            row.output_len,
+            coefficients=dataclasses.replace(coeffs, moe_nxd=False),
+            compiled_batch=row.compiled_batch,
+        )
+        assert routed.ttft_ms < row.ttft_ms / 5  # the tokens' own experts only: 5-25x too fast
+
+
+def test_host_sampling_costs_what_the_cpu_sampling_row_measured(rows: list[BenchmarkRow]) -> None:
+    cpu = _row(rows, "meta-llama/Llama-3.1-8B-Instruct", "inf2.48xlarge", "CPU sampling")
+    device = _row(rows, "meta-llama/Llama-3.1-8B-Instruct", "inf2.48xlarge", "on-device sampling")
+    assert cpu.host_sampling
+    assert not device.host_sampling
+    kwargs = {"stack": NXD_INFERENCE, "compiled_batch": cpu.compiled_batch}
+    on_host = simulate_point(cpu.model, cpu.instance, cpu.tp, 1, 1500, 250, host_sampling=True, **kwargs)
+    on_device = simulate_point(cpu.model, cpu.instance, cpu.tp, 1, 1500, 250, **kwargs)
+    assert on_host.tpot_ms / on_device.tpot_ms == pytest.approx(cpu.tpot_ms / device.tpot_ms, rel=0.15)
+
+
+def test_a_graph_compiled_for_a_larger_batch_costs_its_padded_rows() -> None:
+    one = simulate_point("meta-llama/Llama-3.1-8B-Instruct", "inf2.48xlarge", 8, 1, 1500, 250, compiled_batch=None)
+    padded = simulate_point("meta-llama/Llama-3.1-8B-Instruct", "inf2.48xlarge", 8, 1, 1500, 250, compiled_batch=32)
+    assert padded.tpot_ms > one.tpot_ms * 1.1  # 31 padded rows of attention and KV reads: +18 %
+    assert padded.ttft_ms == one.ttft_ms
+
+
+def test_coefficients_are_physical(result: CalibrationResult) -> None:
     for coeffs in result.coefficients.values():
         for phase in (coeffs.prefill, coeffs.decode):
             q = phase.describe()
@@ -51,15 +169,16 @@ def test_coefficients_are_physical(result) -> None:  # type: ignore[no-untyped-d
             assert 0 < q["mfu_attention"] <= 1
             assert 0 < q["mbu"] <= 1
             assert phase.layer_overhead_s >= 0
-            assert phase.step_overhead_s >= 0
-            assert phase.step_overhead_s < 0.05
+            assert 0 <= phase.step_overhead_s < 0.05
             assert 0 <= phase.prompt_overhead_s < 0.01
+            assert 0 <= phase.host_sampling_s_per_logit < 1e-7
 
 
-def test_committed_coefficients_are_the_output_of_the_fit(result) -> None:  # type: ignore[no-untyped-def]
+def test_committed_coefficients_are_the_output_of_the_fit(result: CalibrationResult) -> None:
     committed = load_coefficients()
     assert set(committed) == set(result.coefficients)
     for group, coeffs in result.coefficients.items():
+        assert committed[group].moe_nxd == coeffs.moe_nxd, group
         for phase in ("prefill", "decode"):
             got = getattr(committed[group], phase).as_array()
             np.testing.assert_allclose(got, getattr(coeffs, phase).as_array(), rtol=1e-9)
@@ -68,11 +187,10 @@ def test_committed_coefficients_are_the_output_of_the_fit(result) -> None:  # ty
     assert raw["stack_scoped"] == list(STACK_SCOPED)
 
 
-def test_stacks_of_a_generation_share_everything_but_the_stack_scoped_coefficients(benchmarks_csv: Path) -> None:
-    fitted = fit_coefficients(read_benchmarks(benchmarks_csv))
-    assert set(fitted) == {f"{g}/transformers-neuronx 2.18.{v}" for g in ("inf2", "trn1") for v in (0, 1)}
-    assert fitted["trn1/transformers-neuronx 2.18.0"] != fitted["inf2/transformers-neuronx 2.18.0"]
+def test_stacks_of_a_generation_share_everything_but_the_stack_scoped_coefficients(rows: list[BenchmarkRow]) -> None:
+    fitted = fit_coefficients(rows)
     old, new = fitted["trn1/transformers-neuronx 2.18.0"], fitted["trn1/transformers-neuronx 2.18.1"]
+    assert fitted["trn1/transformers-neuronx 2.18.0"] != fitted["inf2/transformers-neuronx 2.18.0"]
     for phase in ("prefill", "decode"):
         a, b = getattr(old, phase), getattr(new, phase)
         for name in COEFFICIENT_NAMES:
@@ -81,16 +199,39 @@ def test_stacks_of_a_generation_share_everything_but_the_stack_scoped_coefficien
     assert old.prefill.inv_mfu_attention != new.prefill.inv_mfu_attention
 
 
-def test_instances_use_the_newest_stack_of_their_generation_or_the_pooled_set() -> None:
+def test_the_new_stack_shares_its_software_and_keeps_each_chips_hardware(rows: list[BenchmarkRow]) -> None:
+    fitted = fit_coefficients(rows)
+    gens = ("trn1", "inf2", "trn2", "trn3")
+    nxd = {g: fitted[f"{g}/{NXD_INFERENCE}"] for g in gens}
+    assert all(c.moe_nxd for c in nxd.values())
+    assert len({c.prefill.inv_mfu for c in nxd.values()}) == 1  # software: one value for every chip
+    assert len({c.decode.step_overhead_s for c in nxd.values()}) == 1
+    # hardware: each generation's own transformers-neuronx fit (trn2/trn3 have none: the pooled set)
+    assert nxd["trn1"].decode.inv_mbu == fitted["trn1/transformers-neuronx 2.18.1"].decode.inv_mbu
+    assert nxd["inf2"].decode.inv_mbu == fitted["inf2/transformers-neuronx 2.18.1"].decode.inv_mbu
+
+
+def test_instances_use_their_generations_newest_stack() -> None:
     table = load_coefficients()
-    group, coeffs = coefficients_for(get_instance("trn1.32xlarge"))
-    assert group == "trn1"
-    assert coeffs == table["trn1/transformers-neuronx 2.18.1"]
+    assert coefficients_for(get_instance("trn1.32xlarge")) == ("trn1", table[f"trn1/{NXD_INFERENCE}"])
+    assert coefficients_for(get_instance("trn2.48xlarge")) == ("trn2", table[f"trn2/{NXD_INFERENCE}"])
+    assert coefficients_for(get_instance("trn3-gen2-ultraserver"))[1] == table[f"trn3/{NXD_INFERENCE}"]
     group, coeffs = coefficients_for(get_instance("inf2.48xlarge"), stack="transformers-neuronx 2.18.0")
     assert group == "inf2/transformers-neuronx 2.18.0"
     assert coeffs == table[group]
-    assert coefficients_for(get_instance("trn2.48xlarge")) == ("pooled", table["pooled"])
-    assert coefficients_for(get_instance("p5.48xlarge"))[0] == "pooled"
+    assert coefficients_for(get_instance("p4de.24xlarge"))[0] == "gpu"
+    assert coefficients_for(get_instance("p5.48xlarge"))[1] == coefficients_for(get_instance("p4d.24xlarge"))[1]
+    assert coefficients_for(get_instance("cs-3"))[0] == "pooled"
+
+
+def test_published_stack_names_map_to_the_software_they_run() -> None:
+    assert canonical_stack("optimum-neuron vllm (NxD Inference) CPU sampling guidellm sync") == NXD_INFERENCE
+    assert canonical_stack("optimum-neuron TGI guidellm sync") == NXD_INFERENCE
+    assert canonical_stack("LMDeploy TurboMind v0.1.0a1") == "LMDeploy TurboMind"
+    assert canonical_stack("TensorRT-LLM v0.5.0 (TensorRT 9.1)") == "TensorRT-LLM"
+    assert newest_stack(["transformers-neuronx 2.18.1", NXD_INFERENCE, "transformers-neuronx 2.18.0"]) == (
+        NXD_INFERENCE
+    )
 
 
 def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:
@@ -104,10 +245,30 @@ def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:
     assert x[0] == 0.0  # the true value (-9.5) is infeasible: clamped at the bound
 
 
-def test_point_mode_reproduces_the_error_table(result) -> None:  # type: ignore[no-untyped-def]
-    """`switchyard simulate point --stack <row's stack>` gives the calibration table's predictions."""
+def test_point_mode_reproduces_the_error_table(result: CalibrationResult) -> None:
+    """`switchyard simulate point` with the row's stack (and compiled batch, sampling) gives the table's predictions."""
+    checked = 0
     for e in result.in_sample:
         r = e.row
-        p = simulate_point(r.model, r.instance, r.tp, r.batch, r.input_len, r.output_len, r.weights, stack=r.stack)
+        try:
+            p = simulate_point(
+                r.model,
+                r.instance,
+                r.tp,
+                r.batch,
+                r.input_len,
+                r.output_len,
+                r.weights,
+                stack=r.stack,
+                compiled_batch=r.compiled_batch or None,
+                host_sampling=r.host_sampling,
+            )
+        except DoesNotFitError:
+            # LMDeploy's batch 64 x (2,048 + 2,048) of Llama-2-7B: its KV cache does not fit one A100, the
+            # published run queued part of the batch (hence its TTFT, -78 % in the table)
+            assert (r.instance, r.batch) == ("p4de.24xlarge", 64), r
+            continue
+        checked += 1
         assert p.ttft_ms == pytest.approx(e.ttft_pred_ms, rel=1e-9), r
         assert p.tpot_ms == pytest.approx(e.tpot_pred_ms, rel=1e-9), r
+    assert checked >= len(result.in_sample) - 2
