@@ -86,10 +86,17 @@ def test_point_reports_unknown_names_and_impossible_configs() -> None:
 
 def test_calibrate_writes_the_committed_coefficients(benchmarks_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "coeffs.json"
-    result = CliRunner().invoke(simulate, ["calibrate", "--data", str(benchmarks_csv), "--out", str(out)])
+    data = [
+        benchmarks_csv,
+        *(benchmarks_csv.with_name(n) for n in ("neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")),
+    ]
+    args = ["calibrate", *(a for d in data for a in ("--data", str(d))), "--out", str(out)]
+    result = CliRunner().invoke(simulate, args)
     assert result.exit_code == 0, result.output
     assert "leave_one_model_out" in result.output
-    assert result.output.count("inf2.48xlarge") == 27
+    assert result.output.count("inf2.48xlarge") == 27 + 6
+    assert "Trainium2 " in result.output
+    assert "GPU / A100-80GB" in result.output
     fresh, committed = load_coefficients(out), load_coefficients()
     assert set(fresh) == set(committed)
     for group in fresh:

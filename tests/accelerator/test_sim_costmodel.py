@@ -125,16 +125,19 @@ def test_a_batch_encoded_prompt_by_prompt_pays_per_prompt_passes_and_batch_squar
 def test_point_mode_reproduces_an_older_stack_on_request() -> None:
     args = ("meta-llama/Llama-2-13b-hf", "inf2.48xlarge", 24, 8, 4096, 256)
     newest = simulate_point(*args)
+    newer = simulate_point(*args, stack="transformers-neuronx 2.18.1")
     old = simulate_point(*args, stack="transformers-neuronx 2.18.0")
-    assert newest.coefficients_group == "inf2"
+    assert newest.coefficients_group == "inf2"  # NxD Inference, the newest stack measured on inf2
     assert old.coefficients_group == "inf2/transformers-neuronx 2.18.0"
-    assert old.ttft_ms > 2 * newest.ttft_ms  # 2.18.0's prompt-by-prompt encoding of a long batch
+    assert old.ttft_ms > 2 * newer.ttft_ms  # 2.18.0's prompt-by-prompt encoding of a long batch
     assert prompt_encoding("transformers-neuronx 2.18.0") is PromptEncoding.PER_PROMPT
     assert prompt_encoding("transformers-neuronx 2.18.1") is prompt_encoding(None) is PromptEncoding.BATCHED
     with pytest.raises(UnknownNameError, match=re.escape("Did you mean: transformers-neuronx 2.18.1")):
         simulate_point(*args, stack="transformers-neuronx 2.18.2")
-    with pytest.raises(ConfigurationError, match="no calibrated software stacks"):
+    with pytest.raises(UnknownNameError, match="NxD Inference"):
         simulate_point("meta-llama/Llama-2-13b-hf", "trn2.48xlarge", 8, 1, 128, 16, stack="transformers-neuronx 2.18.0")
+    with pytest.raises(ConfigurationError, match="no calibrated software stacks"):
+        simulate_point("meta-llama/Llama-3.1-8B", "cs-3", 1, 1, 128, 16, stack="transformers-neuronx 2.18.0")
 
 
 def test_moe_decode_reads_fewer_weights_than_a_dense_model_of_the_same_size() -> None:

@@ -36,7 +36,7 @@ def test_summary_prices_each_replica_by_its_own_instance() -> None:
     s = summarize(finished, cluster)
     assert s.instance == "trn2.48xlarge + inf2.24xlarge"
     assert s.chips == 4 + 4
-    assert s.coefficients_group == "pooled + inf2"
+    assert s.coefficients_group == "trn2 + inf2"  # each generation's newest stack (NxD Inference)
     assert s.cost_usd is not None
     hours = s.duration_s / 3600
     expected = (4 * 46.98 / 16 + 4 * 6.4906 / 6) * hours

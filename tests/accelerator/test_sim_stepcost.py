@@ -26,14 +26,14 @@ def test_engine_step_cost_matches_the_vectorised_cost_model(model: str, instance
     n, ctx = 700, 300
     padded = float(bucket(n)[()]) if static else float(n)
     qk = n * (ctx + n)
-    expected = float(forward_time_s(dep, coeffs.prefill, padded, qk, ctx, 2))
+    expected = float(forward_time_s(dep, coeffs.prefill, padded, qk, ctx, 2, moe=coeffs.moe_dispatch("prefill")))
     assert coeffs.prefill.prompt_overhead_s > 0
     assert cost.iteration_s(n, qk, ctx, [], 2) == pytest.approx(expected, rel=1e-12)
     # decode of 5 sequences with contexts around 1-3k
     contexts = [1000, 1500, 2100, 2900, 1234]
     if static:
         bb, cb = float(bucket(5, 1)[()]), float(bucket(max(contexts))[()])
-        expected = float(forward_time_s(dep, coeffs.decode, bb, bb * cb, bb * cb))
+        expected = float(forward_time_s(dep, coeffs.decode, bb, bb * cb, bb * cb, moe=coeffs.moe_dispatch("decode")))
     else:
         expected = float(forward_time_s(dep, coeffs.decode, 5.0, sum(contexts), sum(contexts)))
     assert cost.iteration_s(0, 0.0, 0.0, contexts) == pytest.approx(expected, rel=1e-12)

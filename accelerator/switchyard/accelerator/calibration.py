@@ -12,11 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.calibration_data import POOLED_GROUP, group_name, newest_stack
+from switchyard.accelerator.calibration_data import (
+    MOE_NXD_STACKS,
+    NXD_INFERENCE,
+    POOLED_GROUP,
+    canonical_stack,
+    group_name,
+    host_sampling,
+    newest_stack,
+)
 from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, FloatArray, PhaseCoefficients
 from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.fitting import bounded_lstsq
-from switchyard.accelerator.hardware import get_instance
+from switchyard.accelerator.hardware import get_instance, list_instances
 from switchyard.accelerator.point import point_features, prompt_encoding
 
 __all__ = [
@@ -33,7 +41,7 @@ __all__ = [
 
 # Physical floors: utilisations cannot exceed 100 %, overheads cannot be negative, and collectives
 # cannot run faster than a quarter of the catalog's ideal latency (leaves room for catalog error).
-LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0])
+LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0, 0.0])
 
 # Coefficients that may differ between software stacks of one hardware generation. Everything else
 # (matmul and HBM efficiency, collectives, per-layer, per-step and per-prompt overheads) belongs to the hardware
@@ -42,10 +50,32 @@ LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0])
 # one coefficient per stack keeps a stack measured on two models from being fitted on its own.
 STACK_SCOPED: tuple[str, ...] = ("inv_mfu_attention",)
 
+# The NxD Inference stack is measured on three generations (trn1, inf2, trn2) but in ten rows, all at one
+# shape (batch 1, ~1,500 -> ~250 tokens): too few to fit every coefficient per generation. Its software
+# coefficients are fitted once across the generations, against each chip's own peak rates; what belongs
+# to the chip and its interconnect (HBM efficiency, collective scale) is inherited from that generation's
+# transformers-neuronx fit (the pooled set for Trainium2/3). Flash attention runs on the same PE array as
+# the matmuls, so in prefill attention FLOPs share the matmul efficiency (NEW_STACK_TIED).
+NEW_STACK_SOFTWARE: dict[str, tuple[str, ...]] = {
+    "prefill": ("inv_mfu", "layer_overhead_s", "step_overhead_s"),
+    "decode": ("inv_mfu_attention", "layer_overhead_s", "step_overhead_s", "host_sampling_s_per_logit"),
+}
+NEW_STACK_TIED: dict[str, dict[str, str]] = {"prefill": {"inv_mfu_attention": "inv_mfu"}, "decode": {}}
+PHASES = ("prefill", "decode")
+# GPU engines (LMDeploy, TensorRT-LLM, vLLM) share one set: 20 of the 26 GPU rows are LMDeploy's, the other
+# engines have one to three rows each (two without a TPOT), too few to give any coefficient of their own.
+GPU_STACK_SCOPED: tuple[str, ...] = ()
+# GPU chips the GPU set is fitted on; rows on other GPUs (H100) are predicted by transfer, never fitted.
+GPU_FIT_CHIPS = frozenset({"A100-80GB", "A100-40GB"})
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkRow:
-    """One published measurement (a row of neuron_benchmarks.csv)."""
+    """One published measurement (a row of neuron_benchmarks*.csv or gpu_benchmarks.csv).
+
+    `stack` is the software stack the row calibrates (canonical_stack of the published column, which
+    `published_stack` keeps); a TTFT or TPOT the source does not give is NaN.
+    """
 
     model: str
     instance: str
@@ -57,6 +87,8 @@ class BenchmarkRow:
     ttft_ms: float
     tpot_ms: float
     stack: str = ""
+    compiled_batch: int = 0  # batch the decode graph was compiled for (0: the batch's own bucket)
+    published_stack: str = ""
 
     @property
     def generation(self) -> str:
@@ -67,6 +99,15 @@ class BenchmarkRow:
     def group(self) -> str:
         """Calibration group: generation and software stack, e.g. "trn1/transformers-neuronx 2.18.1"."""
         return group_name(self.generation, self.stack)
+
+    @property
+    def host_sampling(self) -> bool:
+        return host_sampling(self.published_stack)
+
+    @property
+    def new_stack(self) -> bool:
+        """Calibrated as NxD Inference (software shared across Neuron generations)."""
+        return self.stack == NXD_INFERENCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,59 +125,122 @@ class RowError:
         return (self.tpot_pred_ms - self.row.tpot_ms) / self.row.tpot_ms
 
 
-def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
-    """Rows of a benchmark CSV with the columns of benchmarks/data/neuron_benchmarks.csv."""
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        return [
-            BenchmarkRow(
-                model=r["model"],
-                instance=r["instance"],
-                tp=int(r["tp"]),
-                batch=int(r["batch"]),
-                input_len=int(r["input_len"]),
-                output_len=int(r["output_len"]),
-                weights=r["weights"],
-                ttft_ms=float(r["ttft_p50_ms"]),
-                tpot_ms=float(r["tpot_p50_ms"]),
-                stack=r.get("stack", ""),
-            )
-            for r in csv.DictReader(fh)
-        ]
+def _number(text: str | None) -> float:
+    return float(text) if text not in (None, "") else float("nan")
+
+
+def read_benchmarks(*paths: str | Path) -> list[BenchmarkRow]:
+    """Rows of benchmark CSVs with the columns of benchmarks/data/neuron_benchmarks.csv.
+
+    Optional columns: `compiled_batch`; an empty ttft_p50_ms or tpot_p50_ms is read as NaN.
+    """
+    rows = []
+    for path in paths:
+        with Path(path).open(newline="", encoding="utf-8") as fh:
+            rows += [
+                BenchmarkRow(
+                    model=r["model"],
+                    instance=r["instance"],
+                    tp=int(r["tp"]),
+                    batch=int(r["batch"]),
+                    input_len=int(r["input_len"]),
+                    output_len=int(r["output_len"]),
+                    weights="bf16" if r["weights"] == "fp16" else r["weights"],
+                    ttft_ms=_number(r["ttft_p50_ms"]),
+                    tpot_ms=_number(r["tpot_p50_ms"]),
+                    stack=canonical_stack(r.get("stack", "")),
+                    compiled_batch=int(r.get("compiled_batch") or 0),
+                    published_stack=r.get("stack", ""),
+                )
+                for r in csv.DictReader(fh)
+            ]
+    return rows
 
 
 def _features(row: BenchmarkRow) -> tuple[FloatArray, FloatArray]:
     dep = make_deployment(row.model, row.instance, row.tp, row.weights)
-    ttft, median, _ = point_features(dep, row.batch, row.input_len, row.output_len, prompt_encoding(row.stack))
+    ttft, median, _ = point_features(
+        dep,
+        row.batch,
+        row.input_len,
+        row.output_len,
+        prompt_encoding(row.stack),
+        compiled_batch=row.compiled_batch or None,
+        host_sampling=row.host_sampling,
+        moe_nxd=row.stack in MOE_NXD_STACKS,
+    )
     return ttft, median
 
 
-def _design(
-    feats: Sequence[FloatArray], row_stacks: Sequence[str], stacks: Sequence[str]
-) -> tuple[FloatArray, FloatArray]:
-    """Columns: one per shared coefficient, one per stack for each STACK_SCOPED coefficient."""
-    cols, lower = [], []
+def _measured(row: BenchmarkRow, phase: str) -> float:
+    return row.ttft_ms if phase == "prefill" else row.tpot_ms
+
+
+def _fit_phase(
+    feats: Sequence[FloatArray],
+    measured_ms: Sequence[float],
+    row_stacks: Sequence[str],
+    stacks: Sequence[str],
+    *,
+    free: Sequence[str] = COEFFICIENT_NAMES,
+    scoped: Sequence[str] = (),
+    tied: dict[str, str] | None = None,
+    parents: Sequence[PhaseCoefficients] | None = None,
+) -> dict[str, PhaseCoefficients]:
+    """Least squares on relative error over the rows with a measurement, per stack of `stacks`.
+
+    `free` coefficients are fitted (one value per stack for those in `scoped`, shared otherwise); the others
+    come from each row's `parents` set; a coefficient `tied` to another takes that one's value.
+    """
+    tied = tied or {}
+    keep = [i for i, m in enumerate(measured_ms) if np.isfinite(m)]
+    f = np.array([feats[i] for i in keep])  # rows x names
+    y = np.array([measured_ms[i] for i in keep]) / 1e3
+    rs = [row_stacks[i] for i in keep]
+    fixed = np.zeros(len(keep))
+    cols: list[FloatArray] = []
+    lower: list[float] = []
+    params: list[tuple[str, str | None]] = []  # (name, stack or None: shared)
     for k, name in enumerate(COEFFICIENT_NAMES):
-        f = np.array([x[k] for x in feats])
-        if name in STACK_SCOPED:
-            cols += [np.where([rs == st for rs in row_stacks], f, 0.0) for st in stacks]
-            lower += [LOWER_BOUNDS[k]] * len(stacks)
+        if name in tied:
+            continue
+        col = f[:, k] + sum(
+            (f[:, j] for j, n in enumerate(COEFFICIENT_NAMES) if tied.get(n) == name), np.zeros(len(keep))
+        )
+        if name not in free:
+            assert parents is not None, name
+            fixed += np.array([parents[i].as_array()[k] for i in keep]) * f[:, k]
+            continue
+        if name in scoped:
+            for st in stacks:
+                cols.append(np.where([r == st for r in rs], col, 0.0))
+                lower.append(LOWER_BOUNDS[k])
+                params.append((name, st))
         else:
-            cols.append(f)
+            cols.append(col)
             lower.append(LOWER_BOUNDS[k])
-    return np.column_stack(cols), np.array(lower)
+            params.append((name, None))
+    a = np.column_stack(cols) / y[:, None]
+    x = bounded_lstsq(a, 1.0 - fixed / y, np.array(lower))
+    out = {}
+    for st in stacks:
+        values = dict(
+            zip(
+                COEFFICIENT_NAMES,
+                parents[rs.index(st)].as_array() if parents and st in rs else PhaseCoefficients().as_array(),
+                strict=True,
+            )
+        )
+        for (name, pst), v in zip(params, x, strict=True):
+            if pst in (None, st):
+                values[name] = float(v)
+        for name, target in tied.items():
+            values[name] = values[target]
+        out[st] = PhaseCoefficients(**values)
+    return out
 
 
-def _unpack(x: FloatArray, stacks: Sequence[str]) -> dict[str, PhaseCoefficients]:
-    out: dict[str, list[float]] = {st: [] for st in stacks}
-    i = 0
-    for name in COEFFICIENT_NAMES:
-        for j, st in enumerate(stacks):
-            out[st].append(float(x[i + j] if name in STACK_SCOPED else x[i]))
-        i += len(stacks) if name in STACK_SCOPED else 1
-    return {st: PhaseCoefficients.from_array(v) for st, v in out.items()}
-
-
-def _fit_stacks(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
+def _fit_stacks(rows: Sequence[BenchmarkRow], scoped: Sequence[str] = STACK_SCOPED) -> dict[str, Coefficients]:
     """Coefficients per software stack of rows treated as one generation, minimising squared relative error.
 
     TTFT rows fit the prefill set, TPOT rows the decode set; only STACK_SCOPED coefficients differ
@@ -145,22 +249,85 @@ def _fit_stacks(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
     stacks = sorted({r.stack for r in rows})
     feats = [_features(row) for row in rows]
     row_stacks = [r.stack for r in rows]
-    ones = np.ones(len(rows))
     phases = {}
-    for phase, k, measured in (("prefill", 0, [r.ttft_ms for r in rows]), ("decode", 1, [r.tpot_ms for r in rows])):
-        a, lower = _design([f[k] for f in feats], row_stacks, stacks)
-        a = a * (1e3 / np.array(measured))[:, None]
-        phases[phase] = _unpack(bounded_lstsq(a, ones, lower), stacks)
+    for k, phase in enumerate(PHASES):
+        phases[phase] = _fit_phase(
+            [f[k] for f in feats], [_measured(r, phase) for r in rows], row_stacks, stacks, scoped=scoped
+        )
     return {st: Coefficients(prefill=phases["prefill"][st], decode=phases["decode"][st]) for st in stacks}
 
 
-def fit_coefficients(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
-    """Coefficients per calibration group (generation/stack), each generation fitted on its own rows."""
+def _fit_new_stack(rows: Sequence[BenchmarkRow], parents: dict[str, Coefficients]) -> dict[str, PhaseCoefficients]:
+    """NxD Inference's software coefficients, one set per phase, fitted over every generation's rows."""
+    feats = [_features(row) for row in rows]
+    out = {}
+    for k, phase in enumerate(PHASES):
+        fitted = _fit_phase(
+            [f[k] for f in feats],
+            [_measured(r, phase) for r in rows],
+            [NXD_INFERENCE] * len(rows),
+            [NXD_INFERENCE],
+            free=NEW_STACK_SOFTWARE[phase],
+            tied=NEW_STACK_TIED[phase],
+            parents=[getattr(parents[r.generation], phase) for r in rows],
+        )
+        out[phase] = fitted[NXD_INFERENCE]
+    return out
+
+
+def _with_software(hardware: Coefficients, software: dict[str, PhaseCoefficients]) -> Coefficients:
+    """A generation's hardware coefficients with the new stack's software coefficients."""
+    phases = {}
+    for phase in PHASES:
+        values = dict(zip(COEFFICIENT_NAMES, getattr(hardware, phase).as_array(), strict=True))
+        sw = software[phase]
+        for name in (*NEW_STACK_SOFTWARE[phase], *NEW_STACK_TIED[phase]):
+            values[name] = getattr(sw, name)
+        phases[phase] = PhaseCoefficients(**values)
+    return Coefficients(**phases, moe_nxd=True)
+
+
+def _hardware_parents(old: dict[str, Coefficients], pooled: Coefficients) -> dict[str, Coefficients]:
+    """Per Neuron generation, the newest transformers-neuronx set (the pooled one where none was measured)."""
+    out = {}
+    for inst in list_instances():
+        gen = inst.calibration_group
+        if not inst.chip.static_shapes or gen in out:
+            continue
+        stacks = {k.partition("/")[2]: c for k, c in old.items() if k.partition("/")[0] == gen}
+        out[gen] = stacks[newest_stack(stacks)] if stacks else pooled
+    return out
+
+
+def _fit_all(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
+    old_rows = [r for r in rows if not r.new_stack and get_instance(r.instance).chip.static_shapes]
+    gpu_rows = [r for r in rows if get_instance(r.instance).chip.name in GPU_FIT_CHIPS]
+    new_rows = [r for r in rows if r.new_stack]
     out: dict[str, Coefficients] = {}
-    for gen in sorted({r.generation for r in rows}):
-        fitted = _fit_stacks([r for r in rows if r.generation == gen])
+    for gen in sorted({r.generation for r in old_rows}):
+        fitted = _fit_stacks([r for r in old_rows if r.generation == gen])
+        out |= {group_name(gen, st): c for st, c in fitted.items()}
+    if old_rows:
+        pooled = _fit_stacks(old_rows)
+        out[POOLED_GROUP] = pooled[newest_stack(pooled)]
+    if new_rows:
+        parents = _hardware_parents(out, out.get(POOLED_GROUP, Coefficients()))
+        software = _fit_new_stack(new_rows, parents)
+        out |= {group_name(gen, NXD_INFERENCE): _with_software(hw, software) for gen, hw in parents.items()}
+    for gen in sorted({r.generation for r in gpu_rows}):
+        fitted = _fit_stacks([r for r in gpu_rows if r.generation == gen], GPU_STACK_SCOPED)
         out |= {group_name(gen, st): c for st, c in fitted.items()}
     return out
+
+
+def fit_coefficients(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
+    """Coefficients per calibration group (generation/stack).
+
+    transformers-neuronx and GPU engines: each generation fitted on its own rows; NxD Inference: software
+    coefficients fitted across generations on the chips' hardware coefficients (see NEW_STACK_SOFTWARE),
+    one group per Neuron generation of the catalog, Trainium2/3 included.
+    """
+    return {k: v for k, v in _fit_all(rows).items() if k != POOLED_GROUP}
 
 
 def _predict(rows: Sequence[BenchmarkRow], coeffs: Coefficients) -> list[RowError]:
@@ -172,16 +339,36 @@ def _predict(rows: Sequence[BenchmarkRow], coeffs: Coefficients) -> list[RowErro
     return out
 
 
+def _abs_pct(values: Sequence[float]) -> FloatArray:
+    a: FloatArray = np.abs(np.array(values, dtype=np.float64)) * 100
+    out: FloatArray = a[np.isfinite(a)]
+    return out
+
+
 def _summary(errors: Sequence[RowError]) -> dict[str, float]:
-    t = np.abs([e.ttft_err for e in errors]) * 100
-    p = np.abs([e.tpot_err for e in errors]) * 100
+    t = _abs_pct([e.ttft_err for e in errors])
+    p = _abs_pct([e.tpot_err for e in errors])
+
+    def q(a: FloatArray, pct: float) -> float:
+        return float(np.percentile(a, pct)) if a.size else float("nan")
+
     return {
         "rows": float(len(errors)),
-        "ttft_median_abs_pct": float(np.median(t)),
-        "ttft_p90_abs_pct": float(np.percentile(t, 90)),
-        "tpot_median_abs_pct": float(np.median(p)),
-        "tpot_p90_abs_pct": float(np.percentile(p, 90)),
+        "ttft_rows": float(t.size),
+        "tpot_rows": float(p.size),
+        "ttft_median_abs_pct": q(t, 50),
+        "ttft_p90_abs_pct": q(t, 90),
+        "tpot_median_abs_pct": q(p, 50),
+        "tpot_p90_abs_pct": q(p, 90),
     }
+
+
+def _chip(row: BenchmarkRow) -> str:
+    return get_instance(row.instance).chip.name
+
+
+# Groups of rows errors are reported for: hardware as people buy it (the stacks inside a group differ).
+REPORT_GROUPS: dict[str, str] = {"trn1": "Trainium1", "inf2": "Inferentia2", "trn2": "Trainium2", "gpu": "GPU"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +382,34 @@ class CalibrationResult:
     def summary(self) -> dict[str, dict[str, float]]:
         return {"in_sample": _summary(self.in_sample), "leave_one_model_out": _summary(self.cross_validation)}
 
+    def summary_by_group(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Errors per reporting group (Trainium1, Inferentia2, Trainium2, GPU), then per stack or GPU chip within.
+
+        GPU rows on chips outside GPU_FIT_CHIPS (H100) are never fitted: their "in_sample" errors are
+        predictions by transfer from the A100 fit.
+        """
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        rows = [e.row for e in self.in_sample]
+        for gen in dict.fromkeys(sorted(r.generation for r in rows)):
+            label = REPORT_GROUPS.get(gen, gen)
+            subsets: list[tuple[str, str, str | None]] = [(label, "", None)]  # (name, by, value)
+            stacks = sorted({r.stack for r in rows if r.generation == gen})
+            chips = sorted({_chip(r) for r in rows if r.generation == gen})
+            if len(stacks) > 1:
+                subsets += [(f"{label} / {st}", "stack", st) for st in stacks]
+            if len(chips) > 1:
+                subsets += [(f"{label} / {c}", "chip", c) for c in chips]
+            for name, by, value in subsets:
+
+                def pick(r: BenchmarkRow, gen: str = gen, by: str = by, value: str | None = value) -> bool:
+                    return r.generation == gen and (not by or (r.stack if by == "stack" else _chip(r)) == value)
+
+                out[name] = {
+                    "in_sample": _summary([e for e in self.in_sample if pick(e.row)]),
+                    "leave_one_model_out": _summary([e for e in self.cross_validation if pick(e.row)]),
+                }
+        return out
+
     def to_json(self, data_source: str) -> dict[str, Any]:
         groups = {}
         for g, c in self.coefficients.items():
@@ -207,36 +422,53 @@ class CalibrationResult:
             "data": data_source,
             "fitted_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "stack_scoped": list(STACK_SCOPED),
+            "new_stack_software": {k: list(v) for k, v in NEW_STACK_SOFTWARE.items()},
             "groups": groups,
             "errors": self.summary(),
+            "errors_by_group": self.summary_by_group(),
         }
+
+
+def _cross_validate(rows: Sequence[BenchmarkRow], fitted: dict[str, Coefficients]) -> list[RowError]:
+    """Leave one model out of the fit its rows belong to, refit, and predict its rows."""
+    cv: list[RowError] = []
+    for model in sorted({r.model for r in rows}):
+        test = [r for r in rows if r.model == model]
+        train = [r for r in rows if r.model != model]
+        for r in test:
+            # The fit unit of the row: its generation's rows for transformers-neuronx and GPU engines, every
+            # generation's NxD Inference rows (on the full hardware fit) for the new stack.
+            if r.new_stack:
+                unit = [t for t in train if t.new_stack]
+                if not unit:
+                    continue
+                parents = _hardware_parents(fitted, fitted.get(POOLED_GROUP, Coefficients()))
+                coeffs = _with_software(parents[r.generation], _fit_new_stack(unit, parents))
+            else:
+                unit = [t for t in train if t.generation == r.generation and not t.new_stack]
+                if gpu_row := not get_instance(r.instance).chip.static_shapes:
+                    unit = [t for t in unit if get_instance(t.instance).chip.name in GPU_FIT_CHIPS]
+                if not unit:
+                    continue
+                stacks = _fit_stacks(unit, GPU_STACK_SCOPED if gpu_row else STACK_SCOPED)
+                coeffs = stacks.get(r.stack) or stacks[newest_stack(stacks)]
+            cv += _predict([r], coeffs)
+    return cv
 
 
 def calibrate(rows: Sequence[BenchmarkRow]) -> CalibrationResult:
     """Fit coefficients per generation/stack plus a pooled set; evaluate leave-one-model-out.
 
-    The pooled set fits every row as one generation and keeps the newest stack's coefficients: it
-    is what generations without measurements use. Cross-validation refits each generation without
-    one model and predicts that model's rows (with the newest remaining stack if the model was the
-    only one measured on its stack).
+    The pooled set fits every transformers-neuronx row as one generation and keeps the newest stack's
+    coefficients: it is the hardware prior of Neuron generations without transformers-neuronx measurements
+    (Trainium2/3) and what the wafer-scale CS-3 uses. Cross-validation refits without one model and predicts
+    that model's rows (with the newest remaining stack if the model was the only one measured on its stack).
     """
-    coeffs = fit_coefficients(rows)
-    pooled = _fit_stacks(rows)
-    coeffs[POOLED_GROUP] = pooled[newest_stack(pooled)]
-    in_sample = [
-        e for g in sorted({r.group for r in rows}) for e in _predict([r for r in rows if r.group == g], coeffs[g])
-    ]
-    cv: list[RowError] = []
-    for model in sorted({r.model for r in rows}):
-        for gen in sorted({r.generation for r in rows}):
-            train = [r for r in rows if r.generation == gen and r.model != model]
-            test = [r for r in rows if r.generation == gen and r.model == model]
-            if not (test and train):
-                continue
-            fitted = _fit_stacks(train)
-            for r in test:
-                cv += _predict([r], fitted.get(r.stack) or fitted[newest_stack(fitted)])
-    return CalibrationResult(coeffs, in_sample, cv)
+    coeffs = _fit_all(rows)
+    in_sample = []
+    for g in sorted({r.group for r in rows}):
+        in_sample += _predict([r for r in rows if r.group == g], coeffs[g])
+    return CalibrationResult(coeffs, in_sample, _cross_validate(rows, coeffs))
 
 
 def write_result(result: CalibrationResult, out: str | Path, data_source: str) -> None:

@@ -14,10 +14,48 @@ from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, Ph
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
 from switchyard.accelerator.hardware import Instance
 
-__all__ = ["POOLED_GROUP", "coefficients_for", "group_name", "load_coefficients", "newest_stack"]
+__all__ = [
+    "NXD_INFERENCE",
+    "POOLED_GROUP",
+    "canonical_stack",
+    "coefficients_for",
+    "group_name",
+    "host_sampling",
+    "load_coefficients",
+    "newest_stack",
+]
 
 POOLED_GROUP = "pooled"
 _DATA_FILE = "data/coefficients.json"
+
+# The 2025-26 Neuron serving stack: NxD Inference under vLLM or TGI (optimum-neuron). The published rows
+# name the front end and its options; the kernels that set the costs are NxD Inference's.
+NXD_INFERENCE = "NxD Inference"
+# Stacks that run mixture-of-experts layers as neuronx-distributed does (costmodel.MoeDispatch: every expert
+# on every prompt token in context encoding, selective loading in token generation).
+MOE_NXD_STACKS = frozenset({NXD_INFERENCE})
+# Release order of the stacks of one hardware family, oldest first (a version number alone cannot order
+# transformers-neuronx 2.18 against NxD Inference).
+_RELEASE_ORDER = ("transformers-neuronx", NXD_INFERENCE)
+
+
+def canonical_stack(published: str) -> str:
+    """The software stack a published `stack` column describes, without its front end and options.
+
+    "optimum-neuron vllm (NxD Inference) on-device sampling guidellm sync" and "optimum-neuron TGI guidellm
+    sync" are NxD Inference; transformers-neuronx keeps its version; a GPU engine keeps its name without
+    the version ("LMDeploy TurboMind v0.1.0a1" -> "LMDeploy TurboMind").
+    """
+    if "NxD Inference" in published or "optimum-neuron" in published:
+        return NXD_INFERENCE
+    if published.startswith("transformers-neuronx") or not published:
+        return published
+    return re.split(r"\s+(?:v?\d|\()", published, maxsplit=1)[0]
+
+
+def host_sampling(published: str) -> bool:
+    """Whether a published stack samples on the host CPU (the stack name says "CPU sampling")."""
+    return "cpu sampling" in published.lower()
 
 
 def group_name(generation: str, stack: str) -> str:
@@ -29,9 +67,13 @@ def _version(stack: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", stack))
 
 
+def _release(stack: str) -> int:
+    return next((i for i, prefix in enumerate(_RELEASE_ORDER) if stack.startswith(prefix)), -1)
+
+
 def newest_stack(stacks: Iterable[str]) -> str:
-    """The stack with the highest version number ("transformers-neuronx 2.18.1" over "... 2.18.0")."""
-    return max(stacks, key=lambda s: (_version(s), s))
+    """The newest stack: NxD Inference over transformers-neuronx, then the highest version number."""
+    return max(stacks, key=lambda s: (_release(s), _version(s), s))
 
 
 @cache
@@ -49,10 +91,11 @@ def load_coefficients(path: str | Path | None = None) -> dict[str, Coefficients]
     out: dict[str, Coefficients] = {}
     for group, entry in raw.get("groups", {}).items():
         phases = {
-            phase: PhaseCoefficients(**{k: float(entry[phase][k]) for k in COEFFICIENT_NAMES})
+            phase: PhaseCoefficients(**{k: float(entry[phase].get(k, 0.0)) for k in COEFFICIENT_NAMES})
             for phase in ("prefill", "decode")
         }
-        out[group] = Coefficients(**phases)
+        stack = group.partition("/")[2]
+        out[group] = Coefficients(**phases, moe_nxd=stack in MOE_NXD_STACKS)
     return out
 
 

@@ -99,30 +99,43 @@ def point(
 
 
 @simulate.command(name="calibrate")
-@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--data",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    multiple=True,
+    help="benchmark CSV (repeat: the Neuron 2024 and 2025 tables and the GPU table are fitted together)",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def calibrate_cmd(data: Path, out: Path) -> None:
+def calibrate_cmd(data: tuple[Path, ...], out: Path) -> None:
     """Fit efficiency coefficients per generation and stack; print per-row errors and leave-one-model-out CV."""
-    result = calibrate(read_benchmarks(data))
-    write_result(result, out, data_source=str(data))
+    result = calibrate(read_benchmarks(*data))
+    write_result(result, out, data_source=", ".join(str(d) for d in data))
     click.echo(
         f"{'model':38} {'instance':14} {'B':>2} {'in':>5} {'out':>5} {'w':4} "
         f"{'TTFT':>8} {'pred':>8} {'err%':>6} {'TPOT':>6} {'pred':>6} {'err%':>6} {'CV TTFT%':>8} {'CV TPOT%':>8}"
     )
-    cv = {(e.row, i): e for i, e in enumerate(result.cross_validation)}
-    cv_by_row = {k[0]: v for k, v in cv.items()}
+    cv_by_row = {e.row: e for e in result.cross_validation}
+    nan = float("nan")
     for e in result.in_sample:
-        r, c = e.row, cv_by_row[e.row]
+        r, c = e.row, cv_by_row.get(e.row)
         click.echo(
             f"{r.model[:38]:38} {r.instance:14} {r.batch:>2} {r.input_len:>5} {r.output_len:>5} {r.weights:4} "
             f"{r.ttft_ms:8.1f} {e.ttft_pred_ms:8.1f} {e.ttft_err * 100:6.1f} {r.tpot_ms:6.2f} {e.tpot_pred_ms:6.2f} "
-            f"{e.tpot_err * 100:6.1f} {c.ttft_err * 100:8.1f} {c.tpot_err * 100:8.1f}"
+            f"{e.tpot_err * 100:6.1f} {(c.ttft_err if c else nan) * 100:8.1f} {(c.tpot_err if c else nan) * 100:8.1f}"
         )
     for name, s in result.summary().items():
         click.echo(
             f"{name:20} TTFT |err| median {s['ttft_median_abs_pct']:.1f} % p90 {s['ttft_p90_abs_pct']:.1f} %   "
             f"TPOT |err| median {s['tpot_median_abs_pct']:.1f} % p90 {s['tpot_p90_abs_pct']:.1f} %"
         )
+    for group_label, by_kind in result.summary_by_group().items():
+        for kind, s in by_kind.items():
+            click.echo(
+                f"{group_label:42} {kind:20} rows {s['ttft_rows']:.0f}/{s['tpot_rows']:.0f}  TTFT |err| median "
+                f"{s['ttft_median_abs_pct']:.1f} % p90 {s['ttft_p90_abs_pct']:.1f} %   TPOT |err| median "
+                f"{s['tpot_median_abs_pct']:.1f} % p90 {s['tpot_p90_abs_pct']:.1f} %"
+            )
     for group, coeffs in result.coefficients.items():
         for phase in ("prefill", "decode"):
             q = getattr(coeffs, phase).describe()

@@ -4,6 +4,7 @@ time = step_overhead + layers * layer_overhead + prompts * prompt_overhead
      + matmul FLOPs / (peak * MFU) + attention FLOPs / (peak * MFU_attn)
      + (weights read + KV read) bytes / (HBM bandwidth * MBU)
      + collective_scale * (per-layer all-reduce latency by topology + bytes / link bandwidth)
+     + logits sampled on the host * host_sampling_s_per_logit
 
 The terms are added, not overlapped (a conservative serial model); every coefficient multiplies a
 physical quantity, so the model is linear in its coefficients and is fitted by bounded least squares.
@@ -12,6 +13,7 @@ All functions accept NumPy arrays and broadcast.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -24,7 +26,9 @@ __all__ = [
     "COEFFICIENT_NAMES",
     "STEP_ROW",
     "Coefficients",
+    "MoeDispatch",
     "PhaseCoefficients",
+    "all_expert_flops_per_token",
     "bucket",
     "forward_features",
     "forward_time_s",
@@ -47,6 +51,8 @@ class PhaseCoefficients:
     layer_overhead_s: float = 50e-6  # per layer per forward (kernel launch, synchronisation)
     step_overhead_s: float = 2e-3  # per forward (host, sampling, scheduling gaps)
     prompt_overhead_s: float = 0.0  # per prompt (or prompt chunk) encoded in the forward
+    # per logit copied to the host and sampled there (0 logits when the stack samples on the device)
+    host_sampling_s_per_logit: float = 0.0
 
     def as_array(self) -> FloatArray:
         return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
@@ -65,11 +71,13 @@ class PhaseCoefficients:
             "layer_overhead_us": self.layer_overhead_s * 1e6,
             "step_overhead_us": self.step_overhead_s * 1e6,
             "prompt_overhead_us": self.prompt_overhead_s * 1e6,
+            "host_sampling_ns_per_logit": self.host_sampling_s_per_logit * 1e9,
         }
 
 
 COEFFICIENT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PhaseCoefficients))
 STEP_ROW = COEFFICIENT_NAMES.index("step_overhead_s")  # the feature row counting forward passes
+SAMPLING_ROW = COEFFICIENT_NAMES.index("host_sampling_s_per_logit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +90,30 @@ class Coefficients:
 
     prefill: PhaseCoefficients = PhaseCoefficients()
     decode: PhaseCoefficients = PhaseCoefficients()
+    # Mixture-of-experts execution of NxD Inference: prefill runs every expert on every token, decode loads
+    # each token's experts (selective loading) or runs every expert (see MoeDispatch). Otherwise every
+    # pass computes only the tokens' own experts and reads the experts they touch.
+    moe_nxd: bool = False
+
+    def moe_dispatch(self, phase: str) -> MoeDispatch:
+        """How mixture-of-experts layers run in a "prefill" or "decode" pass of this stack."""
+        if not self.moe_nxd:
+            return MoeDispatch.ROUTED
+        return MoeDispatch.ALL_EXPERTS if phase == "prefill" else MoeDispatch.SELECTIVE
+
+
+class MoeDispatch(enum.StrEnum):
+    """How a pass executes mixture-of-experts layers (what its FLOPs and weight reads count)."""
+
+    # Each token's k experts are computed; the weights of the distinct experts the tokens touch are read.
+    ROUTED = "routed"
+    # Every expert computes every token and every expert's weights are read: neuronx-distributed's
+    # ExpertMLPs in inference with capacity_factor=None (no dropped tokens) runs forward_all_experts for
+    # context encoding (modules/moe/expert_mlps.py); dropless MoE prefill without a grouped kernel.
+    ALL_EXPERTS = "all_experts"
+    # Token generation: while tokens x k / experts < 1 (DEFAULT_SELECTIVE_LOADING_THRESHOLD) each token
+    # loads its own k experts (tokens x k expert weights read, repeats included), else every expert runs.
+    SELECTIVE = "selective"
 
 
 def bucket(n: ArrayLike, minimum: int = MIN_BUCKET) -> FloatArray:
@@ -90,39 +122,72 @@ def bucket(n: ArrayLike, minimum: int = MIN_BUCKET) -> FloatArray:
     return np.exp2(np.ceil(np.log2(x)))
 
 
+def all_expert_flops_per_token(dep: Deployment) -> float:
+    """Matmul FLOPs per token when every routed expert processes every token (dense MoE compute).
+
+    The extra experts are charged like the active ones (including the idle PE columns of slices narrower
+    than the array, which the deployment already applies to its active experts).
+    """
+    m = dep.model
+    if not m.is_moe or not m.experts_per_token:
+        return dep.linear_flops_per_token
+    active = float(m.moe_layers * m.experts_per_token * m.expert_params())
+    always, _ = m.layer_params(dep.heads, dep.kv_heads)
+    dense = float(always + m.lm_head_params())
+    factor = (dep.linear_flops_per_token / 2.0 - dense) / active  # idle-column factor of the deployment
+    return 2.0 * (dense + factor * active * m.num_experts / m.experts_per_token)
+
+
 def forward_features(
     dep: Deployment,
     tokens: ArrayLike,
     attention_qk: ArrayLike,
     kv_read_tokens: ArrayLike,
     prompts: ArrayLike = 0.0,
+    host_logits: ArrayLike = 0.0,
+    *,
+    moe: MoeDispatch = MoeDispatch.ROUTED,
 ) -> FloatArray:
-    """Physical quantities of one forward pass, shape (7, *broadcast shape), in seconds at 100 % efficiency.
+    """Physical quantities of one forward pass, shape (8, *broadcast shape), in seconds at 100 % efficiency.
 
     tokens: query tokens computed (prefill chunk tokens + one per decoding sequence), already padded;
     attention_qk: sum over sequences of query tokens x key tokens attended;
     kv_read_tokens: KV-cache tokens read from HBM (context of the sequences in the pass);
-    prompts: prompts (or prompt chunks) encoded in the pass.
+    prompts: prompts (or prompt chunks) encoded in the pass;
+    host_logits: logits copied to the host and sampled there (0 when sampling runs on the device);
+    moe: how mixture-of-experts layers run (MoeDispatch).
     Row i is multiplied by coefficient i of Coefficients.
     """
     t = np.asarray(tokens, dtype=np.float64)
     qk = np.asarray(attention_qk, dtype=np.float64)
     kv = np.asarray(kv_read_tokens, dtype=np.float64)
-    t, qk, kv, n = np.broadcast_arrays(t, qk, kv, np.asarray(prompts, dtype=np.float64))
+    t, qk, kv, n, lg = np.broadcast_arrays(
+        t, qk, kv, np.asarray(prompts, dtype=np.float64), np.asarray(host_logits, dtype=np.float64)
+    )
     m = dep.model
     routed = dep.routed_weight_bytes
+    flops_per_token: FloatArray | float = dep.linear_flops_per_token
     if routed:
-        # Expected share of experts touched when `t` tokens each pick k of E experts.
-        frac = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** t
+        k_over_e = m.experts_per_token / m.num_experts
+        if moe is MoeDispatch.ALL_EXPERTS:
+            frac: FloatArray | float = 1.0
+            flops_per_token = all_expert_flops_per_token(dep)
+        elif moe is MoeDispatch.SELECTIVE:
+            load = t * k_over_e
+            frac = np.minimum(load, 1.0)
+            flops_per_token = np.where(load >= 1.0, all_expert_flops_per_token(dep), dep.linear_flops_per_token)
+        else:
+            # Expected share of experts touched when `t` tokens each pick k of E experts.
+            frac = 1.0 - (1.0 - k_over_e) ** t
         weight_bytes = dep.always_weight_bytes + routed * frac
     else:
         weight_bytes = np.full_like(t, dep.always_weight_bytes)
-    matmul = t * dep.linear_flops_per_token / dep.peak_flops
+    matmul = t * flops_per_token / dep.peak_flops
     attention = qk * dep.attention_flops_per_qk / dep.peak_flops
     memory = (weight_bytes + kv * dep.kv_bytes_per_token) / dep.hbm_bandwidth_bytes_per_s
     layers = float(m.num_layers)
     collective = layers * (dep.collective_latency_s_per_layer + t * dep.collective_s_per_layer_token)
-    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t), n])
+    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t), n, lg])
 
 
 def forward_time_s(
@@ -132,7 +197,10 @@ def forward_time_s(
     attention_qk: ArrayLike,
     kv_read_tokens: ArrayLike,
     prompts: ArrayLike = 0.0,
+    host_logits: ArrayLike = 0.0,
+    *,
+    moe: MoeDispatch = MoeDispatch.ROUTED,
 ) -> FloatArray:
     """Seconds one forward pass takes (see forward_features for the arguments)."""
-    feats = forward_features(dep, tokens, attention_qk, kv_read_tokens, prompts)
+    feats = forward_features(dep, tokens, attention_qk, kv_read_tokens, prompts, host_logits, moe=moe)
     return np.tensordot(coeffs.as_array(), feats, axes=1)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import STEP_ROW, Coefficients, FloatArray, bucket, forward_features
+from switchyard.accelerator.costmodel import STEP_ROW, Coefficients, FloatArray, MoeDispatch, bucket, forward_features
 from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.hardware import Instance
@@ -70,33 +70,46 @@ def point_features(
     input_len: int,
     output_len: int,
     encoding: PromptEncoding = PromptEncoding.BATCHED,
+    *,
+    compiled_batch: int | None = None,
+    host_sampling: bool = False,
+    moe_nxd: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Cost-model features of (TTFT, median decode step, every decode step) for a static batch.
 
     On Neuron the prompts are padded to a power-of-two bucket and decode runs a graph padded to the
-    batch and context buckets; elsewhere nothing is padded. `encoding` says whether the batch's prompts
-    are encoded in one pass or one pass each (see PromptEncoding).
+    batch and context buckets, or to `compiled_batch` when the graph was compiled for a larger batch than
+    runs (vLLM's max_num_seqs: the padded rows are computed, read their KV lines and are sampled);
+    elsewhere nothing is padded. `encoding` says whether the batch's prompts are encoded in one pass or
+    one pass each (see PromptEncoding); `host_sampling` copies each computed row's logits to the host;
+    `moe_nxd` runs mixture-of-experts layers as NxD Inference does (Coefficients.moe_nxd).
     """
+    pm = MoeDispatch.ALL_EXPERTS if moe_nxd else MoeDispatch.ROUTED
+    dm = MoeDispatch.SELECTIVE if moe_nxd else MoeDispatch.ROUTED
     static = dep.instance.chip.static_shapes
+    vocab = float(dep.model.vocab_size)
     lb = float(bucket(input_len)[()]) if static else float(input_len)
+    logits = batch * vocab if host_sampling else 0.0
     if encoding is PromptEncoding.PER_PROMPT:
-        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0, 1.0)
+        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0, 1.0, logits / batch, moe=pm)
         ttft[STEP_ROW] = 1.0  # host/step overhead is paid once for the batch, not per prompt
     elif static:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0, batch)
+        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0, batch, logits, moe=pm)
     else:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0, batch)
+        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0, batch, logits, moe=pm)
     pos = _decode_positions(input_len, output_len)
     if static:
-        bb = float(bucket(batch, minimum=1)[()])
+        bb = max(float(bucket(batch, minimum=1)[()]), float(compiled_batch or 0))
+        lg = bb * vocab if host_sampling else 0.0
         ctx = bucket(pos)
-        steps = forward_features(dep, bb, bb * ctx, bb * ctx)
+        steps = forward_features(dep, bb, bb * ctx, bb * ctx, 0.0, lg, moe=dm)
         mid: FloatArray | float = bucket(input_len + output_len / 2.0)
-        median = forward_features(dep, bb, bb * mid, bb * mid)
+        median = forward_features(dep, bb, bb * mid, bb * mid, 0.0, lg, moe=dm)
     else:
-        steps = forward_features(dep, float(batch), batch * pos, batch * pos)
+        lg = batch * vocab if host_sampling else 0.0
+        steps = forward_features(dep, float(batch), batch * pos, batch * pos, 0.0, lg, moe=dm)
         mid = float(input_len + output_len / 2.0)
-        median = forward_features(dep, float(batch), batch * mid, batch * mid)
+        median = forward_features(dep, float(batch), batch * mid, batch * mid, 0.0, lg, moe=dm)
     return ttft, median, steps
 
 
@@ -112,10 +125,14 @@ def simulate_point(
     *,
     expert_parallel: bool = False,
     stack: str | None = None,
+    compiled_batch: int | None = None,
+    host_sampling: bool = False,
 ) -> PointResult:
     """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch.
 
     `stack` picks a calibrated software stack of the instance's generation (default: the newest).
+    `compiled_batch`: the decode graph's batch when larger than the batch's bucket (vLLM's max_num_seqs on
+    Neuron); `host_sampling`: logits are sampled on the host CPU instead of on the device.
     """
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
@@ -130,7 +147,16 @@ def simulate_point(
             f"tp={tp} on {dep.instance.name} holds {dep.kv_capacity_tokens}: at most batch {fits} fits"
         )
     group, coeffs = coefficients_for(dep.instance, stack) if coefficients is None else ("custom", coefficients)
-    ttft_f, median_f, steps_f = point_features(dep, batch, input_len, output_len, prompt_encoding(stack))
+    ttft_f, median_f, steps_f = point_features(
+        dep,
+        batch,
+        input_len,
+        output_len,
+        prompt_encoding(stack),
+        compiled_batch=compiled_batch,
+        host_sampling=host_sampling,
+        moe_nxd=coeffs.moe_nxd,
+    )
     ttft_s = float(coeffs.prefill.as_array() @ ttft_f)
     c = coeffs.decode.as_array()
     tpot_s = float(c @ median_f)

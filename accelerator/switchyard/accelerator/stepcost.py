@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from switchyard.accelerator.costmodel import Coefficients, FloatArray, PhaseCoefficients
+from switchyard.accelerator.costmodel import Coefficients, FloatArray, PhaseCoefficients, all_expert_flops_per_token
 from switchyard.accelerator.deployment import Deployment
 
 __all__ = ["StepCost"]
@@ -21,7 +21,10 @@ class StepCost:
 
     Prefill-carrying iterations use the prefill coefficients, decode-only iterations the decode ones.
     On static-shape hardware (Neuron) prefill tokens and the decode batch/context are padded to
-    power-of-two buckets, as the compiled graphs are.
+    power-of-two buckets, as the compiled graphs are. On a stack that runs every expert on every prompt
+    token (Coefficients.moe_nxd) prefill-carrying iterations pay every expert's FLOPs and weights, and
+    decode-only ones load each token's experts (or run every expert once tokens x k reach the experts).
+    Sampling is on the device (no host-sampling term).
     """
 
     def __init__(self, dep: Deployment, coeffs: Coefficients) -> None:
@@ -32,15 +35,21 @@ class StepCost:
         self._routed = dep.routed_weight_bytes
         self._always = dep.always_weight_bytes
         self._kvb = dep.kv_bytes_per_token
-        self._p = self._phase(dep, coeffs.prefill)
+        self._nxd = coeffs.moe_nxd and bool(self._routed)
+        self._k_over_e = m.experts_per_token / m.num_experts if m.num_experts else 0.0
+        every = all_expert_flops_per_token(dep)
+        self._p = self._phase(dep, coeffs.prefill, every if self._nxd else None)
         self._d = self._phase(dep, coeffs.decode)
+        self._d_every = self._phase(dep, coeffs.decode, every)
         self._per_prompt = coeffs.prefill.prompt_overhead_s
 
     @staticmethod
-    def _phase(dep: Deployment, c: PhaseCoefficients) -> tuple[float, float, float, float]:
+    def _phase(
+        dep: Deployment, c: PhaseCoefficients, flops_per_token: float | None = None
+    ) -> tuple[float, float, float, float]:
         layers = dep.model.num_layers
         per_token = (
-            c.inv_mfu * dep.linear_flops_per_token / dep.peak_flops
+            c.inv_mfu * (flops_per_token or dep.linear_flops_per_token) / dep.peak_flops
             + c.collective_scale * layers * dep.collective_s_per_layer_token
         )
         per_qk = c.inv_mfu_attention * dep.attention_flops_per_qk / dep.peak_flops
@@ -52,10 +61,15 @@ class StepCost:
         )
         return per_token, per_qk, per_byte, fixed
 
-    def _weights(self, tokens: float) -> float:
+    def _weights(self, tokens: float, prefill: bool) -> float:
         if not self._routed:
             return self._always
+        if self._nxd:
+            return self._always + self._routed * (1.0 if prefill else min(1.0, tokens * self._k_over_e))
         return self._always + self._routed * (1.0 - math.pow(self._moe_keep, tokens))
+
+    def _decode_phase(self, tokens: float) -> tuple[float, float, float, float]:
+        return self._d_every if self._nxd and tokens * self._k_over_e >= 1.0 else self._d
 
     def iteration_s(
         self, prefill_tokens: int, prefill_qk: float, prefill_kv: float, decode_ctx: list[int], prompts: int = 0
@@ -81,18 +95,17 @@ class StepCost:
             return (
                 tokens * per_token
                 + (prefill_qk + dq) * per_qk
-                + (self._weights(tokens) + kv * self._kvb) * per_byte
+                + (self._weights(tokens, True) + kv * self._kvb) * per_byte
                 + fixed
                 + prompts * self._per_prompt
             )
-        per_token, per_qk, per_byte, fixed = self._d
-        return b_tokens * per_token + dq * per_qk + (self._weights(b_tokens) + dq * self._kvb) * per_byte + fixed
+        per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
+        return b_tokens * per_token + dq * per_qk + (self._weights(b_tokens, False) + dq * self._kvb) * per_byte + fixed
 
     def decode_jump_s(self, decode_ctx: list[int], steps: int) -> FloatArray:
         """Cumulative seconds after each of `steps` decode-only iterations (every context grows by 1)."""
         b = len(decode_ctx)
         j = np.arange(steps, dtype=np.float64)
-        per_token, per_qk, per_byte, fixed = self._d
         if self.static:
             bb = _pow2_at_least(b, 1)
             ctx = np.maximum(2.0 ** np.ceil(np.log2(max(decode_ctx) + j)), 128.0)
@@ -101,6 +114,8 @@ class StepCost:
         else:
             dq = float(sum(decode_ctx)) + b * j
             b_tokens = float(b)
-        step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + self._weights(b_tokens) * per_byte + fixed
+        per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
+        weights = self._weights(b_tokens, False)
+        step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + weights * per_byte + fixed
         out: FloatArray = np.cumsum(np.broadcast_to(step, j.shape))
         return out

@@ -174,7 +174,7 @@ async def test_admission_refuses_a_call_over_the_token_limit_and_over_budget(
     assert budget.status_code == 201, budget.text
     small = await client.post("/v1/embeddings", json={"model": QWEN, "input": "hi"}, headers=headers)
     assert small.status_code == 200, small.text  # fits the one cent
-    long_input = {"model": QWEN, "input": [list(range(30_000))]}  # ~16 chip-seconds, above one cent
+    long_input = {"model": QWEN, "input": [list(range(30_000))] * 3}  # ~24 chip-seconds, above one cent
     refused = await client.post("/v1/embeddings", json=long_input, headers=headers)
     assert refused.status_code == 402, refused.text
     assert refused.json()["error"]["code"] == "budget_exceeded"
