@@ -90,3 +90,39 @@ def test_documented_backup_and_restore_bring_back_a_working_installation(postgre
     finally:
         source.drop()
         target.drop()
+
+
+def _shell_command(guide: str, starts: str) -> list[str]:
+    """The guide's `sh` command that starts with ``starts``, joined across its backslash continuations."""
+    found = re.search(rf"^({re.escape(starts)}.*?)(?<!\\)\n", guide.replace("\\\n", " "), re.MULTILINE)
+    assert found, f"the guide has no `{starts}` command"
+    return found.group(1).split()
+
+
+@pytest.mark.slow
+def test_capacity_planning_example_says_what_the_simulator_answers() -> None:
+    """The guide's `simulate compare` run as written: its table has the guide's columns and what the prose reads
+    from it holds (one replica falls behind, two miss the objective for many requests, four meet it for nearly
+    all, two TP-16 replicas answer sooner than four TP-8 ones on the same chips)."""
+    guide = GUIDE.read_text()
+    argv = _shell_command(guide, "switchyard simulate compare")
+    result = subprocess.run([SWITCHYARD, *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("fleet "))
+    assert header in guide  # the guide shows the table as the command prints it
+    rows = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("trn2.48xlarge:"):
+            name, chips, _toks, ttft_p50, _ttft_p99, _tpot_p50, _tpot_p99, goodput, *_ = line.split()
+            rows[name] = {"chips": int(chips), "ttft_p50": float(ttft_p50), "goodput": float(goodput)}
+    one, two, four = (rows[f"trn2.48xlarge:tp=8:replicas={n}"] for n in (1, 2, 4))
+    wide = rows["trn2.48xlarge:tp=16:replicas=2"]
+    offered = 19_366 / 3_600
+    assert one["goodput"] < 0.1 * offered
+    assert one["ttft_p50"] > 60_000  # minutes in the queue
+    assert two["goodput"] < 0.8 * offered
+    assert four["goodput"] > 0.97 * offered
+    assert wide["chips"] == four["chips"]
+    assert wide["ttft_p50"] < four["ttft_p50"]
+    run = _shell_command(guide, "switchyard simulate run")
+    assert run[1] == "simulate"
