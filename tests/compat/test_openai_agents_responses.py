@@ -1,0 +1,163 @@
+"""openai-agents with its default model, ``OpenAIResponsesModel``, against a real Switchyard server: the client set
+with ``set_default_openai_client``, tracing off, an ``Agent`` with a ``@function_tool``, ``Runner.run`` and
+``Runner.run_streamed``, and ``output_type=`` a pydantic model (``text.format`` json_schema, strict)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import openai
+import pytest
+from agents.models import _openai_shared
+from agents.models.openai_responses import OpenAIResponsesModel
+from openai.types.responses import ResponseTextDeltaEvent
+from pydantic import BaseModel
+
+from agents import (
+    Agent,
+    MultiProvider,
+    RawResponsesStreamEvent,
+    RunItemStreamEvent,
+    Runner,
+    function_tool,
+    set_default_openai_client,
+    set_tracing_disabled,
+)
+
+ALIAS = "llama-3.1-8b-instruct"
+
+
+class Location(BaseModel):
+    city: str
+    country: str | None
+
+
+class CalendarEvent(BaseModel):
+    name: str
+    day: Literal["monday", "tuesday"]
+    participants: list[str]
+    location: Location
+    minutes: int
+
+
+@pytest.fixture
+async def default_client(live_server: Any, api_key: str) -> AsyncIterator[openai.AsyncOpenAI]:
+    """The SDK's process-wide client for the test (the one before it is put back after it)."""
+    before = _openai_shared.get_default_openai_client()
+    async with openai.AsyncOpenAI(base_url=live_server.base_url, api_key=api_key, max_retries=0) as sdk:
+        set_default_openai_client(sdk, use_for_tracing=False)
+        set_tracing_disabled(True)  # else the SDK exports traces to OpenAI with the client's (Switchyard) key
+        try:
+            yield sdk
+        finally:
+            _openai_shared.set_default_openai_client(before)  # type: ignore[arg-type]
+
+
+def weather_agent(**fields: Any) -> tuple[Agent[Any], list[str]]:
+    asked: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """Current weather of a city."""
+        asked.append(city)
+        return f"sunny, 21 C in {city}"
+
+    return Agent(name="assistant", instructions="Answer briefly.", model=ALIAS, tools=[get_weather], **fields), asked
+
+
+@pytest.mark.usefixtures("default_client")
+def test_the_default_model_is_the_responses_model() -> None:
+    assert isinstance(MultiProvider().get_model(ALIAS), OpenAIResponsesModel)
+
+
+@pytest.mark.usefixtures("default_client")
+async def test_run_calls_the_function_tool_and_answers() -> None:
+    agent, asked = weather_agent()
+    result = await Runner.run(agent, "Please use get_weather city=Paris")
+    assert asked == ["Paris"]
+    assert isinstance(result.final_output, str)
+    assert result.final_output.startswith("Result of get_weather: sunny, 21 C in Paris")
+    assert len(result.raw_responses) == 2
+    assert all((r.response_id or "").startswith("resp_") for r in result.raw_responses)  # Responses, not Chat
+    assert result.raw_responses[-1].usage.output_tokens > 0
+    kinds = [item.type for item in result.new_items]
+    assert kinds == ["tool_call_item", "tool_call_output_item", "message_output_item"]
+
+
+@pytest.mark.usefixtures("default_client")
+async def test_run_streamed() -> None:
+    agent, asked = weather_agent()
+    streamed = Runner.run_streamed(agent, "Please use get_weather city=Oslo")
+    raw_types: list[str] = []
+    items: list[str] = []
+    text = ""
+    async for event in streamed.stream_events():
+        if isinstance(event, RawResponsesStreamEvent):
+            raw_types.append(event.data.type)
+            if isinstance(event.data, ResponseTextDeltaEvent):
+                text += event.data.delta
+        elif isinstance(event, RunItemStreamEvent):
+            items.append(event.name)
+    assert asked == ["Oslo"]
+    assert items == ["tool_called", "tool_output", "message_output_created"]
+    assert raw_types.count("response.created") == 2
+    assert raw_types.count("response.completed") == 2
+    assert "response.function_call_arguments.delta" in raw_types
+    assert isinstance(streamed.final_output, str)
+    assert text == streamed.final_output
+    assert text.startswith("Result of get_weather: sunny, 21 C in Oslo")
+
+
+@pytest.mark.usefixtures("default_client")
+async def test_output_type_gives_a_validated_object() -> None:
+    agent = Agent(name="planner", instructions="Plan the meeting.", model=ALIAS, output_type=CalendarEvent)
+    result = await Runner.run(agent, "Alice and Bob meet in Oslo on Monday.")
+    assert isinstance(result.final_output, CalendarEvent)
+
+
+@pytest.mark.usefixtures("default_client")
+async def test_a_tool_then_an_output_type_streamed() -> None:
+    agent, asked = weather_agent(output_type=CalendarEvent)
+    streamed = Runner.run_streamed(agent, "Check get_weather city=Oslo, then plan the meeting.")
+    async for _ in streamed.stream_events():
+        pass
+    assert asked == ["Oslo"]
+    assert isinstance(streamed.final_output, CalendarEvent)
+
+
+@pytest.mark.usefixtures("default_client")
+async def test_turns_chained_by_previous_response_id() -> None:
+    """With ``auto_previous_response_id`` the SDK sends the tool's output alone, pointing at the response that called
+    it: the server must supply the rest (the sim quotes the result under the name of the call it answers)."""
+    agent, asked = weather_agent()
+    result = await Runner.run(agent, "Please use get_weather city=Rome", auto_previous_response_id=True)
+    assert asked == ["Rome"]
+    assert result.final_output.startswith("Result of get_weather: sunny, 21 C in Rome")
+    follow_up = await Runner.run(agent, "Thanks", previous_response_id=result.last_response_id)
+    assert isinstance(follow_up.final_output, str)
+    assert follow_up.final_output
+
+
+async def test_a_run_in_a_server_side_conversation(default_client: openai.AsyncOpenAI) -> None:
+    conversation = await default_client.conversations.create()
+    agent, asked = weather_agent()
+    first = await Runner.run(agent, "Please use get_weather city=Lima", conversation_id=conversation.id)
+    assert asked == ["Lima"]
+    assert first.final_output.startswith("Result of get_weather: sunny, 21 C in Lima")
+    await Runner.run(agent, "Thanks", conversation_id=conversation.id)
+    items = [item async for item in default_client.conversations.items.list(conversation.id, order="asc")]
+    assert [item.type for item in items] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
+        "message",
+    ]
+    assert [getattr(item, "role", None) for item in items if item.type == "message"] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
