@@ -24,6 +24,7 @@ from switchyard.platform.models import ApiKey, OperatorKey
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import AGENT_FACTORIES
 from tests.platform.billing.factories import BILLING_FACTORIES
+from tests.platform.responses.factories import RESPONSE_FACTORIES
 
 _APP = create_app(Settings())
 _SCHEMA = _APP.openapi_schema.to_schema()
@@ -57,7 +58,7 @@ def _access_by_route() -> dict[tuple[str, str], str]:
         if route.path.startswith(_DOCS_PATH):
             continue  # the OpenAPI document and its viewers are public by design
         for handler in getattr(route, "route_handlers", []):
-            if not handler.include_in_schema or handler.http_methods == {"OPTIONS"}:
+            if not handler.resolve_include_in_schema() or handler.http_methods == {"OPTIONS"}:
                 continue
             path = re.sub(r"{(\w+):\w+}", r"{\1}", route.path)
             for method in handler.http_methods:
@@ -144,6 +145,7 @@ SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
 FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id
+FACTORIES.update(RESPONSE_FACTORIES)  # response_id, conversation_id, item_id
 BODY_REFS = {"agent_id"}
 
 

@@ -1,0 +1,131 @@
+"""The console's isolation matrix, generated from the app's routes under ``/console``.
+
+For each console page and form: without a session it answers 302 to the sign-in page; each role below the
+route's declared ``console_access`` gets 403 from the server; another tenant's ids get 404; and the caller's own
+ids work (the positive control that keeps the 404s honest). A console route added without a declaration, or
+with a path parameter that has no factory here, fails the meta-tests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from switchyard.platform.app import create_app
+from switchyard.platform.auth import Role
+from switchyard.platform.settings import Settings
+from tests.platform.console.factories import ConsoleTenant, page_csrf, sign_in
+
+_APP = create_app(Settings())
+_LEVELS = {"public", "signed_in", *(r.value for r in Role)}
+
+
+@dataclass(frozen=True)
+class ConsoleRoute:
+    method: str
+    path: str
+    access: str
+
+    @property
+    def path_params(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.path)
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def _routes() -> list[ConsoleRoute]:
+    found = []
+    for route in _APP.routes:
+        if not route.path.startswith("/console"):
+            continue
+        for handler in getattr(route, "route_handlers", []):
+            for method in sorted(handler.http_methods - {"OPTIONS", "HEAD"}):
+                path = re.sub(r"{(\w+):\w+}", r"{\1}", route.path)
+                found.append(ConsoleRoute(method, path, str(handler.opt.get("console_access", ""))))
+    return sorted(found, key=str)
+
+
+ROUTES = _routes()
+GUARDED = [r for r in ROUTES if r.access != "public"]
+
+
+async def _agent(client: Any, tenant: ConsoleTenant) -> str:
+    body = {"name": "matrix-agent", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": "Hi."}
+    made = await client.post("/v1/agents", json=body, headers={"Authorization": f"Bearer {tenant.keys['owner']}"})
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+async def _key(client: Any, tenant: ConsoleTenant) -> str:
+    made = await client.post(
+        "/v1/api-keys", json={"role": "viewer"}, headers={"Authorization": f"Bearer {tenant.keys['owner']}"}
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {"agent_id": _agent, "key_id": _key}
+FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
+    "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
+    "POST /console/agents/{agent_id}": {"name": "b", "model": "meta-llama/Llama-3.1-8B-Instruct"},
+    "POST /console/keys": {"name": "k", "role": "viewer"},
+}
+
+
+def test_every_console_route_declares_its_access_and_has_factories() -> None:
+    assert len(GUARDED) >= 8
+    undeclared = [str(r) for r in ROUTES if r.access not in _LEVELS]
+    assert undeclared == [], "console routes must declare opt=console_access(...)"
+    missing = [f"{r}: {p}" for r in GUARDED for p in r.path_params if p not in FACTORIES]
+    assert missing == [], "add a factory for these path parameters to FACTORIES"
+    public = sorted(str(r) for r in ROUTES if r.access == "public")
+    assert public == ["GET /console/sign-in", "GET /console/static/{file_path}", "POST /console/sign-in"]
+
+
+async def _ids(client: Any, route: ConsoleRoute, tenant: ConsoleTenant) -> dict[str, str]:
+    return {name: await FACTORIES[name](client, tenant) for name in route.path_params}
+
+
+async def _call(client: Any, route: ConsoleRoute, ids: dict[str, str], *, csrf: str | None) -> Any:
+    path = route.path.format(**ids)
+    if route.method == "GET":
+        return await client.get(path)
+    form = {**FORMS.get(str(route), {}), **({"csrf_token": csrf} if csrf else {})}
+    return await client.request(route.method, path, data=form)
+
+
+async def _as(client: Any, tenant: ConsoleTenant, role: str) -> str:
+    client.cookies.clear()
+    assert (await sign_in(client, tenant.emails[role])).status_code == 303
+    return await page_csrf(client)
+
+
+@pytest.mark.parametrize("route", GUARDED, ids=str)
+async def test_console_isolation(console: Any, make_console_tenant: Any, route: ConsoleRoute) -> None:
+    mine, theirs = await make_console_tenant(), await make_console_tenant()
+    own_ids = await _ids(console, route, mine)
+    their_ids = await _ids(console, route, theirs)
+
+    console.cookies.clear()  # no session: the sign-in page, for pages and forms alike
+    anonymous = await _call(console, route, own_ids, csrf=None)
+    assert anonymous.status_code == 302, anonymous.text
+    assert anonymous.headers["location"].startswith("/console/sign-in")
+
+    if route.access != "signed_in":  # every role below the declared one: refused by the server
+        needed = Role(route.access)
+        for role in [r for r in Role if not r.includes(needed)]:
+            csrf = await _as(console, mine, role.value)
+            refused = await _call(console, route, own_ids, csrf=csrf)
+            assert refused.status_code == 403, f"{role.value}: {refused.status_code}"
+
+    csrf = await _as(console, mine, "owner")
+    if route.path_params:  # another tenant's ids: not found, never shown or changed
+        foreign = await _call(console, route, their_ids, csrf=csrf)
+        assert foreign.status_code == 404, foreign.text
+    own = await _call(console, route, own_ids, csrf=csrf)  # the positive control
+    assert own.status_code in (200, 303), own.text
