@@ -96,7 +96,7 @@ async def test_requests_carrying_real_keys_log_json_with_context_and_no_secret(
     assert access["tenant_id"] == tenant_id
     assert access["key_id"].startswith("key_")
     assert access["trace_id"] == answer.headers["x-trace-id"]
-    assert access["level"] == "info"
+    assert access["level"] == "debug"  # one record per request only when debugging: metrics and spans cover the rest
     # the key sent as a request id is logged masked, its short id kept
     assert any(r.get("request_id", "").endswith("_[redacted]") for r in records)
 

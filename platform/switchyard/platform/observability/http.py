@@ -1,4 +1,5 @@
-"""Observing an HTTP process: ``GET /metrics``, a server span and a latency sample per request, an access log.
+"""Observing an HTTP process: ``GET /metrics``, a server span and a latency sample per request, and (at debug
+level) an access record per request.
 
 :class:`ObservedApp` wraps a whole ASGI app, so it sees every request (routing errors and refusals by the
 authentication middleware included) and the end of streamed answers. :class:`Observability` is the Litestar
@@ -68,39 +69,45 @@ class ObservedApp:
         if scope["path"] == "/metrics" and scope["method"] in ("GET", "HEAD"):
             await self._metrics(scope, send)
             return
+        if not tracing_enabled():
+            await self._observe(scope, receive, send, None)
+            return
+        context = propagate.extract(_Headers(scope))  # the caller's traceparent, if any
+        with tracer().start_as_current_span(scope["method"], context=context, kind=SpanKind.SERVER) as span:
+            await self._observe(scope, receive, send, span)
+
+    async def _observe(self, scope: Any, receive: Any, send: Any, span: trace.Span | None) -> None:
         started = time.perf_counter()
         method = scope["method"]
         status = 500  # unless a response starts
-        parent = propagate.extract(_Headers(scope)) if tracing_enabled() else None
-        with tracer().start_as_current_span(method, context=parent, kind=SpanKind.SERVER) as span:
-            trace_id = trace_id_of(span)
+        trace_id = trace_id_of(span) if span is not None else None
 
-            async def observed_send(message: MutableMapping[str, Any]) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = int(message["status"])
-                    if trace_id is not None:
-                        message.setdefault("headers", [])
-                        message["headers"] = [*message["headers"], (b"x-trace-id", trace_id.encode())]
-                await send(message)
+        async def observed_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                if trace_id is not None:
+                    message["headers"] = [*message.get("headers", ()), (b"x-trace-id", trace_id.encode())]
+            await send(message)
 
-            log_token = bind_http_scope(scope)
-            try:
-                await self.app(scope, receive, observed_send)
-            finally:
-                route = self.route(scope)
-                elapsed = time.perf_counter() - started
-                HTTP_REQUEST_SECONDS.labels(method, route, str(status)).observe(elapsed)
-                if span.is_recording():
-                    _end_server_span(span, scope, method, route, status)
-                access_log.info(
+        log_token = bind_http_scope(scope)
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            route = self.route(scope)
+            elapsed = time.perf_counter() - started
+            HTTP_REQUEST_SECONDS.labels(method, route, str(status)).observe(elapsed)
+            if span is not None and span.is_recording():
+                _end_server_span(span, scope, method, route, status)
+            if access_log.isEnabledFor(logging.DEBUG):  # at info a record per request would cost what a request does
+                access_log.debug(
                     "%s %s %s",
                     method,
                     route,
                     status,
                     extra={"http_method": method, "route": route, "status": status, "duration_ms": elapsed * 1e3},
                 )
-                unbind_http_scope(log_token)
+            unbind_http_scope(log_token)
 
     async def _metrics(self, scope: MutableMapping[str, Any], send: Any) -> None:
         snapshot = await self.snapshot() if self.snapshot is not None else None

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime as dt
 import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from typing import Any
@@ -45,6 +45,7 @@ _fields: ContextVar[dict[str, str]] = ContextVar("switchyard_log_fields", defaul
 _KEY = re.compile(r"\b(sy_[A-Za-z0-9]{1,32}_)[A-Za-z0-9_\-]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"',;]+")
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}
 
 
@@ -110,7 +111,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
+            "time": f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(record.created))}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -124,7 +125,7 @@ class JsonFormatter(logging.Formatter):
             out["exception"] = record.exc_text
         if record.stack_info:
             out["stack"] = self.formatStack(record.stack_info)
-        return redact(json.dumps(out, default=str, ensure_ascii=False))
+        return redact(_ENCODER.encode(out))
 
 
 def logging_config(level_name: str) -> LoggingConfig:
