@@ -112,6 +112,9 @@ def test_services_wait_for_their_dependencies_and_restart() -> None:
                 assert not services[target]["healthcheck"].get("disable"), f"{name} waits on {target}'s health"
     for name in LONG_RUNNING:
         assert services[name]["restart"] == "unless-stopped", name
+    shared = _compose()["x-switchyard"]["environment"]
+    for name in SWITCHYARD_PROCESSES:  # every process sees the same installation
+        assert services[name]["environment"].items() >= shared.items(), name
     assert services["api"]["deploy"]["replicas"] == 2
     assert services["beat"]["deploy"]["replicas"] == 1
     assert "ports" not in services["api"]  # published once, by the proxy in front of the replicas
