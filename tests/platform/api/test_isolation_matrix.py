@@ -24,6 +24,7 @@ from switchyard.platform.models import ApiKey, OperatorKey
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import AGENT_FACTORIES
 from tests.platform.billing.factories import BILLING_FACTORIES
+from tests.platform.responses.factories import RESPONSE_FACTORIES
 
 _APP = create_app(Settings())
 _SCHEMA = _APP.openapi_schema.to_schema()
@@ -144,6 +145,7 @@ SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
 FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id
+FACTORIES.update(RESPONSE_FACTORIES)  # response_id, conversation_id, item_id
 BODY_REFS = {"agent_id"}
 
 

@@ -153,8 +153,6 @@ def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> Re
             merged["tools"] = [*merged["tools"], *tools]
             merged["model_params"] = {**merged["model_params"], **{k: v for k, v in params.items() if v is not None}}
             return ResponseDefinition(AgentSpec.model_validate(merged, strict=False), options, agent_id, version)
-        if data.model is None:
-            raise InvalidRequest("model is required (or a prompt naming an agent)", param="model", code="missing_model")
         limits = RunLimits(max_steps=(data.max_tool_calls or 24) + 1)
         spec = AgentSpec.model_validate(
             {

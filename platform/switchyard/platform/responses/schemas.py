@@ -55,8 +55,13 @@ class TextOptions(_Strict):
 
 
 class ResponseCreate(_Strict):
-    model: str | None = Field(default=None, min_length=1, max_length=256, description="Required unless `prompt`.")
-    input: str | list[dict[str, Any]] | None = Field(default=None, description="Text, or a list of input items.")
+    model: str = Field(
+        min_length=1,
+        max_length=256,
+        description="A served model (with `prompt`, the agent's model is used instead).",
+        examples=["meta-llama/Llama-3.1-8B-Instruct"],
+    )
+    input: str | list[dict[str, Any]] = Field(description="Text, or a list of input items.", examples=["Say hello."])
     instructions: str | None = Field(default=None, max_length=256_000)
     prompt: PromptReference | None = None
     tools: list[dict[str, Any]] | None = Field(
@@ -111,8 +116,10 @@ class ConversationCreate(_Strict):
 
 
 class ConversationUpdate(_Strict):
-    metadata: dict[str, str]
+    metadata: dict[str, str] = Field(max_length=16, examples=[{"topic": "travel"}])
 
 
 class ConversationItemsCreate(_Strict):
-    items: list[dict[str, Any]] = Field(min_length=1, max_length=20)
+    items: list[dict[str, Any]] = Field(
+        min_length=1, max_length=20, examples=[[{"type": "message", "role": "user", "content": "Hello."}]]
+    )

@@ -140,8 +140,8 @@ async def prepare(
         state, seeded = _seed(previous, decisions, now_ms, response_id)
     else:
         state = RunState(run_id=response_id, created_at_ms=now_ms)
-    if not items and not decisions:
-        raise InvalidRequest("input is required", param="input", code="missing_input")
+    if not items:
+        raise InvalidRequest("input has no items", param="input", code="missing_input")
     backend = model_backend(pool, definition.spec.model, scope.tenant_id, task="chat")
     messages = to_messages([*history, *items])
     wire = [m.to_openai() for m in messages]
