@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import bucket, forward_time_s
+from switchyard.accelerator.costmodel import MoeDispatch, bucket, forward_features, forward_time_s
 from switchyard.accelerator.deployment import make_deployment
+from switchyard.accelerator.hardware import get_instance
 from switchyard.accelerator.stepcost import StepCost
 
 
@@ -49,3 +50,25 @@ def test_decode_jump_is_the_sum_of_single_steps(instance: str) -> None:
     jump = cost.decode_jump_s(contexts, steps)
     singles = np.cumsum([cost.iteration_s(0, 0.0, 0.0, [c + j for c in contexts]) for j in range(steps)])
     np.testing.assert_allclose(jump, singles, rtol=1e-12)
+
+
+@pytest.mark.parametrize("batch", [4, 15, 16, 40])  # 16 x 8 / 128 = 1: every expert from 16 sequences up
+def test_moe_decode_on_nxd_inference_loads_each_tokens_experts_then_runs_every_expert(batch: int) -> None:
+    dep = make_deployment("Qwen/Qwen3-30B-A3B", "p4de.24xlarge", 1)
+    _, coeffs = coefficients_for(get_instance("trn2.48xlarge"))
+    assert coeffs.moe_nxd
+    cost = StepCost(dep, coeffs)  # NxD Inference's MoE dispatch on a GPU: no padding, so batch is exact
+    contexts = [1000 + 7 * i for i in range(batch)]
+    moe = coeffs.moe_dispatch("decode")
+    assert moe is MoeDispatch.SELECTIVE
+    expected = float(forward_time_s(dep, coeffs.decode, batch, sum(contexts), sum(contexts), moe=moe))
+    assert cost.iteration_s(0, 0.0, 0.0, contexts) == pytest.approx(expected, rel=1e-12)
+    jump = cost.decode_jump_s(contexts, 50)
+    singles = np.cumsum([cost.iteration_s(0, 0.0, 0.0, [c + j for c in contexts]) for j in range(50)])
+    np.testing.assert_allclose(jump, singles, rtol=1e-12)
+    routed = float(forward_time_s(dep, coeffs.decode, batch, sum(contexts), sum(contexts)))
+    if batch < 16:
+        assert expected > routed  # batch x k expert loads, repeats included, against the distinct experts
+    else:
+        everything = forward_features(dep, batch, 0.0, 0.0, moe=MoeDispatch.ALL_EXPERTS)
+        assert forward_features(dep, batch, 0.0, 0.0, moe=moe)[0] == pytest.approx(everything[0])

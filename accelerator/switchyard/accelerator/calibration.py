@@ -28,7 +28,12 @@ from switchyard.accelerator.hardware import get_instance, list_instances
 from switchyard.accelerator.point import point_features, prompt_encoding
 
 __all__ = [
+    "GPU_FIT_CHIPS",
+    "GPU_STACK_SCOPED",
     "LOWER_BOUNDS",
+    "NEW_STACK_SOFTWARE",
+    "NEW_STACK_TIED",
+    "REPORT_GROUPS",
     "STACK_SCOPED",
     "BenchmarkRow",
     "CalibrationResult",

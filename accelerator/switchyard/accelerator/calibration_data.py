@@ -15,6 +15,7 @@ from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
 from switchyard.accelerator.hardware import Instance
 
 __all__ = [
+    "MOE_NXD_STACKS",
     "NXD_INFERENCE",
     "POOLED_GROUP",
     "canonical_stack",
