@@ -1,4 +1,4 @@
-"""instructor against a real Switchyard server, in its default (tools) mode and its JSON modes.
+"""instructor against a real Switchyard server, in its default (tools) mode, its JSON modes and its Responses mode.
 
 Not covered: ``Mode.MD_JSON``, which sends no ``response_format`` and asks for a fenced JSON block in words; the sim
 model answers such a request with prose.
@@ -35,6 +35,9 @@ class CalendarEvent(BaseModel):
     minutes: int
 
 
+MODES = ("DEFAULT", "TOOLS", "TOOLS_STRICT", "JSON", "JSON_SCHEMA", "RESPONSES_TOOLS")
+
+
 @pytest.fixture(scope="module")
 def instructor_python() -> Path:
     """The interpreter of instructor's own virtual environment, built (or found up to date) by make."""
@@ -42,9 +45,12 @@ def instructor_python() -> Path:
     return ROOT / ".venv-compat" / "instructor" / "bin" / "python"
 
 
-def extract(python: Path, live_server: Any, api_key: str, *modes: str) -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module")
+def extractions(instructor_python: Path, live_server: Any) -> dict[str, dict[str, Any]]:
+    """One extraction per mode, all in one run of the client (instructor takes seconds to import), on a tenant of
+    their own."""
     ran = subprocess.run(
-        [str(python), str(CLIENT), live_server.base_url, api_key, ALIAS, *modes],
+        [str(instructor_python), str(CLIENT), live_server.base_url, live_server.new_tenant_key(), ALIAS, *MODES],
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin:/bin"},  # no OPENAI_API_KEY or proxy the client could pick up
@@ -54,6 +60,12 @@ def extract(python: Path, live_server: Any, api_key: str, *modes: str) -> dict[s
     assert ran.returncode == 0, ran.stderr
     lines = [json.loads(line) for line in ran.stdout.splitlines()]
     return {line["mode"]: line for line in lines}
+
+
+def extraction(extractions: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+    result = extractions[mode]
+    assert "error" not in result, result["error"]
+    return result
 
 
 def test_instructor_has_its_own_openai(instructor_python: Path) -> None:
@@ -68,8 +80,8 @@ def test_instructor_has_its_own_openai(instructor_python: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["DEFAULT", "TOOLS", "TOOLS_STRICT"])
-def test_tool_modes(instructor_python: Path, live_server: Any, api_key: str, mode: str) -> None:
-    result = extract(instructor_python, live_server, api_key, mode)[mode]
+def test_tool_modes(extractions: dict[str, dict[str, Any]], mode: str) -> None:
+    result = extraction(extractions, mode)
     assert result["finish_reason"] == "tool_calls"
     (call,) = result["tool_calls"]
     assert call["function"]["name"] == "CalendarEvent"
@@ -78,9 +90,18 @@ def test_tool_modes(instructor_python: Path, live_server: Any, api_key: str, mod
 
 
 @pytest.mark.parametrize("mode", ["JSON", "JSON_SCHEMA"])
-def test_json_modes(instructor_python: Path, live_server: Any, api_key: str, mode: str) -> None:
-    result = extract(instructor_python, live_server, api_key, mode)[mode]
+def test_json_modes(extractions: dict[str, dict[str, Any]], mode: str) -> None:
+    result = extraction(extractions, mode)
     assert result["finish_reason"] == "stop"
     assert result["tool_calls"] == []
     event = CalendarEvent.model_validate(result["event"])
     assert event == CalendarEvent.model_validate_json(result["content"])
+
+
+def test_responses_tools_mode(extractions: dict[str, dict[str, Any]]) -> None:
+    """instructor's Responses mode: the model is a function tool it forces through ``/v1/responses``."""
+    result = extraction(extractions, "RESPONSES_TOOLS")
+    assert result["response_id"].startswith("resp_")
+    (call,) = result["function_calls"]
+    assert call["name"] == "CalendarEvent"
+    assert CalendarEvent.model_validate(result["event"]) == CalendarEvent.model_validate_json(call["arguments"])

@@ -1,5 +1,6 @@
 """Run in instructor's own virtual environment (its openai pin clashes with ours): one extraction per mode against
-the server named on the command line, each result printed as one JSON line for the test to check.
+the server named on the command line, each result (or the error
+it ended in) printed as one JSON line for the test to check.
 
 Usage: python instructor_modes.py BASE_URL API_KEY MODEL MODE [MODE ...]
 (a MODE is DEFAULT, for the mode from_openai picks, or a name of instructor.Mode)
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 import instructor
 import openai
@@ -38,26 +39,34 @@ def main(base_url: str, api_key: str, model: str, modes: list[str]) -> None:
                 if name == "DEFAULT"
                 else instructor.from_openai(sdk, mode=instructor.Mode[name])
             )
-            event, completion = client.chat.completions.create_with_completion(
-                model=model,
-                response_model=CalendarEvent,
-                messages=[{"role": "user", "content": "Alice and Bob meet in Oslo on Monday for an hour."}],
-                max_retries=0,  # a first answer that does not validate fails here, not after quiet re-asks
-            )
+            try:
+                event, completion = client.chat.completions.create_with_completion(
+                    model=model,
+                    response_model=CalendarEvent,
+                    messages=[{"role": "user", "content": "Alice and Bob meet in Oslo on Monday for an hour."}],
+                    max_retries=0,  # a first answer that does not validate fails here, not after quiet re-asks
+                )
+            except Exception as error:  # reported for the test to show; the other modes still run
+                print(json.dumps({"mode": name, "error": f"{type(error).__name__}: {error}"}), flush=True)
+                continue
             assert isinstance(event, CalendarEvent)
-            message = completion.choices[0].message
-            print(
-                json.dumps(
-                    {
-                        "mode": name,
-                        "event": event.model_dump(),
-                        "finish_reason": completion.choices[0].finish_reason,
-                        "content": message.content,
-                        "tool_calls": [c.model_dump() for c in message.tool_calls or []],
-                    }
-                ),
-                flush=True,
-            )
+            print(json.dumps({"mode": name, "event": event.model_dump(), **_answer(completion)}), flush=True)
+
+
+def _answer(completion: Any) -> dict[str, Any]:
+    """What the server answered: a chat completion's choice, or a response's function calls (RESPONSES_* modes)."""
+    if getattr(completion, "object", None) == "response":
+        calls = [item for item in completion.output if item.type == "function_call"]
+        return {
+            "response_id": completion.id,
+            "function_calls": [{"name": c.name, "arguments": c.arguments} for c in calls],
+        }
+    message = completion.choices[0].message
+    return {
+        "finish_reason": completion.choices[0].finish_reason,
+        "content": message.content,
+        "tool_calls": [c.model_dump() for c in message.tool_calls or []],
+    }
 
 
 if __name__ == "__main__":
