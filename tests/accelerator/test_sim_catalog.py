@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
+from switchyard.accelerator.deployment import make_deployment
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, UnknownNameError
 from switchyard.accelerator.hardware import Topology, get_chip, get_instance, list_chips, list_instances
 from switchyard.accelerator.models import get_model, list_models, load_model_config
 
@@ -120,3 +121,23 @@ def test_load_model_config_registers_a_hugging_face_config(tmp_path: Path) -> No
     (folder / "bad.json").write_text(json.dumps({"hidden_size": 8}))
     with pytest.raises(ConfigurationError, match="num_hidden_layers"):
         load_model_config(folder / "bad.json")
+
+
+def test_a100_instances_carry_their_gpus_and_the_gpu_calibration() -> None:
+    for name, chip, hbm_gib, bandwidth in (
+        ("p4d.24xlarge", "A100-40GB", 40, 1.555e12),
+        ("p4de.24xlarge", "A100-80GB", 80, 2.039e12),
+    ):
+        inst = get_instance(name)
+        assert inst.chip is get_chip(chip)
+        assert (inst.chips, inst.topology, inst.max_tp) == (8, Topology.SWITCHED, 8)
+        assert inst.calibration_group == "gpu"
+        assert inst.price_usd_per_hour is not None
+        assert inst.chip.hbm_bytes == hbm_gib * 2**30
+        assert inst.chip.hbm_bandwidth_bytes_per_s == bandwidth
+        assert inst.chip.bf16_flops == 312e12
+        assert not inst.chip.static_shapes
+    # Vidur's deployment: Llama-2-70B at TP2 needs the 80 GB parts
+    assert make_deployment("meta-llama/Llama-2-70b-hf", "p4de.24xlarge", 2).kv_capacity_tokens > 16_000
+    with pytest.raises(DoesNotFitError, match="tp >= 4"):
+        make_deployment("meta-llama/Llama-2-70b-hf", "p4d.24xlarge", 2)
