@@ -142,7 +142,8 @@ class ReplicaEngine:
                 return
             if self.now >= t:
                 return
-            self._admit()
+            if self._waiting:
+                self._admit()
             if not self._running:
                 continue  # the head of the queue was rejected; look again
             if self._prefilling:
@@ -227,6 +228,7 @@ class ReplicaEngine:
         ctx: list[int] = []
         qk = kv_read = 0.0
         tokens = 0
+        add_decoder, add_ctx = decoders.append, ctx.append
         for s in running:
             kv = s.kv
             left = s.target - kv
@@ -239,8 +241,8 @@ class ReplicaEngine:
                     kv_read += kv
                     chunks.append((s, n))
             else:
-                decoders.append(s)
-                ctx.append(kv + 1)
+                add_decoder(s)
+                add_ctx(kv + 1)
                 if kv >= (s.blocks + s.shared) * bt:
                     short.append(s)
         if short:
@@ -273,13 +275,13 @@ class ReplicaEngine:
                 if s.first_token_s < 0:
                     s.first_token_s = now
                 s.generated += 1
-                if s.generated >= s.req.output_tokens:
+                if s.generated >= s.output_tokens:
                     finished = True
         for s in decoders:
             s.chip_us += one
             s.kv += 1
             s.generated += 1
-            if s.generated >= s.req.output_tokens:
+            if s.generated >= s.output_tokens:
                 finished = True
         if finished:
             self._retire()
@@ -318,7 +320,7 @@ class ReplicaEngine:
         bt = self.config.block_tokens
         k = self.config.max_jump_steps
         for s in seqs:
-            left = s.req.output_tokens - s.generated
+            left = s.output_tokens - s.generated
             if left < k:
                 k = left
         # The stretch stops before the KV block boundary that free memory cannot serve: crossing it evicts cached
@@ -333,15 +335,16 @@ class ReplicaEngine:
             if need <= free or k == 1:
                 break
             k //= 2
-        blocks_before = [s.blocks for s in seqs]
+        blocks_before: list[int] | None = None  # None: the stretch took no blocks (nothing to give back)
         if need:
+            blocks_before = [s.blocks for s in seqs]
             count = len(seqs)
             self._grow_for_decode(list(seqs), k)
             seqs = self._running
             if not seqs:
                 return
             if len(seqs) != count:  # preempted (only ever at k == 1): the step runs with what is left
-                blocks_before = [s.blocks for s in seqs]
+                blocks_before = None
         cum = self.cost.decode_jump_s([s.kv + 1 for s in seqs], k)
         self._plan = _DecodePlan(list(seqs), blocks_before, cum.tolist(), self.now)
 
@@ -377,22 +380,28 @@ class ReplicaEngine:
             return
         self._plan = None
         steps = plan.applied
-        q, r = divmod(plan.chip_us, len(plan.seqs))
-        bt = self.config.block_tokens
-        for i, s in enumerate(plan.seqs):
+        seqs = plan.seqs
+        q, r = divmod(plan.chip_us, len(seqs))
+        for s in seqs[:r]:
+            s.chip_us += 1
+        for s in seqs:
             s.kv += steps
             s.generated += steps
-            s.chip_us += q + 1 if i < r else q
+            s.chip_us += q
+        before = plan.blocks_before
+        if before is not None and steps < len(plan.cum):
             # Blocks were taken for the whole stretch; give back those of the boundaries it did not reach.
-            keep = max(plan.blocks_before[i], -(-s.kv // bt) - s.shared)
-            if s.blocks > keep:
-                self.free_blocks += s.blocks - keep
-                s.blocks = keep
+            bt = self.config.block_tokens
+            for s, blocks in zip(seqs, before, strict=True):
+                keep = max(blocks, -(-s.kv // bt) - s.shared)
+                if s.blocks > keep:
+                    self.free_blocks += s.blocks - keep
+                    s.blocks = keep
 
     def _retire(self) -> None:
         keep = []
         for s in self._running:
-            if s.generated >= s.req.output_tokens:
+            if s.generated >= s.output_tokens:
                 self.free_blocks += s.blocks
                 s.blocks = 0
                 self._release_prefix(s)
@@ -431,7 +440,7 @@ class _DecodePlan:
 
     __slots__ = ("applied", "blocks_before", "chip_us", "cum", "seqs", "start_s")
 
-    def __init__(self, seqs: list[SeqState], blocks_before: list[int], cum: list[float], start_s: float) -> None:
+    def __init__(self, seqs: list[SeqState], blocks_before: list[int] | None, cum: list[float], start_s: float) -> None:
         self.seqs = seqs
         self.blocks_before = blocks_before  # each sequence's private blocks before the stretch took its own
         self.cum = cum

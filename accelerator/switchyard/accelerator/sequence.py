@@ -32,6 +32,7 @@ class SeqState:
         "first_token_s",
         "generated",
         "kv",
+        "output_tokens",
         "preemptions",
         "prefix",
         "recomputed",
@@ -46,6 +47,7 @@ class SeqState:
         self.kv = 0  # tokens whose KV is in cache
         self.target = req.prompt_tokens  # tokens to prefill before the next token comes out
         self.generated = 0
+        self.output_tokens = req.output_tokens  # the request's, kept here for the hot loops
         self.blocks = 0  # private KV blocks
         self.shared = 0  # blocks of a cached prefix this sequence reads
         self.prefix: PrefixEntry | None = None
