@@ -129,7 +129,9 @@ async def test_an_agent_runs_as_a_prompt_with_its_instructions_tools_and_model(c
     assert response.instructions == "You answer arithmetic questions."
     assert any(item.type == "mcp_call" and item.output == '{"result": 5}' for item in response.output)  # type: ignore[union-attr]
     assert {e.agent_id for e in await _usage(client)} == {agent_id}
-    missing = await client.post("/v1/responses", json={"prompt": {"id": "agt_missing"}, "input": "x"}, headers=headers)
+    missing = await client.post(
+        "/v1/responses", json={"model": MODEL, "prompt": {"id": "agt_missing"}, "input": "x"}, headers=headers
+    )
     assert missing.status_code == 404
 
 
