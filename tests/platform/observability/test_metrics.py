@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +16,7 @@ from switchyard.platform.observability.tracing import enabled
 from tests.platform.agents_api.factories import make_agent, run_inline, wait_for_run
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
 FINAL = {"completed", "failed", "cancelled", "incomplete", "expired"}
 
 
@@ -137,3 +140,14 @@ async def test_without_an_endpoint_nothing_is_traced(make_tenant: Any, client: A
     answer = await client.get("/healthz")
     assert answer.status_code == 200
     assert "x-trace-id" not in answer.headers
+
+
+async def test_every_metric_the_operations_guide_names_is_served(client: Any) -> None:
+    guide = GUIDE.read_text()
+    section = guide[guide.index("## Metrics, traces and logs") :]
+    section = section[: section.index("\n## ", 1)]
+    named = {re.sub(r"_(total|bucket|count|sum)$", "", n) for n in re.findall(r"\bswitchyard_[a-z_]+", section)}
+    assert len(named) >= 15
+    response = await client.get("/metrics")
+    served = {family.name for family in text_string_to_metric_families(response.text)}
+    assert named <= served, sorted(named - served)
