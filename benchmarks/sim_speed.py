@@ -1,11 +1,11 @@
 """Simulator speed, side by side in one run, as ratios.
 
 1. The Vidur workload (benchmarks/data/traces/conv_10k_poisson4.csv: the 10,000 requests Vidur generated, Poisson
-   at 4 requests/s, Azure conversation lengths), served as Vidur served them: Llama-2-70B at TP2 on A100 (p4d.24xlarge;
-   p5.48xlarge while the catalog has no A100), 4 replicas, round-robin routing, chunks of 512 tokens, at most 128
-   sequences per replica. Played 1x and 4x back to back. Reports CPU µs per simulated request and requests per
-   CPU-second against Vidur's event loop on the same work (~1,900 µs per request, 521 requests per CPU-second,
-   measured on this project's machine: see docs/simulator.md and the recipe it points to).
+   at 4 requests/s, Azure conversation lengths), served as Vidur served them: Llama-2-70B at TP2 on A100 80GB
+   (p4de.24xlarge; p5.48xlarge if the catalog has no A100), 4 replicas, round-robin routing, chunks of 512 tokens,
+   at most 128 sequences per replica. Played 1x and 4x back to back. Reports CPU µs per simulated request and
+   requests per CPU-second against Vidur's event loop on the same work (~1,900 µs per request, 521 requests per
+   CPU-second, measured on this project's machine: see docs/simulator.md and the recipe it points to).
 2. The Azure conversation trace (19,366 requests) on 4 replicas of Llama-2-70B on trn2.48xlarge TP64, least-load
    routing, played 1x, 4x and 16x back to back.
 
@@ -40,10 +40,10 @@ VIDUR_CPU_US_PER_REQUEST = 1900.0
 
 def _a100_or_h100() -> str:
     try:
-        get_instance("p4d.24xlarge")
+        get_instance("p4de.24xlarge")
     except UnknownNameError:
         return "p5.48xlarge"
-    return "p4d.24xlarge"
+    return "p4de.24xlarge"
 
 
 def _table(
@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--tp", type=int, default=64)
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--scales", default="1,4,16")
-    parser.add_argument("--vidur-instance", default=None, help="default: p4d.24xlarge (A100), else p5.48xlarge")
+    parser.add_argument("--vidur-instance", default=None, help="default: p4de.24xlarge (A100 80GB), else p5.48xlarge")
     parser.add_argument("--vidur-scales", default="1,4")
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
