@@ -76,7 +76,8 @@ async def test_scrape_after_requests_has_latency_inference_admission_pool_and_bi
     assert value(after, output, model=MODEL, kind="output") - value(before, output, model=MODEL, kind="output") > 0
 
     refusals = "switchyard_admission_refusals_total"
-    assert value(after, refusals, reason=code) - value(before, refusals, reason=code) == 1
+    refused_here = {"reason": code, "caller": "request"}
+    assert value(after, refusals, **refused_here) - value(before, refusals, **refused_here) == 1
 
     # the pool's status at scrape time: this process simulates the default fleet itself
     queued = [labels for name, labels in after if name == "switchyard_pool_queued_requests"]

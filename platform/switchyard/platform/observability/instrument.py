@@ -113,13 +113,14 @@ def count_refusals(admission: A) -> A:
     admit: Callable[..., Awaitable[Any]] = admission.admit  # type: ignore[attr-defined]
 
     @functools.wraps(admit)
-    async def counted(*args: Any, **kwargs: Any) -> Any:
+    async def counted(call: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return await admit(*args, **kwargs)
+            return await admit(call, *args, **kwargs)
         except Exception as exc:
             code = getattr(exc, "code", None)  # API errors carry one; a database error is no refusal
             if code:
-                ADMISSION_REFUSALS.labels(str(code)).inc()
+                caller = "request" if getattr(call, "agent_id", None) is None else "run"
+                ADMISSION_REFUSALS.labels(str(code), caller).inc()
             raise
 
     admission.__dict__["admit"] = counted

@@ -79,8 +79,9 @@ INFERENCE_CHIP_US = Counter(
 ADMISSION_REFUSALS = Counter(
     "switchyard_admission_refusals",
     "Model calls refused at admission, by reason (the error code: rate_limit_exceeded, "
-    "concurrency_limit_exceeded, budget_exceeded, limits_unavailable, ...).",
-    ["reason"],
+    "concurrency_limit_exceeded, budget_exceeded, limits_unavailable, ...) and caller (request: an API request, "
+    "answered with the refusal; run: an agent run's model call, which waits and asks again when time cures it).",
+    ["reason", "caller"],
 )
 RUNS = Counter(
     "switchyard_runs",
