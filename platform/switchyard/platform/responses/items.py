@@ -33,7 +33,7 @@ __all__ = [
 BUILTIN_SERVER_LABEL = "switchyard"
 _ROLES = {"user", "system", "developer", "assistant"}
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
-_SILENT = {"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference"}
+_SILENT = {"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response"}
 _ITEM_PREFIX = {
     "message": "msg",
     "function_call": "fc",
