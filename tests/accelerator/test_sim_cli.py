@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from switchyard.accelerator.calibration_data import load_coefficients
@@ -203,3 +204,18 @@ def test_run_disaggregated_prefill_and_decode_pools() -> None:
     assert result.exit_code == 0, result.output
     assert "trn2.48xlarge + cs-3" in result.output
     assert "n/a (no published price)" in result.output
+
+
+def test_point_takes_the_compiled_batch_and_host_sampling_of_a_served_model() -> None:
+    base = ["point", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--instance", "inf2.48xlarge", "--tp", "8"]
+    base += ["--input-len", "1500", "--output-len", "250", "--json"]
+    runs = {}
+    for name, extra in (("plain", []), ("compiled", ["--compiled-batch", "32"])):
+        for sampling in ((), ("--host-sampling",)):
+            result = CliRunner().invoke(simulate, [*base, *extra, *sampling])
+            assert result.exit_code == 0, result.output
+            runs[name, bool(sampling)] = json.loads(result.output)["tpot_ms"]
+    assert runs["compiled", False] > runs["plain", False]  # 31 padded rows
+    assert runs["compiled", True] - runs["compiled", False] > runs["plain", True] - runs["plain", False]
+    # the published CPU-sampling row (optimum-neuron vLLM, graphs compiled for 32): 48.22 ms per token
+    assert runs["compiled", True] == pytest.approx(48.22, rel=0.05)

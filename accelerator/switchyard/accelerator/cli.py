@@ -66,6 +66,13 @@ def simulate() -> None:
 @click.option(
     "--stack", default=None, help="calibrated software stack (default: the newest), e.g. 'transformers-neuronx 2.18.0'"
 )
+@click.option(
+    "--compiled-batch",
+    type=int,
+    default=None,
+    help="batch the decode graph was compiled for (vLLM max_num_seqs on Neuron), if larger than the batch",
+)
+@click.option("--host-sampling", is_flag=True, help="sample on the host CPU instead of on the device")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def point(
     model: str | None,
@@ -78,13 +85,25 @@ def point(
     weights: str,
     expert_parallel: bool,
     stack: str | None,
+    compiled_batch: int | None,
+    host_sampling: bool,
     as_json: bool,
 ) -> None:
     """Latency and throughput of one static batch (the published benchmarks' methodology)."""
     name = _model_name(model, model_config)
     try:
         r = simulate_point(
-            name, instance, tp, batch, input_len, output_len, weights, expert_parallel=expert_parallel, stack=stack
+            name,
+            instance,
+            tp,
+            batch,
+            input_len,
+            output_len,
+            weights,
+            expert_parallel=expert_parallel,
+            stack=stack,
+            compiled_batch=compiled_batch,
+            host_sampling=host_sampling,
         )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
