@@ -18,6 +18,8 @@ import uvicorn
 from switchyard.platform.app import create_app
 from switchyard.platform.bootstrap import bootstrap
 from switchyard.platform.db import Database
+from switchyard.platform.runs.executor import RunEnvironment
+from switchyard.platform.runs.inline import InlineDispatcher
 from switchyard.platform.settings import Settings
 from tests.integration.conftest import free_port
 
@@ -58,9 +60,8 @@ def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory)
             await database.dispose()
 
     keys = asyncio.run(first_start())
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=settings.port, log_level="warning")
-    )
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(500):
@@ -68,6 +69,11 @@ def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory)
             break
         time.sleep(0.02)
     assert server.started, "the API server did not start"
+    # Agent runs and background responses execute in the server's own event loop, as `switchyard up` runs them in
+    # its embedded worker (without it they would wait in the broker for a worker this test does not start).
+    gateway = app.state.gateway
+    environment = RunEnvironment(database=app.state.database, pool=gateway.pool, admission=gateway.admission)
+    app.state.jobs = InlineDispatcher(environment)
     yield LiveServer(f"http://127.0.0.1:{settings.port}/v1", keys.operator_key, keys.tenant_key)
     server.should_exit = True
     thread.join(timeout=20)

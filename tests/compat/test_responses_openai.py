@@ -5,6 +5,7 @@ semantic stream events, function calls and their outputs, and ``text.format`` js
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -213,6 +214,27 @@ def test_a_streamed_response_cut_by_max_output_tokens_ends_incomplete(client: op
     assert final.incomplete_details is not None
     assert final.incomplete_details.reason == "max_output_tokens"
     assert sum(e.type == "response.output_text.delta" for e in events) == 8
+
+
+def test_a_background_response_completes_and_its_stream_resumes(client: openai.OpenAI) -> None:
+    started = client.responses.create(model=ALIAS, input="Say something", background=True, max_output_tokens=12)
+    assert started.background is True
+    response = started
+    for _ in range(1000):  # polled as OpenAI tells clients to (the run is on the server, not in this request)
+        if response.status not in ("queued", "in_progress"):
+            break
+        time.sleep(0.02)
+        response = client.responses.retrieve(started.id)
+    assert response.status == "incomplete"
+    assert response.usage is not None
+    assert response.usage.output_tokens == 12
+    events = list(client.responses.retrieve(started.id, stream=True))
+    assert events[0].type == "response.created"
+    assert events[-1].type == "response.incomplete"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == response.output_text
+    after = events[3].sequence_number
+    resumed = list(client.responses.retrieve(started.id, stream=True, starting_after=after))
+    assert [(e.type, e.sequence_number) for e in resumed] == [(e.type, e.sequence_number) for e in events[4:]]
 
 
 def test_cancel_a_finished_background_response_is_refused(client: openai.OpenAI) -> None:
