@@ -374,3 +374,38 @@ def test_litellm_named_tool_message_and_structured_output(base_url: str, fake_up
     assert received["messages"][2]["name"] == "get_weather"
     assert received["response_format"] == schema_format
     assert received["temperature"] == 0.3
+
+
+def test_a_response_reaches_an_upstream_with_every_field_it_maps_to(client: openai.OpenAI, fake_upstream: Any) -> None:
+    """`/v1/responses` on an `openai-compatible` deployment: each model call is a chat completion carrying the
+    response's instructions, input, tools, tool_choice, parallel_tool_calls, sampling parameters, output cap and
+    text.format (as `response_format`)."""
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    before = len(fake_upstream.requests)
+    client.responses.create(
+        model=RECORDED,
+        instructions="Be brief.",
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "Where?"}]}],
+        tools=[{"type": "function", "name": "get_weather", "parameters": WEATHER["function"]["parameters"]}],  # type: ignore[index]
+        tool_choice="auto",
+        parallel_tool_calls=False,
+        temperature=0.3,
+        top_p=0.9,
+        max_output_tokens=64,
+        text={"format": {"type": "json_schema", "name": "place", "schema": schema, "strict": True}},
+    )
+    received = fake_upstream.requests[before]  # the response's first model call
+    assert received["model"] == "real"
+    assert received["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Where?"},
+    ]
+    assert [tool["function"]["name"] for tool in received["tools"]] == ["get_weather"]
+    assert received["tools"][0]["function"]["parameters"] == WEATHER["function"]["parameters"]  # type: ignore[index]
+    assert received["tool_choice"] == "auto"
+    assert received["parallel_tool_calls"] is False
+    assert (received["temperature"], received["top_p"], received["max_tokens"]) == (0.3, 0.9, 64)
+    assert received["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "place", "schema": schema, "strict": True},
+    }
