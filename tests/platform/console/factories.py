@@ -26,6 +26,9 @@ class ConsoleTenant:
     emails: dict[str, str] = field(default_factory=dict)
     member_ids: dict[str, str] = field(default_factory=dict)
 
+    def headers(self, role: str = "owner") -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys[role]}"}
+
 
 async def add_console_member(app: Any, tenant_id: str, email: str, role: Role, password: str = PASSWORD) -> str:
     async with app.state.database.unit_of_work(TenantScope(tenant_id)) as session:

@@ -287,3 +287,29 @@ def test_every_page_renders_with_the_network_cut_off_except_127_0_0_1(console: C
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scrolling
     assert page.elsewhere == []  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_filter_the_runs_and_open_a_run_trace(console: Console, page: Any) -> None:
+    _sign_in(page, console, "owner")
+    page.get_by_role("link", name="Runs").click()
+    page.get_by_label("Agent").select_option(label="support-bot")
+    page.get_by_label("Status").select_option("failed")
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_text("No runs match.").wait_for()  # the one run completed
+    page.get_by_label("Status").select_option("completed")
+    page.get_by_label("Started").select_option("day")
+    page.get_by_role("button", name="Filter").click()
+    page.locator("table a").first.click()
+    page.get_by_role("heading", name="Timeline").wait_for()
+    assert page.locator("svg.timeline rect.bar.queue").count() == 1
+    assert page.locator("svg.timeline rect.bar.model_call").count() >= 1
+    model_row = page.locator("#steps tbody tr", has_text="model_call").first
+    assert re.search(r"\d+ / \d+", model_row.inner_text())  # tokens in / out of the model call
+    chip_us = int(model_row.locator("td").last.inner_text().replace(",", ""))
+    with console.api() as api:
+        listed = api.get("/v1/agents").json()["data"]
+        agent_id = next(a["id"] for a in listed if a["name"] == "support-bot")
+        assert agent_id in page.content()
+    assert chip_us > 0
+    page.screenshot(path=str(console.shots / "trace.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]

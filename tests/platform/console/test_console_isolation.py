@@ -18,6 +18,7 @@ import pytest
 from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.settings import Settings
+from tests.platform.agents_api.factories import run_inline, wait_for_run
 from tests.platform.console.factories import ConsoleTenant, page_csrf, sign_in
 
 _APP = create_app(Settings())
@@ -69,7 +70,21 @@ async def _key(client: Any, tenant: ConsoleTenant) -> str:
     return str(made.json()["id"])
 
 
-FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {"agent_id": _agent, "key_id": _key}
+async def _run(client: Any, tenant: ConsoleTenant) -> str:
+    """A completed run of a new agent (executed in the test's event loop)."""
+    body = {"agent_id": await _agent(client, tenant), "thread": {"messages": [{"role": "user", "content": "Hi"}]}}
+    made = await client.post("/v1/runs", json=body, headers=tenant.headers())
+    assert made.status_code == 201, made.text
+    run = made.json()
+    await wait_for_run(client, run["thread_id"], run["id"], tenant.headers(), statuses={"completed"})
+    return str(run["id"])
+
+
+FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
+    "agent_id": _agent,
+    "key_id": _key,
+    "run_id": _run,
+}
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
     "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
     "POST /console/agents/{agent_id}": {"name": "b", "model": "meta-llama/Llama-3.1-8B-Instruct"},
@@ -107,6 +122,7 @@ async def _as(client: Any, tenant: ConsoleTenant, role: str) -> str:
 
 @pytest.mark.parametrize("route", GUARDED, ids=str)
 async def test_console_isolation(console: Any, make_console_tenant: Any, route: ConsoleRoute) -> None:
+    run_inline(console)
     mine, theirs = await make_console_tenant(), await make_console_tenant()
     own_ids = await _ids(console, route, mine)
     their_ids = await _ids(console, route, theirs)

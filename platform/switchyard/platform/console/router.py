@@ -22,6 +22,7 @@ from switchyard.platform.console.pages.agents import AgentPagesController
 from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.keys import KeyPagesController
 from switchyard.platform.console.pages.overview import OverviewController
+from switchyard.platform.console.pages.runs import RunPagesController
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 
 __all__ = ["console_router"]
@@ -65,6 +66,7 @@ console_router = Router(
         OverviewController,
         AgentPagesController,
         KeyPagesController,
+        RunPagesController,
         _static_files(),
     ],
     guards=[require_console_access],
