@@ -126,3 +126,25 @@ def test_capacity_planning_example_says_what_the_simulator_answers() -> None:
     assert wide["ttft_p50"] < four["ttft_p50"]
     run = _shell_command(guide, "switchyard simulate run")
     assert run[1] == "simulate"
+
+
+def test_every_switchyard_command_the_guide_shows_exists_with_its_options() -> None:
+    """Each `switchyard …` command line of the guide names a command of the CLI and only options it takes."""
+    import click
+
+    from switchyard.platform.cli import main
+
+    text = GUIDE.read_text().replace("\\\n", " ")
+    checked = 0
+    for found in re.finditer(r"(?<![\w/.-])switchyard((?: [a-z][a-z-]*)+)((?: [^`\n#|]*)?)", text):
+        words = found.group(1).split()
+        command: click.Command = main
+        while words and isinstance(command, click.Group) and words[0] in command.commands:
+            command = command.commands[words.pop(0)]
+        if command is main:
+            continue  # prose ("switchyard processes"), not a command line
+        options = {opt for param in command.params for opt in param.opts}
+        used = re.findall(r"(?<!\S)(--[a-z][a-z-]*)", found.group(2))
+        assert set(used) <= options, f"`{found.group(0).strip()}`: {sorted(set(used) - options)} unknown"
+        checked += 1
+    assert checked >= 15
