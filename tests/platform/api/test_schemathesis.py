@@ -25,7 +25,7 @@ import pytest
 from switchyard.platform.app import create_app
 from switchyard.platform.bootstrap import FirstStart, bootstrap
 from switchyard.platform.db import Database
-from switchyard.platform.runs.executor import RunEnvironment
+from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.inline import InlineDispatcher
 from switchyard.platform.settings import Settings
 from tests.platform.api.live import serve

@@ -35,7 +35,8 @@ from switchyard.platform.responses.schemas import (
     ResponseCreate,
 )
 from switchyard.platform.responses.store import response_row
-from switchyard.platform.runs.executor import RunEnvironment, client_loop
+from switchyard.platform.runs.environment import RunEnvironment
+from switchyard.platform.runs.persist import client_loop
 from switchyard.platform.runs.stream import follow_events
 
 __all__ = ["ConversationController", "ResponseController"]

@@ -42,7 +42,7 @@ from switchyard.platform.responses.items import mcp_listings, output_items, to_m
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
 from switchyard.platform.runs.admitted import AdmittedModel
-from switchyard.platform.runs.executor import RunEnvironment
+from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.lease import heartbeat, release
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
 

@@ -11,17 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
 from sqlmodel import col
 
-from switchyard.accelerator.pool import AcceleratorPool
 from switchyard.agents import (
     TERMINAL_STATUSES,
     AgentSpec,
@@ -35,46 +30,20 @@ from switchyard.agents import (
 )
 from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
-from switchyard.platform.admission import Admission, ModelNotFound, model_backend
-from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.admission import ModelNotFound, model_backend
+from switchyard.platform.db import TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.observability.instrument import traced_run, traced_tools
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
+from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.lease import heartbeat, release
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
-__all__ = ["RunEnvironment", "client_loop", "execute_run", "worker_identity"]
+__all__ = ["execute_run"]
 
 log = logging.getLogger(__name__)
-
-ModelFactory = Callable[[str, str], Model]
-"""``(tenant_id, thread_id) -> Model``: replaces the pool's model (tests)."""
-
-
-def worker_identity() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-@dataclass
-class RunEnvironment:
-    """What executing runs needs: the database, the pool, admission, the lease length, and test seams."""
-
-    database: Database
-    pool: AcceleratorPool
-    admission: Admission
-    """Admits each model call as the gateway admits a request (the same limiters, through Redis when configured),
-    waiting instead of refusing."""
-    lease_s: float = 120.0
-    worker_id: str = field(default_factory=worker_identity)
-    model_factory: ModelFactory | None = None
-    tool_options: dict[str, Any] = field(default_factory=dict)
-    """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
-    dispatch: Callable[[str, str], None] | None = None
-    """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
-    usage_committed: Callable[[], None] | None = None
-    """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
 
 
 def _billed_steps(state: RunState) -> int:

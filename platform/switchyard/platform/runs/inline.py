@@ -15,7 +15,8 @@ from typing import Any
 from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
 from switchyard.platform.responses.executor import execute_response
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
-from switchyard.platform.runs.executor import RunEnvironment, execute_run
+from switchyard.platform.runs.environment import RunEnvironment
+from switchyard.platform.runs.executor import execute_run
 
 __all__ = ["InlineDispatcher"]
 

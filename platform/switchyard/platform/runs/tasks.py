@@ -30,7 +30,8 @@ from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.jobs import enqueue
 from switchyard.platform.models import Run, utc_now
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
-from switchyard.platform.runs.executor import RunEnvironment, execute_run
+from switchyard.platform.runs.environment import RunEnvironment
+from switchyard.platform.runs.executor import execute_run
 from switchyard.platform.settings import Settings, load_settings
 
 __all__ = [

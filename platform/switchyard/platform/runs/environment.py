@@ -1,0 +1,45 @@
+"""What driving a run or a response needs, wherever it is driven: the database, the pool, admission, the lease
+length, this process's identity as a lease holder, and test seams."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.accelerator.pool import AcceleratorPool
+from switchyard.agents import Model
+from switchyard.platform.admission import Admission
+from switchyard.platform.db import Database
+
+__all__ = ["ModelFactory", "RunEnvironment", "worker_identity"]
+
+ModelFactory = Callable[[str, str], Model]
+"""``(tenant_id, thread_id) -> Model``: replaces the pool's model (tests)."""
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class RunEnvironment:
+    """What executing runs and responses needs: the database, the pool, admission, the lease length, and test
+    seams."""
+
+    database: Database
+    pool: AcceleratorPool
+    admission: Admission
+    """Admits each model call as the gateway admits a request (the same limiters, through Redis when configured),
+    waiting instead of refusing."""
+    lease_s: float = 120.0
+    worker_id: str = field(default_factory=worker_identity)
+    model_factory: ModelFactory | None = None
+    tool_options: dict[str, Any] = field(default_factory=dict)
+    """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
+    dispatch: Callable[[str, str], None] | None = None
+    """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
+    usage_committed: Callable[[], None] | None = None
+    """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
