@@ -1,0 +1,82 @@
+"""Objects the Responses and Conversations APIs answer validate against the ``openai`` package's own types
+(generated from OpenAI's API description): the stream's item and delta events, and conversations. The client itself
+never validates (it builds its models without checking), so a field missing or of the wrong type would only surface
+later, in whatever code reads it; here it fails at once."""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pydantic
+import pytest
+from openai.types.conversations import Conversation
+from openai.types.responses import ResponseStreamEvent
+
+ALIAS = "llama-3.1-8b-instruct"
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def _members(union: Any) -> list[Any]:
+    args = typing.get_args(union)
+    if typing.get_origin(union) is typing.Annotated:
+        return _members(args[0])
+    return [m for a in args for m in _members(a)] if args else [union]
+
+
+def _literal(model: Any, field: str) -> tuple[Any, ...]:
+    info = getattr(model, "model_fields", {}).get(field)
+    return typing.get_args(info.annotation) if info is not None else ()
+
+
+def validate(union: Any, value: dict[str, Any]) -> None:
+    """Validate ``value`` as the member of ``union`` its ``type`` (and a message's ``role``) names: one precise error
+    instead of one per member."""
+    candidates = [m for m in _members(union) if value.get("type") in _literal(m, "type")]
+    if value.get("type") == "message":
+        candidates = [m for m in candidates if value.get("role") in _literal(m, "role")] or candidates
+    assert candidates, f"no {union} has type {value.get('type')!r}"
+    pydantic.TypeAdapter(candidates[0]).validate_python(value)
+
+
+@pytest.fixture
+def http(live_server: Any, api_key: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live_server.base_url, headers={"Authorization": f"Bearer {api_key}"}) as client:
+        yield client
+
+
+def events(http: httpx.Client, **body: Any) -> list[dict[str, Any]]:
+    with http.stream("POST", "/responses", json={"model": ALIAS, "stream": True, **body}) as stream:
+        return [json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")]
+
+
+LIFECYCLE = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"input": "Say something"},
+        {"input": "get_weather city=Oslo", "tools": [WEATHER]},
+        {"input": "hi", "max_output_tokens": 3},
+    ],
+    ids=["text", "function call", "incomplete"],
+)
+def test_item_and_delta_events(http: httpx.Client, body: dict[str, Any]) -> None:
+    for event in events(http, **body):
+        if event["type"] not in LIFECYCLE:
+            validate(ResponseStreamEvent, event)
+
+
+def test_a_conversation_object(http: httpx.Client) -> None:
+    created = http.post("/conversations", json={"metadata": {"topic": "weather"}})
+    assert created.status_code == 200, created.text
+    Conversation.model_validate(created.json())
+    Conversation.model_validate(http.get(f"/conversations/{created.json()['id']}").json())
