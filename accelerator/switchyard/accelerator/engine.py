@@ -14,6 +14,7 @@ from bisect import bisect_left
 
 from switchyard.accelerator.admission import WaitQueue
 from switchyard.accelerator.attribution import attribute_chunks_and_decodes
+from switchyard.accelerator.costmodel import FloatArray
 from switchyard.accelerator.deployment import Deployment
 from switchyard.accelerator.prefix_cache import PrefixCache
 from switchyard.accelerator.requests import FinishedRequest, Request
@@ -346,7 +347,7 @@ class ReplicaEngine:
             if len(seqs) != count:  # preempted (only ever at k == 1): the step runs with what is left
                 blocks_before = None
         cum = self.cost.decode_jump_s([s.kv + 1 for s in seqs], k)
-        self._plan = _DecodePlan(list(seqs), blocks_before, cum.tolist(), self.now)
+        self._plan = _DecodePlan(list(seqs), blocks_before, cum, self.now)
 
     def _advance_plan(self, t: float) -> bool:
         """Run the stretch's iterations that start before `t`; True once it is complete (and settled)."""
@@ -354,10 +355,11 @@ class ReplicaEngine:
         assert plan is not None
         cum = plan.cum
         k = len(cum)
+        # a few lookups into the array: most stretches end long before their last planned step
         n = k if t == math.inf else bisect_left(cum, t - plan.start_s, 0, k - 1) + 1
         if n > plan.applied:
-            end = cum[n - 1]
-            span = end - (cum[plan.applied - 1] if plan.applied else 0.0)
+            end = float(cum[n - 1])
+            span = end - (float(cum[plan.applied - 1]) if plan.applied else 0.0)
             self.busy_s += span
             self.batch_seconds += span * len(plan.seqs)
             self.now = plan.start_s + end
@@ -440,7 +442,7 @@ class _DecodePlan:
 
     __slots__ = ("applied", "blocks_before", "chip_us", "cum", "seqs", "start_s")
 
-    def __init__(self, seqs: list[SeqState], blocks_before: list[int] | None, cum: list[float], start_s: float) -> None:
+    def __init__(self, seqs: list[SeqState], blocks_before: list[int] | None, cum: FloatArray, start_s: float) -> None:
         self.seqs = seqs
         self.blocks_before = blocks_before  # each sequence's private blocks before the stretch took its own
         self.cum = cum
