@@ -92,6 +92,7 @@ def _background_stream(request: Request[Any, Any, Any], scope: TenantScope, resp
         scope,
         owner=ResponseRecord,
         events=ResponseEventRecord,
+        events_owner=ResponseEventRecord.response_id,
         owner_id=response_id,
         paused=FINISHED,
         starting_after=after,

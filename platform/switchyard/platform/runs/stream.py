@@ -47,6 +47,7 @@ async def run_events(
         scope,
         owner=Run,
         events=RunEventRecord,
+        events_owner=RunEventRecord.run_id,
         owner_id=run_id,
         paused=_PAUSED,
         starting_after=starting_after,
@@ -67,6 +68,7 @@ async def follow_events(
     *,
     owner: Any,
     events: Any,
+    events_owner: Any,
     owner_id: str,
     paused: Collection[str],
     starting_after: int = 0,
@@ -74,11 +76,10 @@ async def follow_events(
     ping_s: float = PING_S,
     render: Callable[[Any], bytes] = _stored,
 ) -> AsyncIterator[bytes]:
-    """The stored events of a run or a response (``owner``, its table; ``events``, its events' table, whose rows
-    name it in ``<owner>_id``) numbered after ``starting_after``, live until its status is one of ``paused``."""
+    """The stored events of a run or a response (``owner``, its table; ``events``, its events' table, whose column
+    ``events_owner`` names it) numbered after ``starting_after``, live until its status is one of ``paused``."""
     last = starting_after
     last_sent = time.monotonic()
-    owner_column = getattr(events, f"{owner.__tablename__.removesuffix('s')}_id")
     while True:
         async with database.unit_of_work(scope) as session:
             # the status first: events committed with a final status are then certain to be read below
@@ -93,7 +94,7 @@ async def follow_events(
                         select(events)
                         .where(
                             col(events.tenant_id) == scope.tenant_id,
-                            col(owner_column) == owner_id,
+                            col(events_owner) == owner_id,
                             col(events.sequence_number) > last,
                         )
                         .order_by(col(events.sequence_number))
