@@ -88,6 +88,23 @@ def test_hadolint_and_the_schema_check_catch_what_they_should(tmp_path: Path) ->
     assert checked.returncode != 0
 
 
+def test_the_final_stage_is_the_slim_base_plus_the_runtime_venv_as_a_user() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    stages = re.split(r"^FROM ", dockerfile, flags=re.MULTILINE)
+    assert len(stages) == 3, "two stages: build, then the final image"
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.\d+-slim", stages[0], re.MULTILINE)
+    assert stages[1].startswith("${PYTHON_IMAGE} AS build")
+    assert "venv --without-pip /opt/switchyard" in stages[1]
+    final = stages[2]
+    assert final.startswith("${PYTHON_IMAGE}\n")
+    copies = re.findall(r"^COPY (.*)$", final, re.MULTILINE)
+    assert copies == ["--from=build /opt/switchyard /opt/switchyard"], "the final stage takes the venv only"
+    assert not re.search(r"pip |apt-get|apk ", final), "nothing is installed in the final stage"
+    user = re.search(r"^USER (\S+)$", final, re.MULTILINE)
+    assert user
+    assert re.fullmatch(r"[1-9]\d{3,}:[1-9]\d{3,}", user.group(1)), "a numeric, non-root user"
+
+
 # -- the compose file's shape -----------------------------------------------------------------------------------
 
 
