@@ -101,11 +101,13 @@ async def test_one_array_of_token_ids_is_one_input(client: Any, make_tenant: Any
     assert response.json()["usage"]["prompt_tokens"] == 4
 
 
-async def test_models_list_embedding_models_and_each_kind_refuses_the_other_call(client: Any, make_tenant: Any) -> None:
+async def test_models_say_their_task_and_each_kind_refuses_the_other_call(client: Any, make_tenant: Any) -> None:
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     listed = (await client.get("/v1/models", headers=headers)).json()
-    assert {BGE, QWEN} <= {m["id"] for m in listed["data"]}
+    tasks = {m["id"]: m["task"] for m in listed["data"]}
+    assert (tasks[BGE], tasks[QWEN], tasks[CHAT]) == ("embeddings", "embeddings", "chat")
+    assert (await client.get(f"/v1/models/{BGE}", headers=headers)).json()["task"] == "embeddings"
 
     chat = {"model": BGE, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
     refused_chat = await client.post("/v1/chat/completions", json=chat, headers=headers)

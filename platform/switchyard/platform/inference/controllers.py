@@ -62,6 +62,7 @@ def _model_public(backend: Backend, created: int, model_id: str) -> ModelPublic:
         backend=backend.spec.backend,
         instance_type=backend.spec.instance,
         context_window=backend.context_window,
+        task=backend.spec.task,
     )
 
 
