@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.models import UsageEvent
+from switchyard.platform.models import ResponseRecord, UsageEvent
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 WEATHER = {
@@ -141,4 +141,18 @@ async def test_errors_change_nothing(client: Any, make_tenant: Any) -> None:
     assert bad.value.body["param"] == "input[0].type"  # type: ignore[index]
     with pytest.raises(openai.BadRequestError):
         await sdk.responses.create(model=MODEL, input="x", tools=[{"type": "web_search"}])
+    assert await _usage(client) == []
+
+
+async def test_a_budget_refuses_a_response_before_anything_is_stored(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    budget = await client.post("/v1/budgets", json={"limit_minor": 1, "currency": "USD"}, headers=tenant.headers())
+    assert budget.status_code in (200, 201), budget.text
+    sdk = _sdk(client, tenant.keys["developer"])
+    with pytest.raises(openai.APIStatusError) as refused:
+        await sdk.responses.create(model=MODEL, input="Write a long essay.", max_output_tokens=4000)
+    assert refused.value.status_code == 402
+    assert refused.value.code == "budget_exceeded"
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        assert (await session.execute(select(ResponseRecord))).scalars().all() == []
     assert await _usage(client) == []
