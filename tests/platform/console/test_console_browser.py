@@ -313,3 +313,33 @@ def test_filter_the_runs_and_open_a_run_trace(console: Console, page: Any) -> No
     assert chip_us > 0
     page.screenshot(path=str(console.shots / "trace.png"), full_page=True)
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_invite_a_member_who_signs_in_with_a_lower_role_and_is_refused(console: Console, page: Any) -> None:
+    _sign_in(page, console, "admin")
+    page.get_by_role("link", name="Members").click()
+    page.get_by_label("Email").fill("dev@acme.example")
+    page.get_by_label("Role", exact=True).select_option("developer")
+    page.get_by_role("button", name="Invite").click()
+    password = page.get_by_label("One-time password").input_value()
+    page.screenshot(path=str(console.shots / "members.png"), full_page=True)
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_text("You are signed out.").wait_for()
+    console.emails["developer"] = "dev@acme.example"
+    page.goto(f"{console.url}/console/")
+    page.get_by_label("Email").fill("dev@acme.example")
+    page.get_by_label("Password").fill(password)
+    page.get_by_label("Password").press("Enter")
+    page.get_by_text("dev@acme.example · developer · Acme Robotics").wait_for()
+    page.get_by_role("link", name="Members").click()
+    assert page.get_by_role("button", name="Invite").count() == 0  # nothing offered ...
+    csrf = page.locator("form.who input[name=csrf_token]").input_value()
+    forged = page.request.post(  # ... and what is forged anyway is refused by the server
+        f"{console.url}/console/members", form={"csrf_token": csrf, "email": "evil@acme.example", "role": "owner"}
+    )
+    assert forged.status == 403
+    assert page.goto(f"{console.url}/console/keys").status == 403  # type: ignore[union-attr]
+    with console.api() as api:
+        assert "evil@acme.example" not in api.get("/v1/members").text
+    unexpected = [e for e in page.errors if "status of 403" not in e]  # type: ignore[attr-defined]
+    assert unexpected == []  # the refused page load itself is the only error

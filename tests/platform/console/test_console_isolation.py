@@ -8,6 +8,7 @@ with a path parameter that has no factory here, fails the meta-tests.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,9 +20,10 @@ from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, wait_for_run
-from tests.platform.console.factories import ConsoleTenant, page_csrf, sign_in
+from tests.platform.console.factories import PASSWORD, ConsoleTenant, page_csrf, sign_in
 
 _APP = create_app(Settings())
+_emails = itertools.count()
 _LEVELS = {"public", "signed_in", *(r.value for r in Role)}
 
 
@@ -70,6 +72,14 @@ async def _key(client: Any, tenant: ConsoleTenant) -> str:
     return str(made.json()["id"])
 
 
+async def _member(client: Any, tenant: ConsoleTenant) -> str:
+    made = await client.post(
+        "/v1/members", json={"email": f"m{next(_emails)}@matrix.example", "role": "viewer"}, headers=tenant.headers()
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
 async def _run(client: Any, tenant: ConsoleTenant) -> str:
     """A completed run of a new agent (executed in the test's event loop)."""
     body = {"agent_id": await _agent(client, tenant), "thread": {"messages": [{"role": "user", "content": "Hi"}]}}
@@ -84,11 +94,15 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "agent_id": _agent,
     "key_id": _key,
     "run_id": _run,
+    "member_id": _member,
 }
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
     "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
     "POST /console/agents/{agent_id}": {"name": "b", "model": "meta-llama/Llama-3.1-8B-Instruct"},
     "POST /console/keys": {"name": "k", "role": "viewer"},
+    "POST /console/members": {"email": "invited@matrix.example", "role": "viewer"},
+    "POST /console/members/{member_id}/role": {"role": "developer"},
+    "POST /console/password": {"current_password": PASSWORD, "new_password": "another long password"},
 }
 
 

@@ -21,6 +21,7 @@ from switchyard.platform.console.edge import (
 from switchyard.platform.console.pages.agents import AgentPagesController
 from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.keys import KeyPagesController
+from switchyard.platform.console.pages.members import MemberPagesController, PasswordController
 from switchyard.platform.console.pages.overview import OverviewController
 from switchyard.platform.console.pages.runs import RunPagesController
 from switchyard.platform.console.render import SECURITY_HEADERS, render
@@ -67,6 +68,8 @@ console_router = Router(
         AgentPagesController,
         KeyPagesController,
         RunPagesController,
+        MemberPagesController,
+        PasswordController,
         _static_files(),
     ],
     guards=[require_console_access],

@@ -26,6 +26,7 @@ __all__ = [
     "ConsoleUser",
     "end_session",
     "find_sign_in_candidates",
+    "password_hash_of",
     "resolve_session",
     "start_session",
 ]
@@ -127,3 +128,10 @@ async def end_session(session: AsyncSession, *, scope: TenantScope, session_id: 
         )
         .values(ended_at=utc_now())
     )
+
+
+async def password_hash_of(session: AsyncSession, *, scope: TenantScope, member_id: str) -> str | None:
+    statement = select(col(MemberPassword.password_hash)).where(
+        col(MemberPassword.tenant_id) == scope.tenant_id, col(MemberPassword.member_id) == member_id
+    )
+    return (await session.execute(statement)).scalar_one_or_none()

@@ -1,0 +1,138 @@
+"""Members: list, invite (a one-time password shown once to the inviter), change role, remove; and one's own
+password. A thin layer over ``members.service``, whose role rules (nobody manages a role above their own, a
+tenant keeps an owner) answer here as they do in the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+from litestar.response import Redirect
+from pydantic import ValidationError
+
+from switchyard.platform.auth.principal import Actor
+from switchyard.platform.auth.roles import Role
+from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
+from switchyard.platform.console.passwords import (
+    MAX_PASSWORD_LENGTH,
+    check_new_password,
+    issue_one_time_password,
+    set_password,
+    verify_password,
+)
+from switchyard.platform.console.render import render
+from switchyard.platform.console.sessions import password_hash_of
+from switchyard.platform.deps import DbSession
+from switchyard.platform.http.errors import InvalidRequest
+from switchyard.platform.http.pagination import CursorParams
+from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.members import service
+from switchyard.platform.members.schemas import MemberCreate, MemberPublic
+
+__all__ = ["MemberPagesController", "PasswordController"]
+
+
+def _actor(request: Request[Any, Any, Any]) -> Actor:
+    return Actor(key_id=console_user(request).member_id, request_id=request_id_of(request.scope))
+
+
+def _role(value: Any) -> Role:
+    try:
+        return Role(str(value))
+    except ValueError:
+        raise InvalidRequest("choose a role", param="role", code="invalid_value") from None
+
+
+class MemberPagesController(Controller):
+    path = "/members"
+
+    async def _page(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        *,
+        invited: MemberPublic | None = None,
+        password: str | None = None,
+        error: str | None = None,
+        status_code: int = 200,
+    ) -> Response[str]:
+        user = console_user(request)
+        members = await service.list_members(
+            db_session, scope=user.scope, params=CursorParams(limit=100, after=None, before=None, order="desc")
+        )
+        return render(
+            request,
+            "members.html",
+            status_code=status_code,
+            members=members.data,
+            invited=invited,
+            password=password,
+            error=error,
+            can_manage=user.role.includes(Role.ADMIN),
+            roles=[r.value for r in Role if user.role.includes(r)],
+        )
+
+    @get("/", opt=console_access(Role.VIEWER))
+    async def list_members(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
+        return await self._page(request, db_session)
+
+    @post("/", opt=console_access(Role.ADMIN), status_code=200)
+    async def invite(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
+        """Add a member and show their one-time password this once (the inviter passes it on)."""
+        user = console_user(request)
+        form = await request.form()
+        try:
+            data = MemberCreate.model_validate({"email": str(form.get("email", "")), "role": _role(form.get("role"))})
+        except ValidationError:
+            return await self._page(request, db_session, error="Enter a valid email address.", status_code=400)
+        member = await service.add_member(
+            db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, email=data.email, role=data.role
+        )
+        password = await issue_one_time_password(db_session, scope=user.scope, member_id=member.id)
+        return await self._page(request, db_session, invited=member, password=password)
+
+    @post("/{member_id:str}/role", opt=console_access(Role.ADMIN), status_code=303)
+    async def change_role(
+        self, request: Request[Any, Any, Any], db_session: DbSession, member_id: FromPath[str]
+    ) -> Response[Any]:
+        user = console_user(request)
+        role = _role((await request.form()).get("role"))
+        await service.change_role(
+            db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, member_id=member_id, role=role
+        )
+        return Redirect(f"{CONSOLE_PREFIX}/members", status_code=303)
+
+    @post("/{member_id:str}/remove", opt=console_access(Role.ADMIN), status_code=303)
+    async def remove(
+        self, request: Request[Any, Any, Any], db_session: DbSession, member_id: FromPath[str]
+    ) -> Response[Any]:
+        user = console_user(request)
+        await service.remove_member(
+            db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, member_id=member_id
+        )
+        return Redirect(f"{CONSOLE_PREFIX}/members", status_code=303)
+
+
+class PasswordController(Controller):
+    path = "/password"
+
+    @get("/", opt=console_access("signed_in"))
+    async def form(self, request: Request[Any, Any, Any]) -> Response[str]:
+        return render(request, "password.html")
+
+    @post("/", opt=console_access("signed_in"), status_code=200)
+    async def change(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
+        """Change one's own password: the current one is asked again (a left-open browser cannot change it)."""
+        user = console_user(request)
+        form = await request.form()
+        current = str(form.get("current_password", ""))[:MAX_PASSWORD_LENGTH]
+        new = str(form.get("new_password", ""))
+        if not verify_password(await password_hash_of(db_session, scope=user.scope, member_id=user.member_id), current):
+            return render(request, "password.html", status_code=400, error="The current password is wrong.")
+        try:
+            check_new_password(new)
+        except InvalidRequest as error:
+            return render(request, "password.html", status_code=400, error=str(error.detail))
+        await set_password(db_session, scope=user.scope, member_id=user.member_id, password=new)
+        return render(request, "password.html", notice="Your password is changed.")
