@@ -360,3 +360,95 @@ def test_health_checks_pass_on_the_processes_they_probe_and_fail_without_them(pr
     worker.wait(timeout=30)
     assert _probe(checks["worker"], env) != 0, "the worker health check passes after the worker stopped"
     assert redis.poll() is None, redis_log.read_text()
+
+
+def _nginx() -> str | None:
+    return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
+
+
+@pytest.mark.slow
+def test_the_proxy_streams_unbuffered_hides_metrics_and_lets_the_api_answer_413(tmp_path: Path) -> None:
+    """compose's nginx configuration, as written but for its two addresses (the API process's instead of the
+    `api` service, a free port instead of 8000), in front of a real `switchyard api` (Debian's nginx; .ci/run
+    installs it)."""
+    nginx = _nginx()
+    if nginx is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light)")
+    import httpx
+
+    api_port, proxy_port = _free_port(), _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHYARD_")},
+        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHYARD_PORT": str(api_port),
+        "SWITCHYARD_TIME_SCALE": "2",  # two wall seconds per simulated second: the stream outlasts a scrape
+    }
+    sy = str(BIN / "switchyard")
+    assert subprocess.run([sy, "db", "upgrade"], env=env, cwd=tmp_path, capture_output=True).returncode == 0
+    created = subprocess.run([sy, "tenant", "create", "proxy"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    key_match = re.search(r"owner key:\s+(\S+)", created.stdout)
+    assert key_match, created.stderr
+    key = key_match.group(1)
+
+    content = _compose()["configs"]["proxy"]["content"].replace("$$", "$")
+    assert "http://api:8000" in content
+    assert "listen 8000;" in content
+    content = content.replace("http://api:8000", f"http://127.0.0.1:{api_port}")
+    content = content.replace("listen 8000;", f"listen 127.0.0.1:{proxy_port};")
+    prefix = tmp_path / "nginx"
+    (prefix / "logs").mkdir(parents=True)
+    content = f"pid {prefix}/nginx.pid;\nerror_log {prefix}/logs/error.log;\n" + content
+    content = content.replace("http {", f"http {{\n  access_log {prefix}/logs/access.log;", 1)
+    (prefix / "nginx.conf").write_text(content)
+    conf = ["-p", str(prefix), "-c", str(prefix / "nginx.conf")]
+    api_log = tmp_path / "api.log"
+    with open(api_log, "wb") as out:
+        api = subprocess.Popen([sy, "api"], env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+    proxy = f"http://127.0.0.1:{proxy_port}"
+    try:
+        assert subprocess.run([nginx, *conf], capture_output=True).returncode == 0, prefix / "logs/error.log"
+        _until(lambda: _probe(_image_healthcheck(), env) == 0, "switchyard api", api, api_log)
+        assert httpx.get(f"{proxy}/healthz").status_code == 200
+        assert httpx.get(f"{proxy}/metrics").status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{api_port}/metrics").status_code == 200
+
+        too_big = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            headers={"Authorization": f"Bearer {key}", "content-type": "application/json"},
+            content=b'{"pad": "' + b"x" * 1_500_000 + b'"}',
+        )
+        assert too_big.status_code == 413
+        assert "error" in too_big.json()  # the API's envelope, not nginx's page
+
+        body = {
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "stream": True,
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hello"}],
+        }
+        headers = {"Authorization": f"Bearer {key}"}
+        running_at_first_chunk = None
+        chunks = []
+        with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=body, headers=headers, timeout=60) as answer:
+            assert answer.status_code == 200
+            assert answer.headers["x-request-id"]
+            for line in answer.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                chunks.append(line)
+                if running_at_first_chunk is None:  # live: the request still runs when its first chunk is out
+                    scrape = httpx.get(f"http://127.0.0.1:{api_port}/metrics").text
+                    running = re.search(
+                        r"^switchyard_pool_running_requests\{[^}]*Llama-3\.1-8B[^}]*\} (\S+)$", scrape, re.M
+                    )
+                    running_at_first_chunk = float(running.group(1)) if running else 0.0
+        assert chunks[-1] == "data: [DONE]"
+        assert running_at_first_chunk == 1.0
+    finally:
+        subprocess.run([nginx, *conf, "-s", "quit"], capture_output=True)
+        api.send_signal(signal.SIGTERM)
+        try:
+            api.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            api.kill()
+            api.wait()
