@@ -129,3 +129,23 @@ def test_the_per_chunk_split_is_the_largest_remainder_split(total: int, chunks: 
     expected = attribute_chip_us(total, [*chunks, *[1] * decodes])
     assert parts == expected[: len(chunks)]
     assert [one + 1] * extra + [one] * (decodes - extra) == expected[len(chunks) :]
+
+
+def test_an_abort_mid_stretch_stops_where_single_steps_would() -> None:
+    reqs = [Request(i, 0.01 * i, 300 + 50 * i, 400) for i in range(6)]
+    results = []
+    for steps in (1024, 1):
+        cluster = Cluster(NEURON, 1, config=EngineConfig(max_jump_steps=steps))
+        for req in reqs:
+            cluster.submit(req)
+        cluster.step_until(2.0)
+        assert cluster.abort(3)
+        cluster.step_until(float("inf"))
+        finished = sorted(cluster.collect(), key=lambda f: f.request_id)
+        assert sum(f.chip_us for f in finished) == cluster.replicas[0].chip_us_total
+        cluster.replicas[0].check_invariants()
+        results.append(finished)
+    fast, single = results
+    assert fast[3].cancelled
+    assert 0 < fast[3].output_tokens < 400
+    _same_timings(fast, single)
