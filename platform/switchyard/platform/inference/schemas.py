@@ -450,8 +450,9 @@ class ModelPublic(BaseModel):
     backend: str
     instance_type: str
     context_window: int
-    task: Literal["chat", "embeddings"] = Field(
-        description="What the model serves: chat completions and responses, or embeddings."
+    task: str = Field(
+        description="What the model serves: `chat` (chat completions and responses) or `embeddings`.",
+        examples=["chat", "embeddings"],
     )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlmodel import col
 
 from switchyard.accelerator.pool import PoolEvent
@@ -43,7 +43,7 @@ from switchyard.platform.responses.objects import FINISHED, response_object, res
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import heartbeat, release
+from switchyard.platform.runs.lease import heartbeat, release, take
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
 
 __all__ = ["EXECUTE_TASK", "Listener", "execute_response"]
@@ -71,24 +71,9 @@ async def _claim(env: RunEnvironment, scope: TenantScope, response_id: str) -> R
             return "missing"
         if row.status in FINISHED:
             return "finished"
-        claimed = await session.execute(
-            update(ResponseRecord)
-            .where(
-                col(ResponseRecord.tenant_id) == scope.tenant_id,
-                col(ResponseRecord.id) == response_id,
-                col(ResponseRecord.revision) == row.revision,
-                or_(
-                    col(ResponseRecord.lease_expires_at).is_(None),
-                    col(ResponseRecord.lease_expires_at) < now,
-                    col(ResponseRecord.lease_owner) == env.worker_id,
-                ),
-            )
-            .values(lease_owner=env.worker_id, lease_expires_at=now + timedelta(seconds=env.lease_s))
-            .execution_options(synchronize_session=False)
-        )
-        if claimed.rowcount != 1:  # type: ignore[attr-defined]
+        values = {"lease_expires_at": now + timedelta(seconds=env.lease_s)}
+        if not await take(session, scope, ResponseRecord, row, env.worker_id, values):
             return "leased"
-        await session.refresh(row)
         return row
 
 

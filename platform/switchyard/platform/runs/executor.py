@@ -14,7 +14,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select
 from sqlmodel import col
 
 from switchyard.agents import (
@@ -37,7 +37,7 @@ from switchyard.platform.observability.instrument import traced_run, traced_tool
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import heartbeat, release
+from switchyard.platform.runs.lease import heartbeat, release, take
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
@@ -81,7 +81,6 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
         if earlier is not None:
             return "behind_another_run"
         values: dict[str, Any] = {
-            "lease_owner": env.worker_id,
             "lease_expires_at": now + timedelta(seconds=env.lease_s),
             "attempts": col(Run.attempts) + 1,
         }
@@ -94,24 +93,8 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
                 )
             ).scalar_one_or_none()
             values["history_position"] = -1 if last is None else int(last)
-        claimed = await session.execute(
-            update(Run)
-            .where(
-                col(Run.tenant_id) == scope.tenant_id,
-                col(Run.id) == run_id,
-                col(Run.revision) == run.revision,
-                or_(
-                    col(Run.lease_expires_at).is_(None),
-                    col(Run.lease_expires_at) < now,
-                    col(Run.lease_owner) == env.worker_id,
-                ),
-            )
-            .values(values)
-            .execution_options(synchronize_session=False)
-        )
-        if claimed.rowcount != 1:  # type: ignore[attr-defined]
+        if not await take(session, scope, Run, run, env.worker_id, values):
             return "leased"
-        await session.refresh(run)
         version = (
             await session.execute(
                 select(AgentVersion).where(

@@ -8,13 +8,14 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import or_, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import utc_now
 
-__all__ = ["heartbeat", "release"]
+__all__ = ["heartbeat", "release", "take"]
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,33 @@ def _held(table: Any, scope: TenantScope, row_id: str, owner: str) -> Any:
     return update(table).where(
         col(table.tenant_id) == scope.tenant_id, col(table.id) == row_id, col(table.lease_owner) == owner
     )
+
+
+async def take(
+    session: AsyncSession, scope: TenantScope, table: Any, row: Any, owner: str, values: dict[str, Any]
+) -> bool:
+    """Take ``row``'s lease for ``owner``, writing ``values`` (its new ``lease_expires_at`` among them) with it, if
+    the row is still at its revision and its lease is free, passed or ``owner``'s already; then refresh ``row``."""
+    now = utc_now()
+    taken = await session.execute(
+        update(table)
+        .where(
+            col(table.tenant_id) == scope.tenant_id,
+            col(table.id) == row.id,
+            col(table.revision) == row.revision,
+            or_(
+                col(table.lease_expires_at).is_(None),
+                col(table.lease_expires_at) < now,
+                col(table.lease_owner) == owner,
+            ),
+        )
+        .values({"lease_owner": owner, **values})
+        .execution_options(synchronize_session=False)
+    )
+    if taken.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    await session.refresh(row)
+    return True
 
 
 async def heartbeat(
