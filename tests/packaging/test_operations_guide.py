@@ -148,3 +148,12 @@ def test_every_switchyard_command_the_guide_shows_exists_with_its_options() -> N
         assert set(used) <= options, f"`{found.group(0).strip()}`: {sorted(set(used) - options)} unknown"
         checked += 1
     assert checked >= 15
+
+
+def test_every_metric_the_guide_names_is_one_the_processes_serve() -> None:
+    source = (ROOT / "platform/switchyard/platform/observability/metrics.py").read_text()
+    served = set(re.findall(r'"(switchyard_[a-z_]+)"', source))
+    named = set(re.findall(r"\b(switchyard_[a-z_]+?)(?:_bucket|_count|_sum|_total)?\b", GUIDE.read_text()))
+    named -= {"switchyard_tenant"}  # the PostgreSQL role, not a metric
+    assert len(named) >= 10
+    assert named <= served, sorted(named - served)
