@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -343,3 +344,51 @@ def test_invite_a_member_who_signs_in_with_a_lower_role_and_is_refused(console: 
         assert "evil@acme.example" not in api.get("/v1/members").text
     unexpected = [e for e in page.errors if "status of 403" not in e]  # type: ignore[attr-defined]
     assert unexpected == []  # the refused page load itself is the only error
+
+
+async def _rate_everything(settings_url: str) -> None:
+    from switchyard.platform.billing.ledger import rate_events
+
+    database = Database(settings_url)
+    try:
+        while True:
+            async with database.unit_of_work(UNSCOPED) as session:
+                if not (await rate_events(session)).rated:
+                    return
+    finally:
+        await database.dispose()
+
+
+def test_set_a_budget_watch_the_gauge_move_with_usage_and_download_the_invoice(console: Console, page: Any) -> None:
+    _sign_in(page, console, "owner")
+    page.get_by_role("link", name="Billing").click()
+    page.get_by_label("Monthly limit for the tenant").fill("0.50")
+    page.get_by_role("button", name="Set budget").click()
+    page.locator("#budgets", has_text="50").wait_for()
+    page.get_by_role("link", name="Overview").click()  # a boosted navigation: the chart draws there too
+    page.locator("#usage-chart canvas").first.wait_for()
+    meter = page.get_by_role("meter", name="Budget used, per cent")
+    before_gauge = float(meter.get_attribute("value") or "0")
+    before_hours = float(page.locator("#chip-hours").inner_text().replace(",", ""))
+    with console.api() as api:
+        for _ in range(3):
+            body = {"model": MODELS[1], "messages": [{"role": "user", "content": "Write a long status report."}]}
+            assert api.post("/v1/chat/completions", json={**body, "max_tokens": 400}).status_code == 200
+    page.goto(f"{console.url}/console/")
+    page.get_by_role("heading", name="Overview").wait_for()
+    after_gauge = float(page.get_by_role("meter", name="Budget used, per cent").get_attribute("value") or "0")
+    after_hours = float(page.locator("#chip-hours").inner_text().replace(",", ""))
+    assert after_hours > before_hours
+    assert after_gauge > before_gauge
+    page.locator("#usage-chart canvas").first.wait_for()
+    page.screenshot(path=str(console.shots / "overview-budget.png"), full_page=True)
+    with ThreadPoolExecutor(1) as pool:  # what the billing job does (off this thread: Playwright's loop runs here)
+        pool.submit(asyncio.run, _rate_everything(console.app.state.settings.database_url)).result()
+    page.get_by_role("link", name="Billing").click()
+    with page.expect_download() as download:
+        page.locator("#invoices").get_by_role("link", name=re.compile("^CSV")).first.click()
+    text = Path(download.value.path()).read_text()
+    assert text.splitlines()[0].startswith("invoice_id,period,status,kind,description")
+    assert "usage" in text
+    page.screenshot(path=str(console.shots / "billing.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, wait_for_run
+from tests.platform.billing.factories import BILLING_FACTORIES
 from tests.platform.console.factories import PASSWORD, ConsoleTenant, page_csrf, sign_in
 
 _APP = create_app(Settings())
@@ -95,6 +96,7 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "key_id": _key,
     "run_id": _run,
     "member_id": _member,
+    **BILLING_FACTORIES,  # budget_id, invoice_id (rated usage of this month)
 }
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
     "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
@@ -102,6 +104,7 @@ FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the
     "POST /console/keys": {"name": "k", "role": "viewer"},
     "POST /console/members": {"email": "invited@matrix.example", "role": "viewer"},
     "POST /console/members/{member_id}/role": {"role": "developer"},
+    "POST /console/billing/budgets": {"limit": "25.00", "currency": "USD", "hard": "on"},
     "POST /console/password": {"current_password": PASSWORD, "new_password": "another long password"},
 }
 

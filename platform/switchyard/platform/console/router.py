@@ -20,6 +20,7 @@ from switchyard.platform.console.edge import (
 )
 from switchyard.platform.console.pages.agents import AgentPagesController
 from switchyard.platform.console.pages.auth import SignInController
+from switchyard.platform.console.pages.billing import BillingPagesController
 from switchyard.platform.console.pages.keys import KeyPagesController
 from switchyard.platform.console.pages.members import MemberPagesController, PasswordController
 from switchyard.platform.console.pages.overview import OverviewController
@@ -70,6 +71,7 @@ console_router = Router(
         RunPagesController,
         MemberPagesController,
         PasswordController,
+        BillingPagesController,
         _static_files(),
     ],
     guards=[require_console_access],
