@@ -218,11 +218,21 @@ def test_create_an_agent_and_edit_it_into_a_new_version(console: Console, page: 
     page.get_by_role("heading", name="triage-bot v2").wait_for()
     assert page.locator("table tbody tr").count() == 2  # both versions listed
     page.screenshot(path=str(console.shots / "agent.png"), full_page=True)
+    page.get_by_role("link", name="diff with v1").click()
+    diff = page.get_by_label("Changes from version 1 to version 2")
+    assert "then by customer tier" in diff.locator(".add").inner_text()
+    assert "then by customer tier" not in diff.locator(".del").inner_text()
+    page.get_by_role("link", name="Back to triage-bot").click()
     with console.api() as api:  # the API sees what the console made: the console is a layer over the same service
         agent = api.get(f"/v1/agents/{agent_id}").json()
     assert agent["version"] == 2
     assert agent["instructions"] == "Sort incoming tickets by urgency, then by customer tier."
     assert agent["model_params"]["max_tokens"] == 256
+    page.get_by_role("button", name="Delete triage-bot").click()
+    page.get_by_role("heading", name="Agents").wait_for()
+    assert page.get_by_role("link", name="triage-bot").count() == 0
+    with console.api() as api:
+        assert api.get(f"/v1/agents/{agent_id}").status_code == 404
     assert page.errors == []  # type: ignore[attr-defined]
 
 

@@ -62,7 +62,14 @@ async def _agent(client: Any, tenant: ConsoleTenant) -> str:
     body = {"name": "matrix-agent", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": "Hi."}
     made = await client.post("/v1/agents", json=body, headers={"Authorization": f"Bearer {tenant.keys['owner']}"})
     assert made.status_code == 201, made.text
-    return str(made.json()["id"])
+    agent_id = str(made.json()["id"])
+    changed = await client.patch(f"/v1/agents/{agent_id}", json={"instructions": "Hello."}, headers=tenant.headers())
+    assert changed.status_code == 200, changed.text  # version 2, so a version diff exists
+    return agent_id
+
+
+async def _version(client: Any, tenant: ConsoleTenant) -> str:
+    return "2"
 
 
 async def _key(client: Any, tenant: ConsoleTenant) -> str:
@@ -96,6 +103,7 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "key_id": _key,
     "run_id": _run,
     "member_id": _member,
+    "version": _version,
     **BILLING_FACTORIES,  # budget_id, invoice_id (rated usage of this month)
 }
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)

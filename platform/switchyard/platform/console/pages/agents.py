@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 from typing import Any
 
 from litestar import Controller, Request, Response, get, post
@@ -12,17 +14,17 @@ from pydantic import ValidationError
 from switchyard.platform.admission import served_models
 from switchyard.platform.agent_registry import service
 from switchyard.platform.agent_registry.controllers import model_check
-from switchyard.platform.agent_registry.schemas import AgentCreate, AgentPublic, AgentUpdate
+from switchyard.platform.agent_registry.schemas import AgentCreate, AgentPublic, AgentUpdate, AgentVersionPublic
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
-from switchyard.platform.http.errors import ApiError
+from switchyard.platform.http.errors import ApiError, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
 
-__all__ = ["AgentPagesController"]
+__all__ = ["AgentPagesController", "version_diff"]
 
 
 def _actor(request: Request[Any, Any, Any]) -> Actor:
@@ -45,6 +47,16 @@ def _fields(form: Any) -> dict[str, Any]:
     max_tokens = str(form.get("max_tokens", "")).strip()
     fields["model_params"] = {"max_tokens": int(max_tokens)} if max_tokens.isdigit() else {}
     return fields
+
+
+def version_diff(older: AgentVersionPublic, newer: AgentVersionPublic) -> list[str]:
+    """A unified diff of two versions' definitions (JSON, keys sorted), line by line."""
+
+    def lines(version: AgentVersionPublic) -> list[str]:
+        definition = version.model_dump(mode="json", exclude={"object", "id", "agent_id", "version", "created_at"})
+        return json.dumps(definition, indent=2, sort_keys=True).splitlines()
+
+    return list(difflib.unified_diff(lines(older), lines(newer), f"v{older.version}", f"v{newer.version}", lineterm=""))
 
 
 def _error_text(error: Exception) -> str:
@@ -172,3 +184,26 @@ class AgentPagesController(Controller):
             values = {**fields, "max_tokens": fields["model_params"].get("max_tokens")}
             return self._form(request, values=values, agent=agent, error=_error_text(error))
         return Redirect(f"{CONSOLE_PREFIX}/agents/{agent_id}", status_code=303)
+
+    @get("/{agent_id:str}/versions/{version:int}/diff", opt=console_access(Role.VIEWER))
+    async def diff(
+        self, request: Request[Any, Any, Any], db_session: DbSession, agent_id: FromPath[str], version: FromPath[int]
+    ) -> Response[str]:
+        """What version ``version`` changed against the one before it."""
+        scope = console_user(request).scope
+        if version < 2:
+            raise NotFound("version 1 has no version before it", param="version")
+        _, newer = await service.get_version(db_session, scope=scope, agent_id=agent_id, version=version)
+        agent, older = await service.get_version(db_session, scope=scope, agent_id=agent_id, version=version - 1)
+        lines = version_diff(AgentVersionPublic.of(older), AgentVersionPublic.of(newer))
+        return render(request, "agent_diff.html", agent=agent, version=version, lines=lines)
+
+    @post("/{agent_id:str}/delete", opt=console_access(Role.DEVELOPER), status_code=303)
+    async def delete(
+        self, request: Request[Any, Any, Any], db_session: DbSession, agent_id: FromPath[str]
+    ) -> Response[Any]:
+        """Delete the agent (hidden; its versions stay for the runs that used them)."""
+        await service.delete_agent(
+            db_session, scope=console_user(request).scope, actor=_actor(request), agent_id=agent_id
+        )
+        return Redirect(f"{CONSOLE_PREFIX}/agents", status_code=303)
