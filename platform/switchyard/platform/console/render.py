@@ -10,6 +10,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from litestar import Request, Response
 from litestar.enums import MediaType
 
+from switchyard.platform.billing.money import format_minor
 from switchyard.platform.console.edge import CONSOLE_PREFIX, USER_KEY
 
 __all__ = ["SECURITY_HEADERS", "render"]
@@ -43,6 +44,7 @@ _environment = Environment(
 )
 _environment.filters["when"] = _when
 _environment.filters["chip_hours"] = _chip_hours
+_environment.filters["money"] = format_minor  # minor units to the major unit's exact decimal text
 _environment.globals["prefix"] = CONSOLE_PREFIX
 
 
