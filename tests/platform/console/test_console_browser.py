@@ -402,3 +402,17 @@ def test_set_a_budget_watch_the_gauge_move_with_usage_and_download_the_invoice(c
     assert "usage" in text
     page.screenshot(path=str(console.shots / "billing.png"), full_page=True)
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_playground_answers_with_the_run_s_compute(console: Console, page: Any) -> None:
+    _sign_in(page, console, "admin")
+    page.get_by_role("link", name="Playground").click()
+    page.get_by_label("Agent").select_option(label=f"support-bot (v1, {MODELS[0]})")
+    page.get_by_label("Message").fill("What does a Trainium2 chip cost per hour?")
+    page.get_by_role("button", name="Send").click()
+    page.locator("#run-status", has_text="completed").wait_for()  # (while a run goes on, its result polls)
+    assert page.locator(".msg.user").inner_text().endswith("What does a Trainium2 chip cost per hour?")
+    assert page.locator(".msg.assistant").count() >= 1
+    assert int(page.locator("#run-chip-us").inner_text().replace(",", "")) > 0
+    page.screenshot(path=str(console.shots / "playground.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -112,6 +112,7 @@ FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the
     "POST /console/keys": {"name": "k", "role": "viewer"},
     "POST /console/members": {"email": "invited@matrix.example", "role": "viewer"},
     "POST /console/members/{member_id}/role": {"role": "developer"},
+    "POST /console/playground": {"agent_id": "{agent}", "message": "Hello"},
     "POST /console/billing/budgets": {"limit": "25.00", "currency": "USD", "hard": "on"},
     "POST /console/password": {"current_password": PASSWORD, "new_password": "another long password"},
 }
@@ -135,7 +136,8 @@ async def _call(client: Any, route: ConsoleRoute, ids: dict[str, str], *, csrf: 
     path = route.path.format(**ids)
     if route.method == "GET":
         return await client.get(path)
-    form = {**FORMS.get(str(route), {}), **({"csrf_token": csrf} if csrf else {})}
+    fields = {name: value.format(**ids) for name, value in FORMS.get(str(route), {}).items()}
+    form = {**fields, **({"csrf_token": csrf} if csrf else {})}
     return await client.request(route.method, path, data=form)
 
 
@@ -150,6 +152,8 @@ async def test_console_isolation(console: Any, make_console_tenant: Any, route: 
     run_inline(console)
     mine, theirs = await make_console_tenant(), await make_console_tenant()
     own_ids = await _ids(console, route, mine)
+    if "{agent}" in str(FORMS.get(str(route))):  # a form naming one of the tenant's agents
+        own_ids["agent"] = await _agent(console, mine)
     their_ids = await _ids(console, route, theirs)
 
     console.cookies.clear()  # no session: the sign-in page, for pages and forms alike

@@ -24,6 +24,7 @@ from switchyard.platform.console.pages.billing import BillingPagesController
 from switchyard.platform.console.pages.keys import KeyPagesController
 from switchyard.platform.console.pages.members import MemberPagesController, PasswordController
 from switchyard.platform.console.pages.overview import OverviewController
+from switchyard.platform.console.pages.playground import PlaygroundController
 from switchyard.platform.console.pages.runs import RunPagesController
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 
@@ -72,6 +73,7 @@ console_router = Router(
         MemberPagesController,
         PasswordController,
         BillingPagesController,
+        PlaygroundController,
         _static_files(),
     ],
     guards=[require_console_access],
