@@ -1,12 +1,14 @@
 """openai-agents with its default model, ``OpenAIResponsesModel``, against a real Switchyard server: the client set
 with ``set_default_openai_client``, tracing off, an ``Agent`` with a ``@function_tool``, ``Runner.run`` and
-``Runner.run_streamed``, and ``output_type=`` a pydantic model (``text.format`` json_schema, strict)."""
+``Runner.run_streamed``, ``output_type=`` a pydantic model (``text.format`` json_schema, strict), turns chained on
+the server, and a Switchyard agent referenced as the prompt."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+import httpx
 import openai
 import pytest
 from agents.models import _openai_shared
@@ -161,3 +163,27 @@ async def test_a_run_in_a_server_side_conversation(default_client: openai.AsyncO
         "user",
         "assistant",
     ]
+
+
+@pytest.fixture
+def adder_agent_id(live_server: Any, api_key: str) -> str:
+    """An agent defined in Switchyard: instructions, a model and a server-side tool."""
+    created = httpx.post(
+        f"{live_server.base_url}/agents",
+        json={"name": "adder", "model": ALIAS, "instructions": "You add numbers.", "tools": [{"type": "calculator"}]},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+async def test_a_switchyard_agent_as_the_prompt(default_client: openai.AsyncOpenAI, adder_agent_id: str) -> None:
+    """A Switchyard agent run from openai-agents through OpenAI's reusable-prompt reference: the SDK sends
+    ``prompt``, the server supplies the agent's instructions and tools and runs the tool itself."""
+    agent = Agent(name="adder", model=ALIAS, prompt={"id": adder_agent_id, "version": "1"})
+    result = await Runner.run(agent, "Please use calculator expression=2+3")
+    assert result.final_output.startswith('Result of calculator: {"result": 5}')
+    (response,) = result.raw_responses
+    stored = await default_client.responses.retrieve(response.response_id or "")
+    assert stored.instructions == "You add numbers."
+    assert [item.type for item in stored.output] == ["mcp_call", "message"]
