@@ -1,5 +1,7 @@
 """The Responses API through agent frameworks against a real Switchyard server: pydantic-ai's
-``OpenAIResponsesModel``, LangChain's ``ChatOpenAI(use_responses_api=True)`` and LiteLLM's ``responses()``."""
+``OpenAIResponsesModel``, LangChain's ``ChatOpenAI(use_responses_api=True)`` and LiteLLM's ``responses()``; the first
+two also run an agent defined in Switchyard through OpenAI's reusable-prompt reference (``prompt``, sent as an extra
+body field)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
+import httpx
 import httpx2
 import openai
 import pytest
@@ -28,6 +31,19 @@ WEATHER = {
     "description": "Current weather of a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
+
+
+@pytest.fixture
+def adder_agent_id(live_server: Any, api_key: str) -> str:
+    """An agent defined in Switchyard (instructions, a model, the server-side calculator), for OpenAI's
+    reusable-prompt reference."""
+    created = httpx.post(
+        f"{live_server.base_url}/agents",
+        json={"name": "adder", "model": ALIAS, "instructions": "You add numbers.", "tools": [{"type": "calculator"}]},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
 
 
 class Location(BaseModel):
@@ -93,7 +109,8 @@ async def test_pydantic_ai_responses_model_tool_output(responses_model: OpenAIRe
 async def test_pydantic_ai_responses_model_streams(responses_model: OpenAIResponsesModel) -> None:
     agent = Agent(responses_model, instructions="Answer briefly.")
     async with agent.run_stream("Say something") as streamed:
-        pieces = [piece async for piece in streamed.stream_text(delta=True)]
+        # each delta as it comes (by default pydantic-ai joins those less than 0.1 s apart: timing, not the server)
+        pieces = [piece async for piece in streamed.stream_text(delta=True, debounce_by=None)]
     assert len(pieces) > 1
     assert "".join(pieces) == await streamed.get_output()
 
@@ -110,6 +127,14 @@ async def test_pydantic_ai_openai_model_string_is_the_responses_model(
         result = await agent.run("Check get_weather city=Oslo, then plan the meeting.")
     assert asked == ["Oslo"]
     assert isinstance(result.output, CalendarEvent)
+
+
+async def test_pydantic_ai_runs_a_switchyard_agent_as_the_prompt(
+    responses_model: OpenAIResponsesModel, adder_agent_id: str
+) -> None:
+    agent = Agent(responses_model, model_settings={"extra_body": {"prompt": {"id": adder_agent_id}}})
+    result = await agent.run("Please use calculator expression=2+3")
+    assert result.output.startswith('Result of calculator: {"result": 5}')
 
 
 # LangChain
@@ -161,6 +186,11 @@ def test_langchain_responses_api_structured_output(responses_chat: ChatOpenAI) -
     )
     assert result["parsing_error"] is None
     assert isinstance(result["parsed"], CalendarEvent)
+
+
+def test_langchain_runs_a_switchyard_agent_as_the_prompt(responses_chat: ChatOpenAI, adder_agent_id: str) -> None:
+    answer = responses_chat.invoke("Please use calculator expression=2+3", prompt={"id": adder_agent_id})
+    assert answer.text.startswith('Result of calculator: {"result": 5}')
 
 
 # LiteLLM
