@@ -242,3 +242,12 @@ def test_cancel_a_finished_background_response_is_refused(client: openai.OpenAI)
     done = client.responses.create(model=ALIAS, input="hi", max_output_tokens=2)
     with pytest.raises(openai.BadRequestError):
         client.responses.cancel(done.id)
+
+
+def test_input_items_in_openais_shape(client: openai.OpenAI) -> None:
+    """OpenAI lists an input message with its content as parts (input_text), whatever shape it was sent in."""
+    response = client.responses.create(model=ALIAS, input=[{"role": "user", "content": "Hello there"}])
+    (item,) = client.responses.input_items.list(response.id)
+    assert item.type == "message"
+    assert item.id
+    assert [(part.type, part.text) for part in item.content] == [("input_text", "Hello there")]

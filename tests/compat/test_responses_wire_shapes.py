@@ -1,7 +1,6 @@
-"""Objects the Responses and Conversations APIs answer validate against the ``openai`` package's own types
-(generated from OpenAI's API description): the stream's item and delta events, and conversations. The client itself
-never validates (it builds its models without checking), so a field missing or of the wrong type would only surface
-later, in whatever code reads it; here it fails at once."""
+"""Every object the Responses and Conversations APIs answer validates against the ``openai`` package's own types
+(generated from OpenAI's API description). The client itself never validates (it builds its models without checking),
+so a field missing or of the wrong type only surfaces later, in whatever code reads it; here it fails at once."""
 
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ from typing import Any
 import httpx
 import pydantic
 import pytest
-from openai.types.conversations import Conversation
-from openai.types.responses import ResponseStreamEvent
+from openai.types.conversations import Conversation, ConversationItem
+from openai.types.responses import Response, ResponseItem, ResponseStreamEvent
 
 ALIAS = "llama-3.1-8b-instruct"
 WEATHER = {
@@ -52,12 +51,26 @@ def http(live_server: Any, api_key: str) -> Iterator[httpx.Client]:
         yield client
 
 
+def create(http: httpx.Client, **body: Any) -> dict[str, Any]:
+    answer = http.post("/responses", json={"model": ALIAS, **body})
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
 def events(http: httpx.Client, **body: Any) -> list[dict[str, Any]]:
     with http.stream("POST", "/responses", json={"model": ALIAS, "stream": True, **body}) as stream:
         return [json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")]
 
 
 LIFECYCLE = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed")
+
+
+def test_a_text_response(http: httpx.Client) -> None:
+    Response.model_validate(create(http, input="Say something", instructions="Answer briefly."))
+
+
+def test_a_function_call_response(http: httpx.Client) -> None:
+    Response.model_validate(create(http, input="Please use get_weather city=Oslo", tools=[WEATHER]))
 
 
 @pytest.mark.parametrize(
@@ -75,8 +88,42 @@ def test_item_and_delta_events(http: httpx.Client, body: dict[str, Any]) -> None
             validate(ResponseStreamEvent, event)
 
 
-def test_a_conversation_object(http: httpx.Client) -> None:
-    created = http.post("/conversations", json={"metadata": {"topic": "weather"}})
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"input": "Say something"},
+        {"input": "get_weather city=Oslo", "tools": [WEATHER]},
+        {"input": "hi", "max_output_tokens": 3},
+    ],
+    ids=["text", "function call", "incomplete"],
+)
+def test_lifecycle_events(http: httpx.Client, body: dict[str, Any]) -> None:
+    lifecycle = [e for e in events(http, **body) if e["type"] in LIFECYCLE]
+    assert len(lifecycle) >= 2
+    for event in lifecycle:
+        validate(ResponseStreamEvent, event)
+
+
+def test_input_items(http: httpx.Client) -> None:
+    response = create(
+        http,
+        input=[
+            {"role": "user", "content": "Hello there"},
+            {"role": "user", "content": [{"type": "input_text", "text": "and you"}]},
+        ],
+    )
+    listed = http.get(f"/responses/{response['id']}/input_items").json()["data"]
+    assert len(listed) == 2
+    for item in listed:
+        validate(ResponseItem, item)
+
+
+def test_a_conversation_and_its_items(http: httpx.Client) -> None:
+    created = http.post("/conversations", json={"items": [{"type": "message", "role": "user", "content": "hi"}]})
     assert created.status_code == 200, created.text
-    Conversation.model_validate(created.json())
-    Conversation.model_validate(http.get(f"/conversations/{created.json()['id']}").json())
+    conversation = Conversation.model_validate(created.json())
+    create(http, input="Please use get_weather city=Oslo", tools=[WEATHER], conversation=conversation.id)
+    items = http.get(f"/conversations/{conversation.id}/items").json()["data"]
+    assert [i["type"] for i in items] == ["function_call", "message", "message"]  # newest first, as OpenAI lists them
+    for item in items:
+        validate(ConversationItem, item)

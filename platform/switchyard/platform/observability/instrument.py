@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from prometheus_client import Counter
 
 from switchyard.accelerator.pool import AcceleratorPool, ComputeReceipt, EmbeddingRequest, InferenceRequest
 from switchyard.agents import ToolRegistry
@@ -27,7 +28,7 @@ from switchyard.platform.observability.metrics import (
 )
 from switchyard.platform.observability.tracing import tracer
 
-__all__ = ["count_refusals", "instrument_pool", "record_receipt", "traced_run", "traced_tools"]
+__all__ = ["count_refusals", "instrument_pool", "record_receipt", "traced_response", "traced_run", "traced_tools"]
 
 P = ParamSpec("P")
 A = TypeVar("A")
@@ -127,32 +128,47 @@ def count_refusals(admission: A) -> A:
     return admission
 
 
-def traced_run(execute: Callable[P, Awaitable[str]]) -> Callable[P, Awaitable[str]]:
-    """Decorates ``execute_run(env, *, tenant_id, run_id)``: a span ``invoke_agent``, the run's id in the logs
-    written meanwhile, and the outcome counted."""
+def _traced(
+    execute: Callable[P, Awaitable[str]], *, id_field: str, counted: Counter | None
+) -> Callable[P, Awaitable[str]]:
+    """``execute(env, *, tenant_id, <id_field>)`` in a span ``invoke_agent``, its id in the logs written
+    meanwhile, and its outcome counted (in ``counted``, when given)."""
 
     @functools.wraps(execute)
     async def traced(*args: P.args, **kwargs: P.kwargs) -> str:
-        run_id, tenant_id = str(kwargs.get("run_id", "")), str(kwargs.get("tenant_id", ""))
+        owner_id, tenant_id = str(kwargs.get(id_field, "")), str(kwargs.get("tenant_id", ""))
         with (
             tracer().start_as_current_span("invoke_agent", kind=SpanKind.INTERNAL) as span,
-            log_context(run_id=run_id, tenant_id=tenant_id),
+            log_context(**{id_field: owner_id}, tenant_id=tenant_id),
         ):
             if span.is_recording():
                 span.set_attributes(
                     {
                         "gen_ai.operation.name": "invoke_agent",
                         "gen_ai.provider.name": PROVIDER,
-                        "switchyard.run_id": run_id,
+                        f"switchyard.{id_field}": owner_id,
                         "switchyard.tenant_id": tenant_id,
                     }
                 )
             outcome = await execute(*args, **kwargs)
-            span.set_attribute("switchyard.run_outcome", outcome)
-        RUNS.labels(outcome).inc()
+            span.set_attribute("switchyard.outcome" if counted is None else "switchyard.run_outcome", outcome)
+        if counted is not None:
+            counted.labels(outcome).inc()
         return outcome
 
     return traced
+
+
+def traced_run(execute: Callable[P, Awaitable[str]]) -> Callable[P, Awaitable[str]]:
+    """Decorates ``execute_run(env, *, tenant_id, run_id)``: a span ``invoke_agent``, the run's id in the logs
+    written meanwhile, and the outcome counted."""
+    return _traced(execute, id_field="run_id", counted=RUNS)
+
+
+def traced_response(execute: Callable[P, Awaitable[str]]) -> Callable[P, Awaitable[str]]:
+    """Decorates ``execute_response(env, *, tenant_id, response_id)``: a span ``invoke_agent`` with the response's
+    id (its model and tool calls are spans under it), the response's id in the logs written meanwhile."""
+    return _traced(execute, id_field="response_id", counted=None)
 
 
 class _TracedTool:

@@ -145,7 +145,7 @@ class ResponseController(Controller):
             raise
         if data.background:
             if data.stream:
-                return _background_stream(request, scope, response_id, 0)
+                return _background_stream(request, scope, response_id, -1)
             return Response(created)
         env = _environment(request)
         if not data.stream:
@@ -172,8 +172,9 @@ class ResponseController(Controller):
         response_id: FromPath[str],
         stream: Annotated[bool, QueryParameter(description="Stream a background response's events.")] = False,
         starting_after: Annotated[
-            int, QueryParameter(ge=0, le=2**31 - 1, description="Resume the stream after this sequence number.")
-        ] = 0,
+            int | None,
+            QueryParameter(ge=0, le=2**31 - 1, description="Resume the stream after this sequence number."),
+        ] = None,
         include: Annotated[list[str] | None, QueryParameter(description="Accepted; ignored.")] = None,
     ) -> Response[Any]:
         row = await response_row(db_session, tenant, response_id)
@@ -182,7 +183,7 @@ class ResponseController(Controller):
                 raise InvalidRequest(
                     "only background responses can be streamed again", param="stream", code="not_background"
                 )
-            return _background_stream(request, tenant, response_id, starting_after)
+            return _background_stream(request, tenant, response_id, -1 if starting_after is None else starting_after)
         return Response(response_object(row))
 
     @delete("/{response_id:str}", opt=access(Role.DEVELOPER), summary="Delete a response", status_code=200)

@@ -36,7 +36,7 @@ class ResponseStream:
         kind_of: Callable[[str], ToolKind | None],
         seeded: int = 0,
         done_items: set[str] | None = None,
-        sequence: int = 0,
+        sequence: int = -1,
         listed: list[dict[str, Any]] | None = None,
     ) -> None:
         self.listed = listed or []
@@ -46,6 +46,7 @@ class ResponseStream:
         self.seeded = seeded
         self.done = set(done_items or ())
         self.sequence = sequence
+        """The number of the last event sent: the first is 0."""
         self._model_step: str | None = None
         self._open: tuple[str, int] | None = None  # the message streaming live: item id, output index
         self._text: list[str] = []

@@ -37,6 +37,7 @@ from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.admission import Holds, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope, new_id
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
+from switchyard.platform.observability.instrument import traced_response, traced_tools
 from switchyard.platform.responses.events import ResponseStream
 from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
@@ -108,7 +109,7 @@ async def _last_event(database: Database, scope: TenantScope, response_id: str) 
                 )
             )
         ).scalar_one_or_none()
-    return int(last or 0)
+    return -1 if last is None else int(last)
 
 
 def _kinds(tools: ToolRegistry) -> Callable[[str], ToolKind | None]:
@@ -119,6 +120,7 @@ def _kinds(tools: ToolRegistry) -> Callable[[str], ToolKind | None]:
     return kind_of
 
 
+@traced_response  # a span, the response id in logs
 async def execute_response(
     env: RunEnvironment,
     *,
@@ -172,7 +174,7 @@ async def _drive(
         failure = ("model_not_found", exc.message)
     if failure is None:
         try:
-            tools = await build_tools(spec, **env.tool_options)
+            tools = traced_tools(await build_tools(spec, **env.tool_options))
         except Exception as exc:  # an MCP server that cannot be listed fails the response, with the reason
             failure = ("tool_setup_error", f"{type(exc).__name__}: {exc}")
     kind_of = _kinds(tools)
@@ -184,7 +186,7 @@ async def _drive(
         kind_of=kind_of,
         seeded=seeded,
         done_items={item["id"] for item in row.output},
-        sequence=await _last_event(env.database, scope, row.id) if row.background else 0,
+        sequence=await _last_event(env.database, scope, row.id) if row.background else -1,
     )
     current = state
 

@@ -88,6 +88,13 @@ def _check(item: Any, index: int) -> dict[str, Any]:
         if item.get("role") not in _ROLES:
             raise _bad(index, f"role must be one of {', '.join(sorted(_ROLES))}", "role")
         _text_of(item.get("content"), index)
+        if isinstance(item["content"], str):  # stored and listed as OpenAI lists it: content parts
+            part = "output_text" if item["role"] == "assistant" else "input_text"
+            text_part: dict[str, Any] = {"type": part, "text": item["content"]}
+            if part == "output_text":
+                text_part["annotations"] = []
+            checked["content"] = [text_part]
+        checked.setdefault("status", "completed")
     elif kind in ("function_call", "mcp_call"):
         for key in ("call_id", "name", "arguments") if kind == "function_call" else ("name", "arguments"):
             if not isinstance(item.get(key), str):

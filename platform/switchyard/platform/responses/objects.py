@@ -39,6 +39,11 @@ def response_status(state: RunState) -> tuple[str, dict[str, str] | None]:
     return status, None
 
 
+def _or(value: Any, default: Any) -> Any:
+    """What the request set, else OpenAI's default (``null`` is not a value these fields take)."""
+    return default if value is None else value
+
+
 def _seconds(row: ResponseRecord) -> int:
     return int(row.created_at.timestamp())
 
@@ -55,7 +60,7 @@ def response_object(
     if status in FINISHED or state.usage.total_tokens:
         usage = {
             "input_tokens": state.usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": state.usage.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": state.usage.total_tokens,
@@ -82,18 +87,18 @@ def response_object(
         "max_tool_calls": echo.get("max_tool_calls"),
         "model": row.model,
         "output": row.output if output is None else output,
-        "parallel_tool_calls": echo.get("parallel_tool_calls", True),
+        "parallel_tool_calls": _or(echo.get("parallel_tool_calls"), True),
         "previous_response_id": row.previous_response_id,
         "conversation": {"id": row.conversation_id} if row.conversation_id else None,
         "prompt": echo.get("prompt"),
         "reasoning": {"effort": None, "summary": None},
         "service_tier": "default",
         "store": row.stored,
-        "temperature": echo.get("temperature", 1.0),
+        "temperature": _or(echo.get("temperature"), 1.0),
         "text": echo.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": echo.get("tool_choice") or "auto",
         "tools": echo.get("tools") or [],
-        "top_p": echo.get("top_p", 1.0),
+        "top_p": _or(echo.get("top_p"), 1.0),
         "truncation": echo.get("truncation") or "disabled",
         "usage": usage,
         "user": echo.get("user"),

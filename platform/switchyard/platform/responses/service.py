@@ -209,13 +209,13 @@ async def store(
     session.add(row)
     await session.flush()  # before its event, which refers to it
     if row.background:
-        created = {"type": "response.created", "sequence_number": 1, "response": response_object(row)}
+        created = {"type": "response.created", "sequence_number": 0, "response": response_object(row)}
         session.add(
             ResponseEventRecord(
                 id=new_id("revt"),
                 tenant_id=scope.tenant_id,
                 response_id=row.id,
-                sequence_number=1,
+                sequence_number=0,
                 event="response.created",
                 data=created,
             )
