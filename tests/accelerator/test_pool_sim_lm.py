@@ -266,3 +266,23 @@ def test_json_object_format_follows_a_schema_written_into_the_instructions() -> 
     unclosed = [{"role": "user", "content": '{"properties": ' * 5000}]
     plain = json.loads("".join(complete(_request(unclosed, response_format={"type": "json_object"})).text_tokens))
     assert list(plain) == ["answer"]
+
+
+def test_a_forced_tool_is_called_once_per_user_turn_even_after_tool_results() -> None:
+    final = {"type": "function", "function": {"name": "final_result", "parameters": {"type": "object"}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    after_weather = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    tools = [WEATHER, final]
+    (then,) = complete(_request(after_weather, tools=tools, tool_choice="required")).tool_calls
+    assert then.name == "final_result"  # "required": the tool not called yet this turn
+    assert complete(_request(after_weather, tools=[WEATHER], tool_choice="required", max_tokens=4)).tool_calls == ()
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    assert complete(_request(after_weather, tools=tools, tool_choice=named, max_tokens=4)).tool_calls == ()
+    named_final = {"type": "function", "function": {"name": "final_result"}}
+    (forced,) = complete(_request(after_weather, tools=tools, tool_choice=named_final)).tool_calls
+    assert forced.name == "final_result"
+    assert complete(_request(after_weather, tools=tools, max_tokens=4)).tool_calls == ()  # auto: text

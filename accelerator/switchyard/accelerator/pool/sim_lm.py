@@ -3,7 +3,10 @@
 Policy, in order:
 1. ``tool_choice`` is ``"none"`` or no tools are offered → text.
 2. The last message is a tool result → text that starts by quoting the results it answers
-   (``"Result of <name>: <content>"``), so agents see their tools' outputs used.
+   (``"Result of <name>: <content>"``), so agents see their tools' outputs used; unless ``tool_choice`` forces a
+   tool (``"required"``, or a named function) not yet called since the last user message: rule 3 calls it. So an
+   agent whose answer is itself a tool call (pydantic-ai's ``ToolOutput``) gets that call after its other tools'
+   results, and a forced tool is called once per user turn, never in a loop.
 3. ``tool_choice`` names a function, or is ``"required"``, or the last user message mentions a tool's name
    → one tool call to that function (the named one, else the first mentioned, else the first offered) with
    arguments generated from its JSON schema: for each property, a ``key=value`` found in the user message
@@ -152,24 +155,36 @@ def _get(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
+def _called_since_user(messages: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The names of the tools called since the last user message."""
+    called: set[str] = set()
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        called.update(str(_get(_get(c, "function"), "name")) for c in message.get("tool_calls") or ())
+    return called
+
+
 def _choose_tool(request: InferenceRequest) -> str | None:
     names = _tool_names(request.tools)
     choice = request.tool_choice
     if not names or choice == "none":
         return None
+    last = request.messages[-1] if request.messages else {}
+    called = _called_since_user(request.messages) if last.get("role") == "tool" else set()
     if isinstance(choice, Mapping):
         if choice.get("type") != "allowed_tools":  # a named function (or a custom tool, which the sim never calls)
             named = _get(choice.get("function"), "name")
-            return named if named in names else None
+            return named if named in names and named not in called else None
         allowed = choice.get("allowed_tools")
         allowed_names = [_get(_get(t, "function"), "name") for t in _get(allowed, "tools") or ()]
         names = [n for n in names if n in allowed_names]
         choice = _get(allowed, "mode")
         if not names:
             return None
-    last = request.messages[-1] if request.messages else {}
     if last.get("role") == "tool":
-        return None
+        remaining = [n for n in names if n not in called]
+        return remaining[0] if choice == "required" and remaining else None
     if choice == "required":
         return names[0]
     if last.get("role") == "user":
