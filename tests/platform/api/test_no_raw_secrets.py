@@ -80,7 +80,7 @@ def _exercise(server: Server) -> list[str]:
     """Make keys of every kind every way, use them; the plaintext of every key made (or tried) along the way."""
     operator = _cli(server.settings, "key", "create", "--operator").strip()
     made = _cli(server.settings, "tenant", "create", "cli-tenant").split()
-    cli_tenant, cli_owner = made[1], made[-1]
+    cli_tenant, cli_owner = made[1], next(word for word in made if word.startswith("sy_"))
     cli_developer = _cli(server.settings, "key", "create", "--tenant", cli_tenant).strip()
     keys = [operator, cli_owner, cli_developer]
     with httpx.Client(base_url=server.base_url) as http:

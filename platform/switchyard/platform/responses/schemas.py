@@ -41,7 +41,7 @@ class ConversationRef(_Strict):
     id: str
 
 
-class StreamOptions(_Strict):
+class ResponseStreamOptions(_Strict):
     include_obfuscation: bool | None = None
 
 
@@ -81,7 +81,7 @@ class ResponseCreate(_Strict):
     conversation: str | ConversationRef | None = None
     background: bool | None = None
     stream: bool | None = None
-    stream_options: StreamOptions | None = None
+    stream_options: ResponseStreamOptions | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     user: str | None = Field(default=None, max_length=256)
