@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from switchyard.accelerator.cluster import Cluster
+from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
+from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool import (
     AcceleratorPool,
     ComputeReceipt,
@@ -19,6 +22,9 @@ from switchyard.accelerator.pool import (
     count_tokens,
     parse_fleet,
 )
+from switchyard.accelerator.pool.fleet import DEFAULT_FLEET
+from switchyard.accelerator.pool.sim_backend import TICK_S, SimulatedDeployment
+from switchyard.accelerator.requests import FinishedRequest, Request
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 
@@ -183,3 +189,91 @@ async def test_cancelling_a_queued_request_costs_nothing() -> None:
     assert receipt.completion_tokens == 0
     _, done = await first
     assert done.finish_reason == "length"
+
+
+DEFAULT_8B = DEFAULT_FLEET[0]  # two replicas of Llama 3.1 8B at TP8 on trn2.48xlarge, as the platform serves it
+
+
+def _decode_ms_per_token(receipt: ComputeReceipt) -> float:
+    return receipt.decode_ms / (receipt.completion_tokens - 1)
+
+
+async def test_either_replica_decodes_a_request_at_point_modes_pace() -> None:
+    """Two requests at once go one to each replica, alone there: both decode at point mode's time per token."""
+    backend = SimulatedDeployment(DEFAULT_8B, time_scale=0)
+    receipts = await asyncio.gather(
+        *(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400)) for n in range(2))
+    )
+    assert sorted(r.replica for r in receipts) == [f"{DEFAULT_8B.name}/0", f"{DEFAULT_8B.name}/1"]
+    point = simulate_point(DEFAULT_8B.model, DEFAULT_8B.instance, DEFAULT_8B.tp, 1, receipts[0].prompt_tokens, 400)
+    for receipt in receipts:
+        assert receipt.completion_tokens == 400
+        assert _decode_ms_per_token(receipt) == pytest.approx(point.tpot_ms, rel=0.01)
+    assert receipts[0].decode_ms == pytest.approx(receipts[1].decode_ms, rel=1e-9)
+
+
+async def _sim_run(backend: SimulatedDeployment, request: InferenceRequest) -> ComputeReceipt:
+    events = [event async for event in backend.generate(request)]
+    assert isinstance(events[-1], ComputeReceipt)
+    return events[-1]
+
+
+def _single_steps(backend: SimulatedDeployment, receipts: list[ComputeReceipt]) -> list[FinishedRequest]:
+    """The same requests, arriving together, on a cluster of the deployment that runs one iteration at a time."""
+    spec = backend.spec
+    cluster = Cluster(
+        backend.deployment, spec.replicas, spec.policy, config=EngineConfig(max_batch=spec.max_batch, max_jump_steps=1)
+    )
+    requests = [
+        Request(n + 1, 0.0, r.prompt_tokens, r.completion_tokens, tenant=r.tenant) for n, r in enumerate(receipts)
+    ]
+    return sorted(cluster.run(requests), key=lambda f: f.request_id)
+
+
+def _same_as_single_steps(receipts: list[ComputeReceipt], single: list[FinishedRequest]) -> None:
+    for receipt, step in zip(receipts, single, strict=True):
+        assert receipt.replica.endswith(f"/{step.replica}")
+        assert receipt.ttft_ms == pytest.approx(step.first_token_s * 1e3, rel=1e-9)
+        assert receipt.decode_ms == pytest.approx((step.finish_s - step.first_token_s) * 1e3, rel=1e-9)
+
+
+async def test_a_batch_of_three_on_two_replicas_matches_single_steps() -> None:
+    backend = SimulatedDeployment(DEFAULT_8B, time_scale=0)
+    receipts = list(
+        await asyncio.gather(*(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400)) for n in range(3)))
+    )
+    assert sorted(r.replica[-1] for r in receipts) == ["0", "0", "1"]
+    _same_as_single_steps(receipts, _single_steps(backend, receipts))
+
+
+async def test_on_the_wall_clock_no_replica_runs_ahead_of_the_clock() -> None:
+    """A replica runs the iteration that starts before the time it is driven to whole, so its clock ends past the
+    wall's. The pool drove every replica to the latest of their clocks, so replicas whose iterations end at different
+    times (batches of 2 and 1 here) leapfrogged each other an iteration per tick: with the wall clock standing still,
+    the simulation ran on to the end, and on a real clock one replica's requests finished seconds early. A clock
+    held still here stops the simulation within an iteration of it; moved on, the receipts are single steps'."""
+    wall = [0.0]
+    backend = SimulatedDeployment(DEFAULT_8B, time_scale=1.0, clock=lambda: wall[0])
+    runs = [
+        asyncio.create_task(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400))) for n in range(3)
+    ]
+    await asyncio.sleep(0)  # the three arrive at 0
+    assert len(backend.dispatcher.running) == 3
+    wall[0] = 0.5
+    seen, still = -1.0, 0
+    for _ in range(5000):  # until the simulation stops moving (it never did before the whole decode had run)
+        await asyncio.sleep(TICK_S)
+        now = backend.dispatcher.now
+        still = still + 1 if now == seen else 0
+        seen = now
+        if still == 20:
+            break
+    assert still == 20
+    assert 0.5 <= backend.dispatcher.now < 0.5 + 0.05  # an iteration is ~20 ms
+    progress = backend.cluster.progress()
+    assert len(progress) == 3
+    assert all(0 < generated < 40 for generated in progress.values())
+    wall[0] = 1e6
+    receipts = list(await asyncio.gather(*runs))
+    assert sorted(r.replica[-1] for r in receipts) == ["0", "0", "1"]
+    _same_as_single_steps(receipts, _single_steps(backend, receipts))

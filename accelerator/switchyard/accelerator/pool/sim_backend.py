@@ -94,7 +94,12 @@ class SimulatedDeployment:
     def _sim_now(self) -> float:
         if self.time_scale == 0:
             return self.dispatcher.now
-        return max(self.dispatcher.now, (self._clock() - self._origin) / self.time_scale)
+        # The wall clock, never before the time the cluster was last advanced to; not a replica's own clock, which
+        # runs ahead of the wall by the iteration that started before it (a replica runs every iteration that starts
+        # before the time asked, whole): advanced to each other's clocks, two replicas leapfrogged each other an
+        # iteration per tick, and one whose iterations ended at other times than its neighbour's streamed and
+        # finished its requests seconds early.
+        return max(self.cluster.now, (self._clock() - self._origin) / self.time_scale)
 
     async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         """Stream the simulated model's answer, paced by the simulation, then its ``ComputeReceipt``."""
