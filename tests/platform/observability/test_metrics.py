@@ -66,7 +66,8 @@ async def test_scrape_after_requests_has_latency_inference_admission_pool_and_bi
     # the route template, not the path: ids never become labels
     thread_route = {"method": "POST", "route": "/v1/threads", "status": "201"}
     assert value(after, completed, **thread_route) >= 1
-    assert not any("thread_" in dict(labels).get("route", "") for _, labels in after)
+    # (a template names the parameter, "{thread_id}"; an id is "thread_" and 26 characters)
+    assert not any(re.search(r"thread_[0-9a-z]{26}", dict(labels).get("route", "")) for _, labels in after)
 
     ttft = "switchyard_inference_time_to_first_token_seconds_count"
     assert value(after, ttft, model=MODEL) - value(before, ttft, model=MODEL) == 2
