@@ -63,7 +63,7 @@ async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
         "SWITCHYARD_DATABASE_URL": database_url,
         "SWITCHYARD_BROKER_URL": broker_url,
         "SWITCHYARD_REDIS_URL": redis_url,
-        "SWITCHYARD_TIME_SCALE": "1",  # ~7.7 ms per output token: runs take as long as their max_tokens say
+        "SWITCHYARD_TIME_SCALE": "1",  # ~20 ms per output token: runs take as long as their max_tokens say
         "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(LEASE_S),
     }
     start_process("beat", env=env)
@@ -95,8 +95,8 @@ async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
                 assert response.status_code == 201, response.text
                 return str(response.json()["id"])
 
-            short = await agent_writing(100)  # one model call of ~0.8 s
-            slow = await start_run(await agent_writing(4000))  # one model call of ~30 s
+            short = await agent_writing(40)  # one model call of ~0.8 s
+            slow = await start_run(await agent_writing(1500))  # one model call of ~30 s (~20 ms per token)
             deadline = time.monotonic() + 60
             while (holder := (await _run_row(database, slow)).lease_owner) is None:
                 assert time.monotonic() < deadline, "no worker picked the run up"

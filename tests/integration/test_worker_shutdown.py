@@ -65,7 +65,8 @@ async def test_a_worker_stops_within_10_s_of_sigterm_and_its_run_goes_on_elsewhe
             headers = await owner_headers(client, "shutdown")
             agent = await client.post(
                 "/v1/agents",
-                json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 4000}},  # a ~30 s model call
+                # a ~30 s model call (~20 ms per token)
+                json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 1500}},
                 headers=headers,
             )
             body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "write"}]}}
