@@ -44,7 +44,7 @@ from switchyard.platform.responses.objects import FINISHED, response_object, res
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import heartbeat, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, release, take
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
 
 __all__ = ["EXECUTE_TASK", "Listener", "execute_response"]
@@ -261,16 +261,7 @@ async def _drive(
     )
     history = to_messages([*await _history(env.database, scope, row), *row.input_items])
 
-    async def cancel_requested() -> bool:
-        async with env.database.unit_of_work(scope) as session:
-            flag = (
-                await session.execute(
-                    select(col(ResponseRecord.cancel_requested)).where(
-                        col(ResponseRecord.tenant_id) == scope.tenant_id, col(ResponseRecord.id) == row.id
-                    )
-                )
-            ).scalar_one()
-        return bool(flag)
+    cancel_requested = cancel_flag(env.database, scope, ResponseRecord, row.id)
 
     def on_event(event: PoolEvent) -> None:
         if listener is not None:

@@ -37,7 +37,7 @@ from switchyard.platform.observability.instrument import traced_run, traced_tool
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import heartbeat, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, release, take
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
@@ -208,16 +208,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     async with env.database.unit_of_work(scope) as session:
         thread = await history(session, scope=scope, thread_id=run.thread_id, up_to_position=run.history_position)
 
-    async def cancel_requested() -> bool:
-        async with env.database.unit_of_work(scope) as session:
-            flag = (
-                await session.execute(
-                    select(col(Run.cancel_requested)).where(
-                        col(Run.tenant_id) == scope.tenant_id, col(Run.id) == run.id
-                    )
-                )
-            ).scalar_one()
-        return bool(flag)
+    cancel_requested = cancel_flag(env.database, scope, Run, run.id)
 
     inner: Model = (
         env.model_factory(scope.tenant_id, run.thread_id)

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import or_, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import utc_now
 
-__all__ = ["heartbeat", "release", "take"]
+__all__ = ["cancel_flag", "heartbeat", "release", "take"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,19 @@ async def take(
         return False
     await session.refresh(row)
     return True
+
+
+def cancel_flag(database: Database, scope: TenantScope, table: Any, row_id: str) -> Callable[[], Awaitable[bool]]:
+    """Reads the row's ``cancel_requested`` (the driver polls it between transitions)."""
+
+    async def cancel_requested() -> bool:
+        async with database.unit_of_work(scope) as session:
+            statement = select(col(table.cancel_requested)).where(
+                col(table.tenant_id) == scope.tenant_id, col(table.id) == row_id
+            )
+            return bool((await session.execute(statement)).scalar_one())
+
+    return cancel_requested
 
 
 async def heartbeat(
