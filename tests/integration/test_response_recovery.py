@@ -102,7 +102,7 @@ async def test_a_killed_workers_background_response_resumes_and_bills_each_model
                 assert time.monotonic() < deadline, "no worker reached the response's second model call"
                 await asyncio.sleep(0.05)
             holder = row.lease_owner
-            host, pid = holder.rsplit(":", 1)
+            host, pid = holder.split("#")[0].rsplit(":", 1)  # host:pid#execution
             assert host == socket.gethostname()
             killed = workers.pop(int(pid))
             killed.send_signal(signal.SIGKILL)

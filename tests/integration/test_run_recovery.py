@@ -103,7 +103,7 @@ async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
                 await asyncio.sleep(0.05)
             for _ in range(BACKLOG):
                 await start_run(short)
-            host, pid = holder.rsplit(":", 1)
+            host, pid = holder.split("#")[0].rsplit(":", 1)  # host:pid#execution
             assert host == socket.gethostname()
             assert int(pid) in workers
             killed = workers.pop(int(pid))

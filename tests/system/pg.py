@@ -55,10 +55,12 @@ class Pg:
         return [f"{state}/{wait or '-'} for {str(age).split('.')[0]}: {query}" for state, wait, age, query in rows]
 
     def leased_runs(self, owner: str) -> list[str]:
-        """Runs ``owner`` (a worker's ``host:pid``) holds an unexpired lease on."""
+        """Runs ``owner`` (a worker's ``host:pid``; its leases are held as ``host:pid#<execution>``) holds an
+        unexpired lease on."""
         try:
             found = self.rows(
-                "SELECT id FROM runs WHERE lease_owner = %s AND status = 'in_progress' AND lease_expires_at > now()",
+                "SELECT id FROM runs WHERE split_part(lease_owner, '#', 1) = %s AND status = 'in_progress' "
+                "AND lease_expires_at > now()",
                 owner,
             )
         except psycopg.Error:
@@ -82,7 +84,8 @@ class Pg:
         if not found:
             return True
         lease_owner, status = found[0]
-        return status not in ("queued", "in_progress") or (lease_owner is not None and lease_owner != owner)
+        moved = lease_owner is not None and lease_owner.split("#")[0] != owner
+        return status not in ("queued", "in_progress") or moved
 
     def columns(self, table: str) -> set[str]:
         return {

@@ -77,6 +77,29 @@ async def test_sweeper_and_leases(client: Any, make_tenant: Any) -> None:
     assert (tenant.id, run["id"]) not in await sweep_runs(database, grace_s=0)
 
 
+async def test_two_deliveries_of_a_run_in_one_process(client: Any, make_tenant: Any) -> None:
+    """A run dispatched twice at once in one process (its creation and the end of the run before it on its thread)
+    is driven by one of the two; the other is told it is leased and leaves the lease alone."""
+    client.app.state.jobs = _Nowhere()
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    agent = await make_agent(client, tenant, tools=[{"type": "calculator"}])
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
+    env = RunEnvironment(
+        database=client.app.state.database,
+        pool=client.app.state.gateway.pool,
+        admission=client.app.state.gateway.admission,
+        lease_s=30,
+        worker_id="one-process",
+        model_factory=lambda _tenant, _thread: _SlowModel(delay_s=0.2),
+    )
+    outcomes = await asyncio.gather(*(execute_run(env, tenant_id=tenant.id, run_id=run["id"]) for _ in range(2)))
+    assert sorted(outcomes) == ["completed", "leased"]
+    body = (await client.get(f"/v1/threads/{run['thread_id']}/runs/{run['id']}", headers=headers)).json()
+    assert body["status"] == "completed"
+    assert body["chip_us"] == 100  # two model calls, each billed once
+
+
 async def test_cancel_while_a_worker_drives_the_run(client: Any, make_tenant: Any) -> None:
     client.app.state.jobs = _Nowhere()
     tenant = await make_tenant()

@@ -44,7 +44,7 @@ from switchyard.platform.responses.objects import FINISHED, response_object, res
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import cancel_flag, heartbeat, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, release, take
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
 
 __all__ = ["EXECUTE_TASK", "Listener", "execute_response"]
@@ -58,7 +58,7 @@ Listener = Callable[[list[tuple[str, dict[str, Any]]]], None]
 """Receives a foreground response's stream events as they happen: ``(type, data)`` pairs."""
 
 
-async def _claim(env: RunEnvironment, scope: TenantScope, response_id: str) -> ResponseRecord | str:
+async def _claim(env: RunEnvironment, scope: TenantScope, response_id: str, owner: str) -> ResponseRecord | str:
     now = utc_now()
     async with env.database.unit_of_work(scope) as session:
         row = (
@@ -73,7 +73,7 @@ async def _claim(env: RunEnvironment, scope: TenantScope, response_id: str) -> R
         if row.status in FINISHED:
             return "finished"
         values = {"lease_expires_at": now + timedelta(seconds=env.lease_s)}
-        if not await take(session, scope, ResponseRecord, row, env.worker_id, values):
+        if not await take(session, scope, ResponseRecord, row, owner, values):
             return "leased"
         return row
 
@@ -134,16 +134,17 @@ async def execute_response(
     ``admitted`` holds the first model call's admission, taken by the API before it stored the response;
     ``listener`` receives the stream events of a foreground response, live."""
     scope = TenantScope(tenant_id)
-    claimed = await _claim(env, scope, response_id)
+    owner = holder(env.worker_id)
+    claimed = await _claim(env, scope, response_id, owner)
     if isinstance(claimed, str):
         if admitted is not None:
             await env.admission.finish(admitted, billed=False)
         return claimed
     row = claimed
-    beating = heartbeat(env.database, scope, ResponseRecord, response_id, env.worker_id, env.lease_s)
+    beating = heartbeat(env.database, scope, ResponseRecord, response_id, owner, env.lease_s)
     heartbeat_task = asyncio.get_running_loop().create_task(beating)
     try:
-        return await _drive(env, scope, row, listener, admitted)
+        return await _drive(env, scope, row, owner, listener, admitted)
     except StaleRun as exc:
         log.info("response %s: %s", response_id, exc)
         return "stale"
@@ -151,13 +152,14 @@ async def execute_response(
         heartbeat_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat_task
-        await release(env.database, scope, ResponseRecord, response_id, env.worker_id)
+        await release(env.database, scope, ResponseRecord, response_id, owner)
 
 
 async def _drive(
     env: RunEnvironment,
     scope: TenantScope,
     row: ResponseRecord,
+    owner: str,
     listener: Listener | None,
     admitted: Holds | None,
 ) -> str:
@@ -215,7 +217,7 @@ async def _drive(
                     col(ResponseRecord.tenant_id) == scope.tenant_id,
                     col(ResponseRecord.id) == row.id,
                     col(ResponseRecord.revision) == current.revision,
-                    col(ResponseRecord.lease_owner) == env.worker_id,
+                    col(ResponseRecord.lease_owner) == owner,
                 )
                 .values(values)
                 .execution_options(synchronize_session=False)

@@ -37,7 +37,7 @@ from switchyard.platform.observability.instrument import traced_run, traced_tool
 from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import cancel_flag, heartbeat, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, release, take
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
 from switchyard.platform.threads.service import history
 
@@ -50,8 +50,8 @@ def _billed_steps(state: RunState) -> int:
     return sum(1 for step in state.steps if step.usage is not None)
 
 
-async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[Run, AgentVersion] | str:
-    """Take the run's lease; or say why not (finished, awaiting the client, leased, behind another run)."""
+async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str, owner: str) -> tuple[Run, AgentVersion] | str:
+    """Take the run's lease for ``owner``; or say why not (finished, awaiting the client, leased, behind a run)."""
     now = utc_now()
     async with env.database.unit_of_work(scope) as session:
         run = (
@@ -93,7 +93,7 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
                 )
             ).scalar_one_or_none()
             values["history_position"] = -1 if last is None else int(last)
-        if not await take(session, scope, Run, run, env.worker_id, values):
+        if not await take(session, scope, Run, run, owner, values):
             return "leased"
         version = (
             await session.execute(
@@ -111,14 +111,15 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str) -> tuple[
 async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> str:
     """Advance the run as far as it goes (a final status or ``requires_action``); returns what happened."""
     scope = TenantScope(tenant_id)
-    claimed = await _claim(env, scope, run_id)
+    owner = holder(env.worker_id)
+    claimed = await _claim(env, scope, run_id, owner)
     if isinstance(claimed, str):
         return claimed
     run, version = claimed
-    beating = heartbeat(env.database, scope, Run, run_id, env.worker_id, env.lease_s)
+    beating = heartbeat(env.database, scope, Run, run_id, owner, env.lease_s)
     heartbeat_task = asyncio.get_running_loop().create_task(beating)
     try:
-        outcome = await _drive(env, scope, run, version)
+        outcome = await _drive(env, scope, run, version, owner)
     except StaleRun as exc:
         log.info("run %s: %s", run_id, exc)
         return "stale"
@@ -126,7 +127,7 @@ async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> st
         heartbeat_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat_task
-        await release(env.database, scope, Run, run_id, env.worker_id)
+        await release(env.database, scope, Run, run_id, owner)
     if outcome in {s.value for s in TERMINAL_STATUSES} and env.dispatch is not None:
         next_run = await _next_queued(env, scope, run.thread_id)
         if next_run is not None:
@@ -145,7 +146,7 @@ async def _next_queued(env: RunEnvironment, scope: TenantScope, thread_id: str) 
         return (await session.execute(statement)).scalar_one_or_none()
 
 
-async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: AgentVersion) -> str:
+async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: AgentVersion, owner: str) -> str:
     spec = AgentSpec.model_validate(version.definition)
     state = RunState.model_validate(run.state)
     instance_type = "unknown"
@@ -178,7 +179,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
                     ctx=ctx,
                     before=current,
                     after=new,
-                    lease_owner=env.worker_id,
+                    lease_owner=owner,
                     lease_s=env.lease_s,
                     reservations=reservations,
                     announced=deltas.announced,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -16,9 +17,15 @@ from sqlmodel import col
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import utc_now
 
-__all__ = ["cancel_flag", "heartbeat", "release", "take"]
+__all__ = ["cancel_flag", "heartbeat", "holder", "release", "take"]
 
 log = logging.getLogger(__name__)
+
+
+def holder(worker_id: str) -> str:
+    """A lease holder's name for one execution in ``worker_id``'s process: two executions of the same run in one
+    process (a run dispatched twice at once) are two holders, so only one of them takes the lease."""
+    return f"{worker_id}#{secrets.token_hex(4)}"
 
 
 def _held(table: Any, scope: TenantScope, row_id: str, owner: str) -> Any:
@@ -31,8 +38,8 @@ def _held(table: Any, scope: TenantScope, row_id: str, owner: str) -> Any:
 async def take(
     session: AsyncSession, scope: TenantScope, table: Any, row: Any, owner: str, values: dict[str, Any]
 ) -> bool:
-    """Take ``row``'s lease for ``owner``, writing ``values`` (its new ``lease_expires_at`` among them) with it, if
-    the row is still at its revision and its lease is free, passed or ``owner``'s already; then refresh ``row``."""
+    """Take ``row``'s lease for ``owner`` (a ``holder``), writing ``values`` (its new ``lease_expires_at`` among
+    them) with it, if the row is still at its revision and its lease is free or passed; then refresh ``row``."""
     now = utc_now()
     taken = await session.execute(
         update(table)
@@ -40,11 +47,7 @@ async def take(
             col(table.tenant_id) == scope.tenant_id,
             col(table.id) == row.id,
             col(table.revision) == row.revision,
-            or_(
-                col(table.lease_expires_at).is_(None),
-                col(table.lease_expires_at) < now,
-                col(table.lease_owner) == owner,
-            ),
+            or_(col(table.lease_expires_at).is_(None), col(table.lease_expires_at) < now),
         )
         .values({"lease_owner": owner, **values})
         .execution_options(synchronize_session=False)
