@@ -19,7 +19,9 @@ from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
 from switchyard.platform.models.invoice_line import InvoiceLine
 from switchyard.platform.models.member import Member
+from switchyard.platform.models.member_invitation import MemberInvitation
 from switchyard.platform.models.member_password import MemberPassword
+from switchyard.platform.models.operator_account import OperatorAccount, OperatorConsoleSession
 from switchyard.platform.models.operator_audit_event import OperatorAuditEvent
 from switchyard.platform.models.operator_key import OperatorKey
 from switchyard.platform.models.rate_card import RateCard
@@ -50,8 +52,11 @@ __all__ = [
     "Invoice",
     "InvoiceLine",
     "Member",
+    "MemberInvitation",
     "MemberPassword",
+    "OperatorAccount",
     "OperatorAuditEvent",
+    "OperatorConsoleSession",
     "OperatorKey",
     "RateCard",
     "ResponseEventRecord",

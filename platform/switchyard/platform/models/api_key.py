@@ -19,6 +19,9 @@ class KeyColumns(SQLModel):
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
     expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(
+        default=None, sa_type=UTCDateTime, description="When the key last authenticated a request (to the minute)."
+    )
 
 
 class ApiKey(KeyColumns, TenantOwned, table=True):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, UniqueConstraint
 from sqlmodel import Field
 
 from switchyard.platform.models.base import TenantOwned, UTCDateTime, utc_now
@@ -27,6 +27,9 @@ class Budget(TenantOwned, table=True):
     currency: str = Field(max_length=3)
     limit_minor: int = Field(sa_type=BigInteger)
     hard: bool = Field(default=True, description="Refuse requests past the limit (else only alert).")
+    alert_thresholds: list[int] | None = Field(
+        default=None, sa_type=JSON, description="Percentages of the limit that alert once a month; null: 50, 80, 100."
+    )
     period_start: datetime = Field(sa_type=UTCDateTime)
     spent_micros: int = Field(default=0, sa_type=BigInteger)
     reserved_micros: int = Field(default=0, sa_type=BigInteger)
