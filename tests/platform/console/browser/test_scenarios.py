@@ -1,187 +1,24 @@
-"""The console in a real browser: Debian's Chromium driven by Playwright against the app served on 127.0.0.1.
-
-Every scenario saves a screenshot (into ``SWITCHYARD_TEST_SCREENSHOTS`` when set: the README's pictures under
-``docs/console/`` come from such a run; otherwise into the test's temporary directory).
-"""
+"""The console in a real browser: Debian's Chromium driven by Playwright against the app served on 127.0.0.1
+(the fixtures are in this directory's ``conftest.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import shutil
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
-from switchyard.platform.app import create_app
-from switchyard.platform.auth import Role
-from switchyard.platform.bootstrap import CLI_ACTOR
 from switchyard.platform.db import UNSCOPED, Database
-from switchyard.platform.settings import Settings
-from switchyard.platform.tenants.service import create_tenant
-from tests.platform.api.live import serve
-from tests.platform.console.factories import PASSWORD, add_console_member
+from tests.platform.console.browser.served import MODELS, Console, sign_in
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; the tests never download a browser
-MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.3-70B-Instruct")
-
-
-@dataclass
-class Console:
-    url: str
-    app: Any
-    owner_key: str
-    emails: dict[str, str]
-    shots: Path
-
-    def api(self, key: str | None = None) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key or self.owner_key}"})
-
-
-def _need_chromium() -> None:
-    if not CHROMIUM.exists():  # .ci/run installs it and sets SWITCHYARD_TEST_BROWSER=required: CI never skips
-        message = "needs Debian's chromium (apt-get install chromium)"
-        if os.environ.get("SWITCHYARD_TEST_BROWSER") == "required":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-async def _seed(settings: Settings) -> tuple[str, str, dict[str, str]]:
-    database = Database(settings.database_url)
-    try:
-        async with database.unit_of_work(UNSCOPED) as session:
-            tenant = await create_tenant(session, actor=CLI_ACTOR, name="Acme Robotics", owner_email="ada@acme.example")
-        emails = {"owner": "grace@acme.example", "admin": "alan@acme.example", "viewer": "vera@acme.example"}
-        app = SimpleNamespace(state=SimpleNamespace(database=database))
-        for role, email in emails.items():
-            await add_console_member(app, tenant.id, email, Role(role))
-        return tenant.id, tenant.owner_key.value, emails
-    finally:
-        await database.dispose()
-
-
-def _usage(console: Console) -> None:
-    """Real usage: a budget, chat completions on two models and one agent run (executed in the server)."""
-    from tests.platform.agents_api.factories import run_inline
-
-    run_inline(SimpleNamespace(app=console.app))  # the run executes in the server's event loop
-    with console.api() as api:
-        assert api.post("/v1/budgets", json={"limit_minor": 500, "currency": "USD"}).status_code in (200, 201)
-        for i in range(6):
-            body = {
-                "model": MODELS[i % 2],
-                "messages": [{"role": "user", "content": f"Summarise the shift report number {i} in one line."}],
-                "max_tokens": 64,
-            }
-            answer = api.post("/v1/chat/completions", json=body)
-            assert answer.status_code == 200, answer.text
-        agent = api.post(
-            "/v1/agents", json={"name": "support-bot", "model": MODELS[0], "instructions": "Answer briefly."}
-        )
-        assert agent.status_code in (200, 201), agent.text
-        run = api.post(
-            "/v1/runs",
-            json={"agent_id": agent.json()["id"], "thread": {"messages": [{"role": "user", "content": "Hello"}]}},
-        )
-        assert run.status_code in (200, 201), run.text
-
-
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Console]:
-    _need_chromium()
-    root = tmp_path_factory.mktemp("console")
-    shutil.copyfile(sqlite_template, root / "switchyard.db")
-    settings = Settings(
-        data_dir=root / "data", database_url=f"sqlite+aiosqlite:///{root / 'switchyard.db'}", time_scale=0
-    )
-    tenant_id, owner_key, emails = asyncio.run(_seed(settings))
-    emails["owner"] = "ada@acme.example"  # the tenant's first owner signs in with the password set below
-    shots = Path(os.environ.get("SWITCHYARD_TEST_SCREENSHOTS") or root / "shots")
-    shots.mkdir(parents=True, exist_ok=True)
-    app = create_app(settings)
-    with serve(app) as url:
-        console = Console(url=url, app=app, owner_key=owner_key, emails=emails, shots=shots)
-        asyncio.run(_set_first_owner_password(settings, tenant_id))
-        _usage(console)
-        yield console
-
-
-async def _set_first_owner_password(settings: Settings, tenant_id: str) -> None:
-    from sqlalchemy import select
-
-    from switchyard.platform.console.passwords import set_password
-    from switchyard.platform.db import TenantScope
-    from switchyard.platform.models import Member
-
-    database = Database(settings.database_url)
-    try:
-        async with database.unit_of_work(TenantScope(tenant_id)) as session:
-            owner = (await session.execute(select(Member).where(Member.email == "ada@acme.example"))).scalar_one()
-            await set_password(session, scope=TenantScope(tenant_id), member_id=owner.id, password=PASSWORD)
-    finally:
-        await database.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser(console: Console) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh browser profile (no cookies) at 1280×800 that may reach 127.0.0.1 only; it records any attempt to
-    reach another host and every console error (a CSP violation, a failed script)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.elsewhere = []  # type: ignore[attr-defined]
-    page.errors = []  # type: ignore[attr-defined]
-
-    def only_this_server(route: Any) -> None:
-        if urlsplit(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            page.elsewhere.append(route.request.url)  # type: ignore[attr-defined]
-            route.abort()
-
-    page.route("**/*", only_this_server)
-    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))  # type: ignore[attr-defined]
-    page.on("pageerror", lambda error: page.errors.append(str(error)))  # type: ignore[attr-defined]
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-def _sign_in(page: Any, console: Console, who: str) -> None:
-    """Sign in with the keyboard alone: the labels name the fields, Enter submits."""
-    page.goto(f"{console.url}/console/")
-    assert "/console/sign-in" in page.url  # no session: sent to the sign-in page
-    page.get_by_label("Email").fill(console.emails[who])
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_label("Password").press("Enter")
-    page.wait_for_url(re.compile(re.escape(console.url) + r"/console/?$"))
-    page.get_by_role("heading", name="Overview").wait_for()
-
 
 def test_sign_in_shows_the_overview_with_usage_budget_and_runs(console: Console, page: Any) -> None:
-    _sign_in(page, console, "owner")
+    sign_in(page, console, "owner")
     assert page.get_by_text(f"{console.emails['owner']} · owner · Acme Robotics").is_visible()
     cookies = {c["name"]: c for c in page.context.cookies()}
     session = cookies["switchyard_console"]
@@ -202,7 +39,7 @@ def test_sign_in_shows_the_overview_with_usage_budget_and_runs(console: Console,
 
 
 def test_create_an_agent_and_edit_it_into_a_new_version(console: Console, page: Any) -> None:
-    _sign_in(page, console, "admin")
+    sign_in(page, console, "admin")
     page.get_by_role("link", name="Agents").click()
     page.get_by_role("link", name="New agent").click()
     page.get_by_label("Name").fill("triage-bot")
@@ -237,7 +74,7 @@ def test_create_an_agent_and_edit_it_into_a_new_version(console: Console, page: 
 
 
 def test_create_a_key_see_its_secret_once_use_it_and_revoke_it(console: Console, page: Any) -> None:
-    _sign_in(page, console, "admin")
+    sign_in(page, console, "admin")
     page.get_by_role("link", name="API keys").click()
     page.get_by_label("Name").fill("ci-pipeline")
     page.get_by_label("Role").select_option("developer")
@@ -259,7 +96,7 @@ def test_create_a_key_see_its_secret_once_use_it_and_revoke_it(console: Console,
 
 
 def test_a_viewer_is_refused_by_the_server_not_only_by_hidden_buttons(console: Console, page: Any) -> None:
-    _sign_in(page, console, "viewer")
+    sign_in(page, console, "viewer")
     page.get_by_role("link", name="Agents").click()
     assert page.get_by_role("link", name="New agent").count() == 0
     answer = page.goto(f"{console.url}/console/agents/new")
@@ -281,7 +118,7 @@ def test_a_viewer_is_refused_by_the_server_not_only_by_hidden_buttons(console: C
 
 
 def test_every_page_renders_with_the_network_cut_off_except_127_0_0_1(console: Console, page: Any) -> None:
-    _sign_in(page, console, "owner")
+    sign_in(page, console, "owner")
     for path, heading in [("/console/", "Overview"), ("/console/agents", "Agents"), ("/console/keys", "API keys")]:
         page.goto(f"{console.url}{path}")
         page.get_by_role("heading", name=heading, exact=True).wait_for()
@@ -301,7 +138,7 @@ def test_every_page_renders_with_the_network_cut_off_except_127_0_0_1(console: C
 
 
 def test_filter_the_runs_and_open_a_run_trace(console: Console, page: Any) -> None:
-    _sign_in(page, console, "owner")
+    sign_in(page, console, "owner")
     page.get_by_role("link", name="Runs").click()
     page.get_by_label("Agent").select_option(label="support-bot")
     page.get_by_label("Status").select_option("failed")
@@ -327,7 +164,7 @@ def test_filter_the_runs_and_open_a_run_trace(console: Console, page: Any) -> No
 
 
 def test_invite_a_member_who_signs_in_with_a_lower_role_and_is_refused(console: Console, page: Any) -> None:
-    _sign_in(page, console, "admin")
+    sign_in(page, console, "admin")
     page.get_by_role("link", name="Members").click()
     page.get_by_label("Email").fill("dev@acme.example")
     page.get_by_label("Role", exact=True).select_option("developer")
@@ -370,7 +207,7 @@ async def _rate_everything(settings_url: str) -> None:
 
 
 def test_set_a_budget_watch_the_gauge_move_with_usage_and_download_the_invoice(console: Console, page: Any) -> None:
-    _sign_in(page, console, "owner")
+    sign_in(page, console, "owner")
     page.get_by_role("link", name="Billing").click()
     page.get_by_label("Monthly limit for the tenant").fill("0.50")
     page.get_by_role("button", name="Set budget").click()
@@ -408,7 +245,7 @@ def test_set_a_budget_watch_the_gauge_move_with_usage_and_download_the_invoice(c
 
 
 def test_the_playground_answers_with_the_run_s_compute(console: Console, page: Any) -> None:
-    _sign_in(page, console, "admin")
+    sign_in(page, console, "admin")
     page.get_by_role("link", name="Playground").click()
     page.get_by_label("Agent").select_option(label=f"support-bot (v1, {MODELS[0]})")
     page.get_by_label("Message").fill("What does a Trainium2 chip cost per hour?")
