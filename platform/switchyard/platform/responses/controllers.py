@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlmodel import col
 
 from switchyard.agents import RunState
@@ -75,13 +75,7 @@ def _environment(request: Request[Any, Any, Any]) -> RunEnvironment:
 async def _row(request: Request[Any, Any, Any], scope: TenantScope, response_id: str) -> ResponseRecord:
     """The response as stored now, stored or not (the caller just created it)."""
     async with request.app.state.database.unit_of_work(scope) as session:
-        row: ResponseRecord = (
-            await session.execute(
-                select(ResponseRecord).where(
-                    col(ResponseRecord.tenant_id) == scope.tenant_id, col(ResponseRecord.id) == response_id
-                )
-            )
-        ).scalar_one()
+        row = await response_row(session, scope, response_id, stored_only=False)
         session.expunge(row)
         return row
 

@@ -27,14 +27,15 @@ MAX_CHAIN = 1000
 
 
 async def response_row(
-    session: AsyncSession, scope: TenantScope, response_id: str, *, param: str = "response_id"
+    session: AsyncSession, scope: TenantScope, response_id: str, *, param: str = "response_id", stored_only: bool = True
 ) -> ResponseRecord:
-    """A stored response of the tenant (an unstored one exists only for its books: 404, as another tenant's)."""
+    """A stored response of the tenant (an unstored one exists only for its books: 404, as another tenant's,
+    unless ``stored_only`` is false: the request that created it answers with it)."""
     statement = select(ResponseRecord).where(
         col(ResponseRecord.tenant_id) == scope.tenant_id, col(ResponseRecord.id) == response_id
     )
     row = (await session.execute(statement)).scalar_one_or_none()
-    if row is None or not row.stored:
+    if row is None or (stored_only and not row.stored):
         raise NotFound(f"no response {response_id!r}", param=param)
     return row
 
