@@ -13,6 +13,7 @@ from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController, OperatorAuditLogController
 from switchyard.platform.auth.key_cache import KeyCache
+from switchyard.platform.auth.last_use import KeyUseRecorder
 from switchyard.platform.auth.middleware import ApiKeyAuthentication
 from switchyard.platform.billing.controllers import (
     BudgetController,
@@ -60,11 +61,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
             settings.ensure_data_dir()
         app.state.database = Database(settings.database_url)
         app.state.key_cache = KeyCache(settings.auth_cache_seconds)
+        app.state.key_uses = KeyUseRecorder(app.state.database)
         await start_gateway(app.state, settings, app.state.database)
         try:
             yield
         finally:
             await drain_inline_runs(app.state)
+            await app.state.key_uses.drain()
             await stop_gateway(app.state)
             await app.state.database.dispose()
 

@@ -377,7 +377,7 @@ def key_create(tenant_id: str | None, role: str, operator: bool, name: str, if_n
 @key.command("list")
 @click.option("--operator", is_flag=True, required=True, help="List operator keys (tenant keys: GET /v1/api-keys).")
 def key_list(operator: bool) -> None:
-    """List operator keys: id, the key's visible prefix, name, created and revoked times (never a secret)."""
+    """List operator keys: id, the key's visible prefix, name, created, last used and revoked times (never a secret)."""
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.tenants.service import list_operator_keys
 
@@ -387,8 +387,10 @@ def key_list(operator: bool) -> None:
 
     for row in _run(rows, _settings()):
         revoked = f"revoked {row.revoked_at:%Y-%m-%d %H:%M:%S}" if row.revoked_at else "active"
+        used = f"last used {row.last_used_at:%Y-%m-%d %H:%M}" if row.last_used_at else "never used"
         click.echo(
-            f"{row.id}  sy_{row.short_id}_…  {row.name or '-'}  created {row.created_at:%Y-%m-%d %H:%M:%S}  {revoked}"
+            f"{row.id}  sy_{row.short_id}_…  {row.name or '-'}  created {row.created_at:%Y-%m-%d %H:%M:%S}  {used}"
+            f"  {revoked}"
         )
 
 

@@ -39,6 +39,10 @@ class ApiKeyPublic(BaseModel):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    last_used_at: datetime | None = Field(
+        description="When the key last authenticated a request, to the minute (written at most once a minute); "
+        "null if it never has."
+    )
 
     @classmethod
     def of(cls, row: ApiKey) -> ApiKeyPublic:
@@ -50,6 +54,7 @@ class ApiKeyPublic(BaseModel):
             created_at=row.created_at,
             expires_at=row.expires_at,
             revoked_at=row.revoked_at,
+            last_used_at=row.last_used_at,
         )
 
 

@@ -1,4 +1,7 @@
-"""Bearer-key authentication at the edge: every route needs a valid key unless it opts out."""
+"""Bearer-key authentication at the edge: every route needs a valid key unless it opts out.
+
+A verified key is noted for its ``last_used_at`` (``auth.last_use``): written after this, never on the request's path.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from sqlmodel import col
 
 from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.keys import parse_key, secret_matches
+from switchyard.platform.auth.last_use import KeyUseRecorder
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import UNSCOPED, TenantScope, scope_session
@@ -36,7 +40,7 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
                 raise AuthenticationFailed("invalid API key")
             if cached.expires_at is not None and cached.expires_at <= utc_now():
                 raise AuthenticationFailed("API key has expired")
-            return AuthenticationResult(user=cached.principal, auth=cached.principal)
+            return self._verified(connection, cached.principal)
         database = connection.app.state.database
         async with database.session() as session:
             scope_session(session, UNSCOPED)  # the key decides the tenant, so the lookup cannot be scoped
@@ -55,4 +59,10 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
         else:
             principal = Principal(key_id=row.id, scope=None, role=None)
         cache.put(parsed.short_id, principal, row.secret_sha256, row.expires_at)
+        return self._verified(connection, principal)
+
+    @staticmethod
+    def _verified(connection: ASGIConnection[Any, Any, Any, Any], principal: Principal) -> AuthenticationResult:
+        key_uses: KeyUseRecorder = connection.app.state.key_uses
+        key_uses.note(principal)
         return AuthenticationResult(user=principal, auth=principal)
