@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,3 +53,51 @@ def start_process(tmp_path: Path) -> Iterator[Any]:
             proc.stdout.close()
     for log in logs:
         log.close()
+
+
+@dataclass
+class ProductionLayout:
+    """The production layout's variables for the processes a test starts (``env``) and the same as ``settings`` for
+    its in-process API: PostgreSQL, Redis for limits, a Redis database of its own as the broker (another test
+    run's workers must not take these jobs), time scale 1 (~20 ms per output token) and a short run lease."""
+
+    env: dict[str, str]
+    settings: Any
+    broker_url: str
+
+
+@pytest.fixture
+def production_layout(
+    database_url: str, redis_url: str, tmp_path: Path
+) -> Iterator[Callable[[float], ProductionLayout]]:
+    """``make(lease_s)``: the layout's variables; the broker's queues are emptied at teardown."""
+    from sqlalchemy.engine import make_url
+
+    from switchyard.platform.settings import Settings
+
+    broker_url = make_url(redis_url).set(database=str(random.randint(1, 14))).render_as_string(hide_password=False)
+
+    def make(lease_s: float) -> ProductionLayout:
+        env = {
+            "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
+            "SWITCHYARD_DATABASE_URL": database_url,
+            "SWITCHYARD_BROKER_URL": broker_url,
+            "SWITCHYARD_REDIS_URL": redis_url,
+            "SWITCHYARD_TIME_SCALE": "1",
+            "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(lease_s),
+        }
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            database_url=database_url,
+            broker_url=broker_url,
+            redis_url=redis_url,
+            agent_run_lease_seconds=lease_s,
+        )
+        return ProductionLayout(env=env, settings=settings, broker_url=broker_url)
+
+    yield make
+    import redis
+
+    from switchyard.platform.worker.celery_app import QUEUES
+
+    redis.Redis.from_url(broker_url).delete(*QUEUES)

@@ -10,11 +10,9 @@ passed lease and a worker resumes from the last checkpoint: step 0 is not repeat
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import socket
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,36 +45,18 @@ async def _usage(database: Any, tenant_id: str) -> list[Any]:
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 @pytest.mark.timeout(150)
 async def test_a_killed_workers_background_response_resumes_and_bills_each_model_call_once(
-    database_url: str, redis_url: str, tmp_path: Path, start_process: Any
+    database_url: str, start_process: Any, production_layout: Any
 ) -> None:
-    import redis
     from litestar.testing import AsyncTestClient
-    from sqlalchemy.engine import make_url
 
     from switchyard.platform.app import create_app
-    from switchyard.platform.settings import Settings
-    from switchyard.platform.worker.celery_app import QUEUES
 
-    broker_url = make_url(redis_url).set(database=str(random.randint(1, 14))).render_as_string(hide_password=False)
-    env = {
-        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHYARD_DATABASE_URL": database_url,
-        "SWITCHYARD_BROKER_URL": broker_url,
-        "SWITCHYARD_REDIS_URL": redis_url,
-        "SWITCHYARD_TIME_SCALE": "1",
-        "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(LEASE_S),
-    }
+    layout = production_layout(LEASE_S)
+    env = layout.env
     start_process("beat", env=env)
     workers = {proc.pid: proc for proc in (start_process("worker", "-c", "1", env=env) for _ in range(2))}
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        broker_url=broker_url,
-        redis_url=redis_url,
-        agent_run_lease_seconds=LEASE_S,
-    )
     try:
-        async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
+        async with AsyncTestClient(app=create_app(layout.settings), base_url="http://switchyard.test") as client:
             database = client.app.state.database
             headers = await owner_headers(client, "response-recovery")
             created = await client.post(
@@ -116,7 +96,6 @@ async def test_a_killed_workers_background_response_resumes_and_bills_each_model
         for proc in workers.values():
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-        redis.Redis.from_url(broker_url).delete(*QUEUES)
     body = finished.json()
     assert body["status"] in ("completed", "incomplete")
     assert [item["type"] for item in body["output"]] == ["mcp_call", "message"]

@@ -9,11 +9,9 @@ workers take first) finds the passed lease and sends `runs.resume`, which a work
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import socket
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,37 +44,18 @@ async def _queued(database: Any) -> int:
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 @pytest.mark.timeout(120)
 async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
-    database_url: str, redis_url: str, tmp_path: Path, start_process: Any
+    database_url: str, start_process: Any, production_layout: Any
 ) -> None:
-    import redis
     from litestar.testing import AsyncTestClient
-    from sqlalchemy.engine import make_url
 
     from switchyard.platform.app import create_app
-    from switchyard.platform.settings import Settings
-    from switchyard.platform.worker.celery_app import QUEUES
 
-    # a Redis database of its own: another test run's workers must not take these jobs
-    broker_url = make_url(redis_url).set(database=str(random.randint(1, 14))).render_as_string(hide_password=False)
-    env = {
-        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHYARD_DATABASE_URL": database_url,
-        "SWITCHYARD_BROKER_URL": broker_url,
-        "SWITCHYARD_REDIS_URL": redis_url,
-        "SWITCHYARD_TIME_SCALE": "1",  # ~20 ms per output token: runs take as long as their max_tokens say
-        "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(LEASE_S),
-    }
+    layout = production_layout(LEASE_S)
+    env = layout.env
     start_process("beat", env=env)
     workers = {proc.pid: proc for proc in (start_process("worker", "-c", "2", env=env) for _ in range(2))}
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        broker_url=broker_url,
-        redis_url=redis_url,
-        agent_run_lease_seconds=LEASE_S,
-    )
     try:
-        async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
+        async with AsyncTestClient(app=create_app(layout.settings), base_url="http://switchyard.test") as client:
             database = client.app.state.database
             headers = await owner_headers(client, "recovery")
 
@@ -119,7 +98,6 @@ async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
         for proc in workers.values():  # busy with the backlog: no warm shutdown
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-        redis.Redis.from_url(broker_url).delete(*QUEUES)
     print(f"resumed {resumed_after_s:.1f} s after the kill, {still_queued} runs still queued")
     assert run.lease_owner not in (None, holder)
     assert still_queued >= 10, "the backlog was gone before the run resumed: the test proved nothing"

@@ -8,10 +8,8 @@ Before, SIGTERM was Celery's warm shutdown, which waits for every running job: a
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,70 +27,49 @@ STOP_BOUND_S = 10.0
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 @pytest.mark.timeout(180)
 async def test_a_worker_stops_within_10_s_of_sigterm_and_its_run_goes_on_elsewhere(
-    database_url: str, redis_url: str, tmp_path: Path, start_process: Any
+    database_url: str, start_process: Any, production_layout: Any
 ) -> None:
-    import redis
     from litestar.testing import AsyncTestClient
-    from sqlalchemy.engine import make_url
 
     from switchyard.platform.app import create_app
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.models import UsageEvent
-    from switchyard.platform.settings import Settings
-    from switchyard.platform.worker.celery_app import QUEUES
 
-    broker_url = make_url(redis_url).set(database=str(random.randint(1, 14))).render_as_string(hide_password=False)
-    env = {
-        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHYARD_DATABASE_URL": database_url,
-        "SWITCHYARD_BROKER_URL": broker_url,
-        "SWITCHYARD_REDIS_URL": redis_url,
-        "SWITCHYARD_TIME_SCALE": "1",
-        "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(LEASE_S),
-    }
+    layout = production_layout(LEASE_S)
+    env = layout.env
     start_process("beat", env=env)
     first = start_process("worker", "-c", "1", env=env)
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        broker_url=broker_url,
-        redis_url=redis_url,
-        agent_run_lease_seconds=LEASE_S,
-    )
-    try:
-        async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
-            database = client.app.state.database
-            headers = await owner_headers(client, "shutdown")
-            agent = await client.post(
-                "/v1/agents",
-                # a ~30 s model call (~20 ms per token)
-                json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 1500}},
-                headers=headers,
-            )
-            body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "write"}]}}
-            run_id = (await client.post("/v1/runs", json=body, headers=headers)).json()["id"]
-            deadline = time.monotonic() + 60
-            while (await _run_row(database, run_id)).lease_owner is None:
-                assert time.monotonic() < deadline, "no worker picked the run up"
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(1.0)  # well inside the model call
+    async with AsyncTestClient(app=create_app(layout.settings), base_url="http://switchyard.test") as client:
+        database = client.app.state.database
+        headers = await owner_headers(client, "shutdown")
+        agent = await client.post(
+            "/v1/agents",
+            # a ~30 s model call (~20 ms per token)
+            json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 1500}},
+            headers=headers,
+        )
+        body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "write"}]}}
+        run_id = (await client.post("/v1/runs", json=body, headers=headers)).json()["id"]
+        deadline = time.monotonic() + 60
+        while (await _run_row(database, run_id)).lease_owner is None:
+            assert time.monotonic() < deadline, "no worker picked the run up"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # well inside the model call
 
-            first.send_signal(signal.SIGTERM)
-            stopping = time.monotonic()
-            await asyncio.to_thread(first.wait, 60)
-            stopped_after_s = time.monotonic() - stopping
-            print(f"worker stopped {stopped_after_s:.1f} s after SIGTERM")
+        first.send_signal(signal.SIGTERM)
+        stopping = time.monotonic()
+        await asyncio.to_thread(first.wait, 60)
+        stopped_after_s = time.monotonic() - stopping
+        print(f"worker stopped {stopped_after_s:.1f} s after SIGTERM")
 
-            start_process("worker", "-c", "1", env=env)
-            deadline = time.monotonic() + 120
-            while (run := await _run_row(database, run_id)).status != "completed":
-                assert run.status in ("queued", "in_progress"), run.state
-                assert time.monotonic() < deadline, "the run was not resumed after its worker stopped"
-                await asyncio.sleep(0.2)
-            async with database.unit_of_work(UNSCOPED) as session:
-                billed = (await session.execute(select(func.count()).where(UsageEvent.run_id == run_id))).scalar_one()
-    finally:
-        redis.Redis.from_url(broker_url).delete(*QUEUES)
+        start_process("worker", "-c", "1", env=env)
+        deadline = time.monotonic() + 120
+        while (run := await _run_row(database, run_id)).status != "completed":
+            assert run.status in ("queued", "in_progress"), run.state
+            assert time.monotonic() < deadline, "the run was not resumed after its worker stopped"
+            await asyncio.sleep(0.2)
+        async with database.unit_of_work(UNSCOPED) as session:
+            billed = (await session.execute(select(func.count()).where(UsageEvent.run_id == run_id))).scalar_one()
     assert stopped_after_s <= STOP_BOUND_S, f"the worker took {stopped_after_s:.1f} s to stop"
     assert run.attempts >= 2
     assert billed == 1  # the interrupted model call was repeated, and billed once
