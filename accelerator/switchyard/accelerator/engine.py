@@ -77,6 +77,16 @@ class ReplicaEngine:
     def used_blocks(self) -> int:
         return self.total_blocks - self.free_blocks
 
+    @property
+    def queued(self) -> int:
+        """Requests waiting on this replica for a place in the batch (the fleet view's queue depth)."""
+        return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        """Requests in this replica's batch now."""
+        return len(self._running)
+
     def check_invariants(self) -> None:
         """Raise AssertionError if KV block accounting is inconsistent (used by tests)."""
         self._settle_plan()

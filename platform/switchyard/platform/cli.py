@@ -70,6 +70,7 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
         click.echo(f"  operator key:           {first.operator_key}")
         click.echo(f"  demo tenant {first.tenant_id} owner key: {first.tenant_key}")
         click.echo(f"  console sign-in:        {first.owner_email}  password: {first.owner_password}")
+        click.echo(f"  operator console:       {first.operator_email}  password: {first.operator_password}")
         click.echo("\nTry it:")
         click.echo(f"  curl -s -H 'Authorization: Bearer {first.tenant_key}' {url}/v1/members")
         body = '{"model": "meta-llama/Llama-3.1-8B-Instruct", "messages": [{"role": "user", "content": "Hello"}]}'
@@ -413,6 +414,73 @@ def key_revoke(key_id: str) -> None:
     except NotFound as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{row.id} revoked at {row.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+@main.group()
+def operator() -> None:
+    """Operators: console accounts (operator API keys: `switchyard key create --operator`)."""
+
+
+@operator.group("login")
+def operator_login() -> None:
+    """Operator console accounts: sign in at /console/operator/ with an email and password."""
+
+
+@operator_login.command("create")
+@click.option("--email", required=True, help="The operator's email: the console sign-in's name.")
+def operator_login_create(email: str) -> None:
+    """Create an operator console account and print its one-time password (shown once)."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.console.operator.accounts import create_operator_account
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.http.errors import ApiError
+
+    async def make(database: Any) -> tuple[Any, str]:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await create_operator_account(session, actor=CLI_ACTOR, email=email)
+
+    try:
+        account, password = _run(make, _settings())
+    except ApiError as error:
+        raise click.UsageError(str(error.detail)) from None
+    settings = _settings()
+    click.echo(f"operator:  {account.id}")
+    click.echo(f"console:   {settings.public_url}/console/operator/ as {account.email}, one-time password {password}")
+
+
+@operator_login.command("reset-password")
+@click.option("--email", required=True, help="The operator account's email.")
+def operator_login_reset_password(email: str) -> None:
+    """Give an operator account a new one-time password (the old one stops working) and print it once."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.console.operator.accounts import reset_operator_password
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.http.errors import ApiError
+
+    async def reset(database: Any) -> str:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await reset_operator_password(session, actor=CLI_ACTOR, email=email)
+
+    try:
+        password = _run(reset, _settings())
+    except ApiError as error:
+        raise click.UsageError(str(error.detail)) from None
+    click.echo(f"console:   {email.strip().lower()}, one-time password {password}")
+
+
+@operator_login.command("list")
+def operator_login_list() -> None:
+    """List operator console accounts: id, email, created, and whether disabled (never a password)."""
+    from switchyard.platform.console.operator.accounts import list_operator_accounts
+    from switchyard.platform.db import UNSCOPED
+
+    async def rows(database: Any) -> list[Any]:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await list_operator_accounts(session)
+
+    for row in _run(rows, _settings()):
+        state = f"disabled {row.disabled_at:%Y-%m-%d %H:%M}" if row.disabled_at else "active"
+        click.echo(f"{row.id}  {row.email}  created {row.created_at:%Y-%m-%d %H:%M:%S}  {state}")
 
 
 @main.command()

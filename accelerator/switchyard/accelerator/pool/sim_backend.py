@@ -280,6 +280,8 @@ class SimulatedDeployment:
                     "replica": f"{self.spec.name}/{replica.index}",
                     "busy_fraction": round(min(1.0, replica.busy_s / now), 4),
                     "kv_used_fraction": round(replica.used_blocks / max(1, replica.total_blocks), 4),
+                    "queued": replica.queued,
+                    "running": replica.running,
                     "chip_us": replica.chip_us_total,
                 }
             )

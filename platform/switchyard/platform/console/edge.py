@@ -1,7 +1,8 @@
 """The console's edge: the session cookie becomes a ``ConsoleUser``, and one guard covers every page.
 
 Every console route declares ``opt={"console_access": ...}``: ``"public"`` (sign-in, static files),
-``"signed_in"`` or a minimum ``Role``. Without a live session a page answers 302 to the sign-in page; a role
+``"signed_in"``, a minimum ``Role``, or ``"operator"`` (an operator's console session, see ``console.operator``: a
+member's session never counts there). Without a live session a page answers 302 to the sign-in page; a role
 below the route's is 403, whatever the page showed. Every unsafe request (POST) must carry the session's CSRF
 token (form field ``csrf_token`` or header ``X-CSRF-Token``) and, when the browser sends one, an ``Origin`` of
 this server; the sign-in form, before there is a session, uses a double-submit cookie instead.
@@ -30,6 +31,8 @@ from switchyard.platform.http.errors import PermissionDenied
 __all__ = [
     "CONSOLE_PREFIX",
     "CSRF_COOKIE",
+    "OPERATOR_KEY",
+    "OPERATOR_PREFIX",
     "SESSION_COOKIE",
     "USER_KEY",
     "ConsoleSessionMiddleware",
@@ -46,6 +49,8 @@ CONSOLE_PREFIX = "/console"
 SESSION_COOKIE = "switchyard_console"
 CSRF_COOKIE = "switchyard_console_csrf"  # the sign-in form's double-submit token (no session yet)
 USER_KEY = "switchyard_console_user"
+OPERATOR_PREFIX = f"{CONSOLE_PREFIX}/operator"
+OPERATOR_KEY = "switchyard_console_operator"  # the signed-in operator (console.operator's middleware sets it)
 _UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -136,6 +141,13 @@ async def require_console_access(connection: ASGIConnection[Any, Any, Any, Any],
         if unsafe:
             await _check_csrf(connection, connection.cookies.get(CSRF_COOKIE, ""))
         return
+    if level == "operator":
+        operator: Any = connection.scope.get(OPERATOR_KEY)  # type: ignore[call-overload,unused-ignore]
+        if operator is None:
+            raise SignInRequired(connection.url.path if not unsafe else f"{OPERATOR_PREFIX}/")
+        if unsafe:
+            await _check_csrf(connection, str(operator.csrf_token))
+        return
     user = _user_of(connection.scope)
     if user is None:
         raise SignInRequired(connection.url.path if not unsafe else CONSOLE_PREFIX)
@@ -149,4 +161,6 @@ async def require_console_access(connection: ASGIConnection[Any, Any, Any, Any],
 
 
 def sign_in_url(next_path: str) -> str:
+    if next_path == OPERATOR_PREFIX or next_path.startswith(f"{OPERATOR_PREFIX}/"):
+        return f"{OPERATOR_PREFIX}/sign-in?next={quote(next_path, safe='/')}"
     return f"{CONSOLE_PREFIX}/sign-in?next={quote(next_path, safe='/')}"

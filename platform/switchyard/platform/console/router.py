@@ -18,6 +18,7 @@ from switchyard.platform.console.edge import (
     require_console_access,
     sign_in_url,
 )
+from switchyard.platform.console.operator import operator_router
 from switchyard.platform.console.pages.agents import AgentPagesController
 from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.billing import BillingPagesController
@@ -74,6 +75,7 @@ console_router = Router(
         PasswordController,
         BillingPagesController,
         PlaygroundController,
+        operator_router,
         _static_files(),
     ],
     guards=[require_console_access],

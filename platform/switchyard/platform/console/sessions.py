@@ -10,30 +10,33 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import TenantScope, new_id
-from switchyard.platform.models import ConsoleSession, Member, MemberPassword, Tenant, utc_now
+from switchyard.platform.models import ConsoleSession, Member, MemberPassword, OperatorConsoleSession, Tenant, utc_now
 
 __all__ = [
     "IDLE_TIMEOUT",
     "SESSION_LIFETIME",
+    "TOUCH_AFTER",
     "ConsoleUser",
     "end_session",
     "find_sign_in_candidates",
+    "live_session",
     "password_hash_of",
     "resolve_session",
     "start_session",
+    "token_sha256",
 ]
 
 SESSION_LIFETIME = timedelta(hours=12)
 IDLE_TIMEOUT = timedelta(hours=1)
-_TOUCH_AFTER = timedelta(minutes=1)  # last_seen_at is written at most once a minute per session
+TOUCH_AFTER = timedelta(minutes=1)  # last_seen_at is written at most once a minute per session
 MAX_MEMBERSHIPS_TRIED = 10  # an email in more tenants than this signs in to its oldest ten only
 
 
@@ -50,8 +53,21 @@ class ConsoleUser:
     csrf_token: str
 
 
-def _sha256(token: str) -> str:
+def token_sha256(token: str) -> str:
+    """The only form of a cookie's secret that is stored (member and operator sessions alike)."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def live_session(
+    table: type[ConsoleSession] | type[OperatorConsoleSession], token: str, now: datetime
+) -> list[ColumnElement[bool]]:
+    """The conditions of the live session that ``token`` names: not ended, not expired, not idle too long."""
+    return [
+        col(table.token_sha256) == token_sha256(token),
+        col(table.ended_at).is_(None),
+        col(table.expires_at) > now,
+        col(table.last_seen_at) > now - IDLE_TIMEOUT,
+    ]
 
 
 async def find_sign_in_candidates(session: AsyncSession, email: str) -> list[tuple[Member, str | None]]:
@@ -73,7 +89,7 @@ async def start_session(session: AsyncSession, *, member: Member) -> tuple[str, 
     row = ConsoleSession(
         id=new_id("cse"),
         tenant_id=member.tenant_id,
-        token_sha256=_sha256(token),
+        token_sha256=token_sha256(token),
         member_id=member.id,
         csrf_token=secrets.token_urlsafe(32),
         created_at=now,
@@ -94,18 +110,13 @@ async def resolve_session(session: AsyncSession, token: str) -> ConsoleUser | No
         select(ConsoleSession, Member, Tenant)
         .join(Member, col(Member.id) == col(ConsoleSession.member_id))
         .join(Tenant, col(Tenant.id) == col(ConsoleSession.tenant_id))
-        .where(
-            col(ConsoleSession.token_sha256) == _sha256(token),
-            col(ConsoleSession.ended_at).is_(None),
-            col(ConsoleSession.expires_at) > now,
-            col(ConsoleSession.last_seen_at) > now - IDLE_TIMEOUT,
-        )
+        .where(*live_session(ConsoleSession, token, now))
     )
     found = (await session.execute(statement)).first()
     if found is None:
         return None
     row, member, tenant = found
-    if row.last_seen_at < now - _TOUCH_AFTER:
+    if row.last_seen_at < now - TOUCH_AFTER:
         await session.execute(update(ConsoleSession).where(col(ConsoleSession.id) == row.id).values(last_seen_at=now))
     return ConsoleUser(
         session_id=row.id,

@@ -1,0 +1,296 @@
+"""The operator's console over HTTP: sign-in (CSRF, limits, audit), sessions kept apart from members' and from the
+API, credits granted through the billing service, rate cards, and the fleet fragment's numbers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from switchyard.platform.cli import main
+from switchyard.platform.console.edge import SESSION_COOKIE
+from switchyard.platform.console.operator.accounts import create_operator_account
+from switchyard.platform.console.operator.edge import OPERATOR_SESSION_COOKIE
+from switchyard.platform.console.pages.auth import FAILURES_PER_EMAIL
+from switchyard.platform.db import UNSCOPED
+from switchyard.platform.models import AuditEvent, OperatorAccount, OperatorAuditEvent, OperatorConsoleSession
+from tests.platform.conftest import bearer
+from tests.platform.console.factories import PASSWORD, TEST_ACTOR, csrf_of, sign_in
+
+OPERATOR_EMAIL = "ops@switchyard.example"
+
+
+async def _add_operator(app: Any, email: str = OPERATOR_EMAIL) -> str:
+    async with app.state.database.unit_of_work(UNSCOPED) as session:
+        account, _ = await create_operator_account(session, actor=TEST_ACTOR, email=email, password=PASSWORD)
+    return account.id
+
+
+async def _operator_sign_in(client: Any, email: str = OPERATOR_EMAIL, password: str = PASSWORD) -> Any:
+    form = await client.get("/console/operator/sign-in")
+    assert form.status_code == 200, form.text
+    return await client.post(
+        "/console/operator/sign-in", data={"email": email, "password": password, "csrf_token": csrf_of(form.text)}
+    )
+
+
+async def _operator_events(app: Any, action: str) -> list[OperatorAuditEvent]:
+    async with app.state.database.unit_of_work(UNSCOPED) as session:
+        rows = await session.execute(select(OperatorAuditEvent).where(OperatorAuditEvent.action == action))
+        return list(rows.scalars())
+
+
+async def test_an_operator_signs_in_and_gets_a_cookie_of_its_own(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    operator_id = await _add_operator(console.app)
+    anonymous = await console.get("/console/operator/fleet")
+    assert anonymous.status_code == 302
+    assert anonymous.headers["location"] == "/console/operator/sign-in?next=/console/operator/fleet"
+    answer = await _operator_sign_in(console, OPERATOR_EMAIL.upper())
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == "/console/operator/"
+    cookie = answer.headers["set-cookie"]
+    assert cookie.startswith(f"{OPERATOR_SESSION_COOKIE}=")
+    for flag in ("HttpOnly", "Secure", "SameSite=lax", "Path=/console/operator"):
+        assert flag in cookie
+    assert SESSION_COOKIE not in answer.cookies  # no member session comes with it
+    tenants = await console.get("/console/operator/")
+    assert tenants.status_code == 200
+    assert "default-src 'self'" in tenants.headers["content-security-policy"]
+    assert f"{OPERATOR_EMAIL} · operator" in tenants.text
+    row = re.search(rf"<tr><td><a href=\"/console/operator/tenants/{tenant.id}\">.*?</tr>", tenants.text, re.S)
+    assert row, tenants.text
+    assert '<td class="num">5</td>' in row.group(0)  # the first owner and one member per role
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        stored = (await session.execute(select(OperatorConsoleSession))).scalars().all()
+        account = await session.get(OperatorAccount, operator_id)
+    assert [s.operator_id for s in stored] == [operator_id]
+    assert stored[0].token_sha256 != answer.cookies[OPERATOR_SESSION_COOKIE]  # only its SHA-256 is kept
+    assert account is not None
+    assert account.password_hash.startswith("$argon2id$")
+    signed_in = await _operator_events(console.app, "operator_console.sign_in")
+    assert [e.actor for e in signed_in] == [operator_id]
+
+
+async def test_sign_in_and_every_operator_form_need_their_csrf_token(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    await _add_operator(console.app)
+    await console.get("/console/operator/sign-in")
+    form = {"email": OPERATOR_EMAIL, "password": PASSWORD}
+    assert (await console.post("/console/operator/sign-in", data=form)).status_code == 403
+    assert (await _operator_sign_in(console)).status_code == 303
+    grant = {"amount": "5", "currency": "USD", "reason": "goodwill"}
+    path = f"/console/operator/tenants/{tenant.id}/credits"
+    assert (await console.post(path, data=grant)).status_code == 403
+    token = csrf_of((await console.get(f"/console/operator/tenants/{tenant.id}")).text)
+    assert (await console.post(path, data={**grant, "csrf_token": token[:-2] + "xx"})).status_code == 403
+    foreign = await console.post(path, data={**grant, "csrf_token": token}, headers={"origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    assert (await console.post("/console/operator/sign-out")).status_code == 403
+    assert (await console.post(path, data={**grant, "csrf_token": token})).status_code == 303
+
+
+async def test_failed_operator_sign_ins_are_refused_audited_and_rate_limited(console: Any) -> None:
+    operator_id = await _add_operator(console.app)
+    wrong = await _operator_sign_in(console, password="not the password at all")
+    assert wrong.status_code == 401
+    assert "Wrong email or password" in wrong.text
+    assert OPERATOR_SESSION_COOKIE not in wrong.cookies
+    assert (await _operator_sign_in(console, "nobody@nowhere.example")).status_code == 401  # the same answer
+    failed = await _operator_events(console.app, "operator_console.sign_in_failed")
+    assert {(e.target_id, e.details["email"]) for e in failed} == {
+        (operator_id, OPERATOR_EMAIL),
+        ("", "nobody@nowhere.example"),
+    }
+    for _ in range(FAILURES_PER_EMAIL - 1):
+        assert (await _operator_sign_in(console, password="guess guess guess")).status_code == 401
+    locked = await _operator_sign_in(console)  # even the right password, until the window passes
+    assert locked.status_code == 429
+    assert int(locked.headers["retry-after"]) > 0
+    assert OPERATOR_SESSION_COOKIE not in locked.cookies
+    assert await _operator_events(console.app, "operator_console.sign_in_limited")
+
+
+async def test_a_member_session_never_reaches_operator_pages(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    assert (await sign_in(console, tenant.emails["owner"])).status_code == 303
+    assert (await console.get("/console/")).status_code == 200
+    for path in ("/console/operator/", "/console/operator/fleet", f"/console/operator/tenants/{tenant.id}"):
+        refused = await console.get(path)
+        assert refused.status_code == 302, path
+        assert refused.headers["location"].startswith("/console/operator/sign-in?next=")
+    member_csrf = csrf_of((await console.get("/console/")).text)
+    grant = await console.post(
+        f"/console/operator/tenants/{tenant.id}/credits",
+        data={"amount": "5", "currency": "USD", "reason": "self-service", "csrf_token": member_csrf},
+    )
+    assert grant.status_code == 302
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        assert (await session.execute(select(AuditEvent).where(AuditEvent.action == "credit.grant"))).first() is None
+    # nor does the member's password open the operator sign-in
+    assert (await _operator_sign_in(console, tenant.emails["owner"])).status_code == 401
+
+
+async def test_an_operator_session_is_no_tenant_session_and_no_api_credential(
+    console: Any, make_console_tenant: Any
+) -> None:
+    await make_console_tenant()
+    await _add_operator(console.app)
+    secret = (await _operator_sign_in(console)).cookies[OPERATOR_SESSION_COOKIE]
+    console.cookies.clear()
+    console.cookies.set(SESSION_COOKIE, secret, domain="switchyard.test", path="/console")  # as a member cookie
+    tenant_page = await console.get("/console/")
+    assert tenant_page.status_code == 302
+    assert tenant_page.headers["location"].startswith("/console/sign-in")
+    console.cookies.clear()
+    console.cookies.set(OPERATOR_SESSION_COOKIE, secret, domain="switchyard.test", path="/")  # sent everywhere
+    assert (await console.get("/console/agents")).status_code == 302
+    for headers in ({}, bearer(secret)):
+        assert (await console.get("/v1/admin/tenants", headers=headers)).status_code == 401
+        assert (await console.get("/v1/agents", headers=headers)).status_code == 401
+    assert (await console.get("/console/operator/")).status_code == 200  # the positive control
+
+
+async def test_sign_out_ends_the_operator_session(console: Any) -> None:
+    await _add_operator(console.app)
+    secret = (await _operator_sign_in(console)).cookies[OPERATOR_SESSION_COOKIE]
+    token = csrf_of((await console.get("/console/operator/")).text)
+    out = await console.post("/console/operator/sign-out", data={"csrf_token": token})
+    assert out.status_code == 303
+    assert out.headers["location"] == "/console/operator/sign-in?signed_out=1"
+    console.cookies.set(OPERATOR_SESSION_COOKIE, secret, domain="switchyard.test", path="/console/operator")
+    assert (await console.get("/console/operator/")).status_code == 302  # the replayed cookie is dead
+    assert await _operator_events(console.app, "operator_console.sign_out")
+
+
+async def test_granting_a_credit_changes_the_balance_and_is_audited(
+    console: Any, make_console_tenant: Any, operator_headers: dict[str, str]
+) -> None:
+    tenant = await make_console_tenant()
+    operator_id = await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get(f"/console/operator/tenants/{tenant.id}")
+    assert page.status_code == 200
+    assert re.search(r'id="credit-balance">\s*none', page.text)
+    form = {"amount": "25.50", "currency": "USD", "reason": "Outage credit", "csrf_token": csrf_of(page.text)}
+    granted = await console.post(f"/console/operator/tenants/{tenant.id}/credits", data=form)
+    assert granted.status_code == 303, granted.text
+    page = await console.get(granted.headers["location"])
+    assert re.search(r'id="credit-balance">\s*25.50 USD', page.text), page.text
+    assert "Outage credit" in page.text
+    listed = await console.get("/console/operator/")
+    assert "25.50 USD" in listed.text
+    api = await console.get(f"/v1/admin/tenants/{tenant.id}/credits", headers=operator_headers)
+    assert [(c["amount_minor"], c["granted_by"]) for c in api.json()] == [(2550, operator_id)]
+    [event] = await _operator_events(console.app, "credit.grant")
+    assert event.actor == operator_id
+    assert event.details["amount_minor"] == 2550
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        tenant_log = (
+            await session.execute(
+                select(AuditEvent).where(AuditEvent.tenant_id == tenant.id, AuditEvent.action == "credit.grant")
+            )
+        ).scalar_one()
+    assert tenant_log.actor == operator_id  # the tenant's own log names the operator too
+    bad = await console.post(f"/console/operator/tenants/{tenant.id}/credits", data={**form, "amount": "1.234"})
+    assert bad.status_code == 400
+    assert "2 decimal places" in bad.text
+    unknown = await console.post("/console/operator/tenants/ten_nope/credits", data=form)
+    assert unknown.status_code == 404
+
+
+async def test_rate_cards_are_listed_and_a_new_version_goes_through_the_billing_service(
+    console: Any, operator_headers: dict[str, str]
+) -> None:
+    operator_id = await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get("/console/operator/rate-cards")
+    assert page.status_code == 200
+    form = {
+        "instance_type": "trn2.48xlarge",
+        "price_per_chip_hour": "3.125",
+        "currency": "USD",
+        "model": "*",
+        "tenant_tier": "*",
+        "effective_from": "",
+        "source": "console test",
+        "csrf_token": csrf_of(page.text),
+    }
+    made = await console.post("/console/operator/rate-cards", data=form)
+    assert made.status_code == 303, made.text
+    listed = await console.get(made.headers["location"])
+    assert "3.125" in listed.text
+    assert "console test" in listed.text
+    cards = (await console.get("/v1/admin/rate-cards", headers=operator_headers)).json()["data"]
+    assert any(c["price_per_chip_hour"].startswith("3.125") and c["source"] == "console test" for c in cards)
+    assert [e.actor for e in await _operator_events(console.app, "rate_card.create")] == [operator_id]
+    backdated = await console.post("/console/operator/rate-cards", data={**form, "effective_from": "2020-01-01T00:00"})
+    assert backdated.status_code == 400
+    assert "in the past" in backdated.text
+
+
+async def test_the_fleet_fragment_shows_the_pool_s_replica_numbers(
+    console: Any, make_console_tenant: Any, operator_headers: dict[str, str]
+) -> None:
+    tenant = await make_console_tenant()
+    body = {"model": "meta-llama/Llama-3.1-8B-Instruct", "messages": [{"role": "user", "content": "Hi"}]}
+    answer = await console.post("/v1/chat/completions", json=body, headers=tenant.headers())
+    assert answer.status_code == 200, answer.text
+    await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get("/console/operator/fleet")
+    assert page.status_code == 200
+    assert 'hx-get="/console/operator/fleet/replicas"' in page.text
+    assert 'hx-trigger="every 2s"' in page.text
+    fragment = await console.get("/console/operator/fleet/replicas", headers={"HX-Request": "true"})
+    assert fragment.status_code == 200
+    assert fragment.text.lstrip().startswith('<section id="fleet"')  # the fragment alone, which htmx swaps in
+    fleet = (await console.get("/v1/admin/fleet", headers=operator_headers)).json()
+    replicas = [(d, r) for d in fleet["deployments"] for r in d["replicas"]]
+    assert replicas
+    assert any(r["chip_us"] > 0 for _, r in replicas)  # the completion above ran on one of them
+    for deployment, replica in replicas:
+        row = re.search(rf'<tr data-replica="{re.escape(replica["replica"])}">.*?</tr>', fragment.text, re.S)
+        assert row, replica["replica"]
+        cells = row.group(0)
+        assert deployment["model"] in cells
+        assert deployment["instance_type"] in cells
+        assert f'<td class="num chip-s">{replica["chip_us"] / 1e6:,.3f}</td>' in cells
+        assert f'<td class="num queued">{replica["queued"]}' in cells
+        assert f'<td class="num running">{replica["running"]}</td>' in cells
+        assert f"{replica['kv_used_fraction'] * 100:.1f} %" in cells
+
+
+def test_the_cli_creates_an_operator_login_whose_one_time_password_signs_in(tmp_path: Any) -> None:
+    import asyncio
+
+    from litestar.testing import AsyncTestClient
+
+    from switchyard.platform.app import create_app
+    from switchyard.platform.settings import Settings
+
+    runner = CliRunner(env={"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": ""})
+    assert runner.invoke(main, ["db", "upgrade"]).exit_code == 0
+    created = runner.invoke(main, ["operator", "login", "create", "--email", "Root@Ops.example"])
+    assert created.exit_code == 0, created.output
+    found = re.search(r"/console/operator/ as (\S+), one-time password (\S+)", created.output)
+    assert found, created.output
+    email, password = found.groups()
+    assert email == "root@ops.example"
+    again = runner.invoke(main, ["operator", "login", "create", "--email", "root@ops.example"])
+    assert again.exit_code != 0
+    assert "exists already" in again.output
+    listed = runner.invoke(main, ["operator", "login", "list"])
+    assert "root@ops.example" in listed.output
+    assert password not in listed.output
+
+    async def go() -> None:
+        settings = Settings(data_dir=tmp_path / "data", time_scale=0)
+        async with AsyncTestClient(app=create_app(settings), base_url="https://switchyard.test") as client:
+            client.follow_redirects = False
+            assert (await _operator_sign_in(client, email, password)).status_code == 303
+            assert "root@ops.example · operator" in (await client.get("/console/operator/")).text
+
+    asyncio.run(go())
