@@ -42,10 +42,11 @@ class ConsoleRoute:
         return f"{self.method} {self.path}"
 
 
-def _routes() -> list[ConsoleRoute]:
+def _routes(*, operator: bool = False) -> list[ConsoleRoute]:
+    """The console's routes: the tenants' pages, or (``operator``) the operator's under ``/console/operator``."""
     found = []
     for route in _APP.routes:
-        if not route.path.startswith("/console"):
+        if not route.path.startswith("/console") or route.path.startswith("/console/operator") != operator:
             continue
         for handler in getattr(route, "route_handlers", []):
             for method in sorted(handler.http_methods - {"OPTIONS", "HEAD"}):
@@ -56,6 +57,7 @@ def _routes() -> list[ConsoleRoute]:
 
 ROUTES = _routes()
 GUARDED = [r for r in ROUTES if r.access != "public"]
+OPERATOR_ROUTES = _routes(operator=True)
 
 
 async def _agent(client: Any, tenant: ConsoleTenant) -> str:
@@ -173,4 +175,72 @@ async def test_console_isolation(console: Any, make_console_tenant: Any, route: 
         foreign = await _call(console, route, their_ids, csrf=csrf)
         assert foreign.status_code == 404, foreign.text
     own = await _call(console, route, own_ids, csrf=csrf)  # the positive control
+    assert own.status_code in (200, 303), own.text
+
+
+# The operator's pages (console.operator): without a session, and with a member's (even an owner's), every page and
+# form answers a redirect to the operator sign-in and changes nothing; an operator's session opens them.
+OPERATOR_FORMS: dict[str, dict[str, str]] = {
+    "POST /console/operator/tenants/{tenant_id}/credits": {"amount": "1.00", "currency": "USD", "reason": "matrix"},
+    "POST /console/operator/rate-cards": {"instance_type": "trn2.48xlarge", "price_per_chip_hour": "2.5"},
+}
+OPERATOR_PUBLIC = ["GET /console/operator/sign-in", "POST /console/operator/sign-in"]
+
+
+def test_every_operator_route_needs_an_operator_session_but_the_sign_in() -> None:
+    assert len(OPERATOR_ROUTES) >= 8
+    assert sorted(str(r) for r in OPERATOR_ROUTES if r.access != "operator") == OPERATOR_PUBLIC
+    assert all(r.access == "public" for r in OPERATOR_ROUTES if str(r) in OPERATOR_PUBLIC)
+    assert {p for r in OPERATOR_ROUTES for p in r.path_params} <= {"tenant_id"}
+    assert set(OPERATOR_FORMS) <= {str(r) for r in OPERATOR_ROUTES}
+
+
+async def _operator_call(client: Any, route: ConsoleRoute, tenant_id: str, *, csrf: str | None) -> Any:
+    path = route.path.format(tenant_id=tenant_id)
+    if route.method == "GET":
+        return await client.get(path)
+    form = {**OPERATOR_FORMS.get(str(route), {}), **({"csrf_token": csrf} if csrf else {})}
+    return await client.request(route.method, path, data=form)
+
+
+async def _operator_actions(client: Any) -> list[str]:
+    from sqlalchemy import select
+
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import OperatorAuditEvent
+
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        return list((await session.execute(select(OperatorAuditEvent.action))).scalars())
+
+
+@pytest.mark.parametrize("route", [r for r in OPERATOR_ROUTES if r.access == "operator"], ids=str)
+async def test_operator_pages_refuse_no_session_and_member_sessions(
+    console: Any, make_console_tenant: Any, route: ConsoleRoute
+) -> None:
+    from switchyard.platform.console.operator.accounts import create_operator_account
+    from switchyard.platform.db import UNSCOPED
+    from tests.platform.console.factories import TEST_ACTOR, csrf_of
+
+    tenant = await make_console_tenant()
+    before = await _operator_actions(console)
+    console.cookies.clear()
+    anonymous = await _operator_call(console, route, tenant.id, csrf=None)
+    assert anonymous.status_code == 302, anonymous.text
+    assert anonymous.headers["location"].startswith("/console/operator/sign-in")
+    member_csrf = await _as(console, tenant, "owner")  # the tenant's owner: still no operator
+    refused = await _operator_call(console, route, tenant.id, csrf=member_csrf)
+    assert refused.status_code == 302, refused.text
+    assert refused.headers["location"].startswith("/console/operator/sign-in")
+    assert await _operator_actions(console) == before  # nothing was done
+
+    email = f"ops{next(_emails)}@matrix.example"
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        await create_operator_account(session, actor=TEST_ACTOR, email=email, password=PASSWORD)
+    form = await console.get("/console/operator/sign-in")
+    signed_in = await console.post(
+        "/console/operator/sign-in", data={"email": email, "password": PASSWORD, "csrf_token": csrf_of(form.text)}
+    )
+    assert signed_in.status_code == 303
+    csrf = csrf_of((await console.get("/console/operator/")).text)
+    own = await _operator_call(console, route, tenant.id, csrf=csrf)  # the positive control
     assert own.status_code in (200, 303), own.text
