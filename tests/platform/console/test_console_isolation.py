@@ -18,10 +18,12 @@ import pytest
 
 from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
+from switchyard.platform.db import TenantScope
+from switchyard.platform.members.invitations import invite_member
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, wait_for_run
 from tests.platform.billing.factories import BILLING_FACTORIES
-from tests.platform.console.factories import PASSWORD, ConsoleTenant, page_csrf, sign_in
+from tests.platform.console.factories import PASSWORD, TEST_ACTOR, ConsoleTenant, page_csrf, sign_in
 
 _APP = create_app(Settings())
 _emails = itertools.count()
@@ -90,6 +92,21 @@ async def _member(client: Any, tenant: ConsoleTenant) -> str:
     return str(made.json()["id"])
 
 
+async def _invitation(client: Any, tenant: ConsoleTenant) -> str:
+    """A pending invitation of a new viewer."""
+    scope = TenantScope(tenant.id)
+    async with client.app.state.database.unit_of_work(scope) as session:
+        issued = await invite_member(
+            session,
+            scope=scope,
+            actor=TEST_ACTOR,
+            actor_role=Role.OWNER,
+            email=f"i{next(_emails)}@matrix.example",
+            role=Role.VIEWER,
+        )
+    return issued.invitation.id
+
+
 async def _run(client: Any, tenant: ConsoleTenant) -> str:
     """A completed run of a new agent (executed in the test's event loop)."""
     body = {"agent_id": await _agent(client, tenant), "thread": {"messages": [{"role": "user", "content": "Hi"}]}}
@@ -105,6 +122,7 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "key_id": _key,
     "run_id": _run,
     "member_id": _member,
+    "invitation_id": _invitation,
     "version": _version,
     **BILLING_FACTORIES,  # budget_id, invoice_id (rated usage of this month)
 }
@@ -127,7 +145,27 @@ def test_every_console_route_declares_its_access_and_has_factories() -> None:
     missing = [f"{r}: {p}" for r in GUARDED for p in r.path_params if p not in FACTORIES]
     assert missing == [], "add a factory for these path parameters to FACTORIES"
     public = sorted(str(r) for r in ROUTES if r.access == "public")
-    assert public == ["GET /console/sign-in", "GET /console/static/{file_path}", "POST /console/sign-in"]
+    assert public == [
+        "GET /console/invitations/{secret}",
+        "GET /console/sign-in",
+        "GET /console/static/{file_path}",
+        "POST /console/invitations/{secret}",
+        "POST /console/sign-in",
+    ]
+
+
+async def test_an_unknown_invitation_link_answers_an_error_page_with_no_session(console: Any) -> None:
+    """The public invitation routes (the link's secret is their only credential): nothing to find, nothing done."""
+    console.cookies.clear()
+    shown = await console.get("/console/invitations/no-such-secret")
+    assert shown.status_code == 404
+    assert "Invitation link not valid" in shown.text
+    token = (await console.get("/console/sign-in")).cookies.get("switchyard_console_csrf")
+    posted = await console.post(
+        "/console/invitations/no-such-secret", data={"new_password": PASSWORD, "csrf_token": token}
+    )
+    assert posted.status_code == 404
+    assert "switchyard_console" not in posted.cookies
 
 
 async def _ids(client: Any, route: ConsoleRoute, tenant: ConsoleTenant) -> dict[str, str]:

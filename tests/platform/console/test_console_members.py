@@ -1,14 +1,15 @@
-"""Console members and passwords over HTTP: role rules answered by the server, invitations, password changes."""
+"""Console members and passwords over HTTP: role rules answered by the server, invitations, password changes
+(invitation links in detail: ``test_console_invitations``)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from tests.platform.console.factories import PASSWORD, page_csrf, sign_in
+from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
 
 
-async def test_an_invited_member_signs_in_with_the_one_time_password_and_changes_it(
+async def test_an_invited_member_joins_through_the_link_and_changes_the_password(
     console: Any, make_console_tenant: Any
 ) -> None:
     tenant = await make_console_tenant()
@@ -18,22 +19,27 @@ async def test_an_invited_member_signs_in_with_the_one_time_password_and_changes
         "/console/members", data={"email": "New.Dev@Example.com", "role": "developer", "csrf_token": csrf}
     )
     assert invited.status_code == 200, invited.text
-    password = re.search(r'id="invite-password" readonly value="([^"]+)"', invited.text)
-    assert password
-    assert password.group(1) not in (await console.get("/console/members")).text  # shown once
+    link = re.search(
+        r'id="invite-link" readonly value="https://switchyard\.test(/console/invitations/[^"]+)"', invited.text
+    )
+    assert link
+    assert link.group(1) not in (await console.get("/console/members")).text  # shown once
     console.cookies.clear()
-    assert (await sign_in(console, "new.dev@example.com", password.group(1))).status_code == 303
+    form = await console.get(link.group(1))
+    chosen = "my own first password"
+    joined = await console.post(link.group(1), data={"new_password": chosen, "csrf_token": csrf_of(form.text)})
+    assert joined.status_code == 303, joined.text
     overview = await console.get("/console/")
     assert "new.dev@example.com · developer" in overview.text
     csrf = await page_csrf(console, "/console/password")
     wrong = {"current_password": "not it at all", "new_password": "a brand new secret", "csrf_token": csrf}
     assert (await console.post("/console/password", data=wrong)).status_code == 400
-    short = {"current_password": password.group(1), "new_password": "short", "csrf_token": csrf}
+    short = {"current_password": chosen, "new_password": "short", "csrf_token": csrf}
     assert (await console.post("/console/password", data=short)).status_code == 400
-    right = {"current_password": password.group(1), "new_password": "a brand new secret", "csrf_token": csrf}
+    right = {"current_password": chosen, "new_password": "a brand new secret", "csrf_token": csrf}
     assert (await console.post("/console/password", data=right)).status_code == 200
     console.cookies.clear()
-    assert (await sign_in(console, "new.dev@example.com", password.group(1))).status_code == 401
+    assert (await sign_in(console, "new.dev@example.com", chosen)).status_code == 401
     console.cookies.clear()
     assert (await sign_in(console, "new.dev@example.com", "a brand new secret")).status_code == 303
 

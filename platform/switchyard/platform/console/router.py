@@ -22,6 +22,7 @@ from switchyard.platform.console.operator import operator_router
 from switchyard.platform.console.pages.agents import AgentPagesController
 from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.billing import BillingPagesController
+from switchyard.platform.console.pages.invitations import InvitationController
 from switchyard.platform.console.pages.keys import KeyPagesController
 from switchyard.platform.console.pages.members import MemberPagesController, PasswordController
 from switchyard.platform.console.pages.overview import OverviewController
@@ -67,6 +68,7 @@ console_router = Router(
     path=CONSOLE_PREFIX,
     route_handlers=[
         SignInController,
+        InvitationController,
         OverviewController,
         AgentPagesController,
         KeyPagesController,

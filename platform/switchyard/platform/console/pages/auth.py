@@ -29,8 +29,9 @@ from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.limits import LimitsUnavailable, RateLimiter
+from switchyard.platform.models import Member
 
-__all__ = ["SignInController"]
+__all__ = ["SignInController", "console_cookie", "signed_in"]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ def _safe_next(value: Any) -> str:
     return f"{CONSOLE_PREFIX}/"
 
 
-def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
+def console_cookie(key: str, value: str, max_age: int | None) -> Cookie:
+    """A console cookie: HTTP only, Secure, same-site lax, for the console's paths only."""
     return Cookie(
         key=key,
         value=value,
@@ -91,7 +93,24 @@ def _sign_in_page(
         next=_safe_next(context.pop("next", request.query_params.get("next"))),
         **context,
     )
-    response.set_cookie(_cookie(request, CSRF_COOKIE, token, None))
+    response.set_cookie(console_cookie(CSRF_COOKIE, token, None))
+    return response
+
+
+async def signed_in(db_session: AsyncSession, *, member: Member, actor: Actor, next_path: str) -> Response[Any]:
+    """Start ``member``'s session (audited ``console.sign_in``) and answer a redirect to ``next_path`` with its
+    cookie: the end of a sign-in and of an accepted invitation."""
+    token, row = await start_session(db_session, member=member)
+    record(
+        db_session,
+        tenant_id=member.tenant_id,
+        actor=actor,
+        action="console.sign_in",
+        target_type="console_session",
+        target_id=row.id,
+    )
+    response: Response[Any] = Redirect(_safe_next(next_path), status_code=303, headers=SECURITY_HEADERS)
+    response.set_cookie(console_cookie(SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds())))
     return response
 
 
@@ -164,18 +183,7 @@ class SignInController(Controller):
             )
         for key, rate in spent:  # a success does not count against the allowance
             await limiter.refund(key, rate=rate, period_s=FAILURE_WINDOW_S)
-        token, row = await start_session(db_session, member=member)
-        record(
-            db_session,
-            tenant_id=member.tenant_id,
-            actor=actor,
-            action="console.sign_in",
-            target_type="console_session",
-            target_id=row.id,
-        )
-        response: Response[Any] = Redirect(next_path, status_code=303, headers=SECURITY_HEADERS)
-        response.set_cookie(_cookie(request, SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds())))
-        return response
+        return await signed_in(db_session, member=member, actor=actor, next_path=next_path)
 
     @post("/sign-out", opt=console_access("signed_in"), status_code=303)
     async def sign_out(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[Any]:

@@ -1,6 +1,7 @@
-"""Members: list, invite (a one-time password shown once to the inviter), change role, remove; and one's own
-password. A thin layer over ``members.service``, whose role rules (nobody manages a role above their own, a
-tenant keeps an owner) answer here as they do in the API."""
+"""Members: list, invite (an invitation link shown once to the inviter), re-invite or revoke a pending
+invitation, change role, remove; and one's own password. A thin layer over ``members.service`` and
+``members.invitations``, whose role rules (nobody manages a role above their own, a tenant keeps an owner) answer
+here as they do in the API."""
 
 from __future__ import annotations
 
@@ -14,21 +15,18 @@ from pydantic import ValidationError
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
-from switchyard.platform.console.passwords import (
-    MAX_PASSWORD_LENGTH,
-    check_new_password,
-    issue_one_time_password,
-    set_password,
-    verify_password,
-)
+from switchyard.platform.console.pages.invitations import invitation_url
+from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password, verify_password
 from switchyard.platform.console.render import render
 from switchyard.platform.console.sessions import password_hash_of
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.members import service
-from switchyard.platform.members.schemas import MemberCreate, MemberPublic
+from switchyard.platform.members import invitations, service
+from switchyard.platform.members.invitations import IssuedInvitation
+from switchyard.platform.members.schemas import MemberCreate
+from switchyard.platform.models import utc_now
 
 __all__ = ["MemberPagesController", "PasswordController"]
 
@@ -52,8 +50,7 @@ class MemberPagesController(Controller):
         request: Request[Any, Any, Any],
         db_session: DbSession,
         *,
-        invited: MemberPublic | None = None,
-        password: str | None = None,
+        issued: IssuedInvitation | None = None,
         error: str | None = None,
         status_code: int = 200,
     ) -> Response[str]:
@@ -61,15 +58,20 @@ class MemberPagesController(Controller):
         members = await service.list_members(
             db_session, scope=user.scope, params=CursorParams(limit=100, after=None, before=None, order="desc")
         )
+        can_manage = user.role.includes(Role.ADMIN)
+        pending = await invitations.list_pending(db_session, scope=user.scope) if can_manage else []
         return render(
             request,
             "members.html",
             status_code=status_code,
             members=members.data,
-            invited=invited,
-            password=password,
+            pending=pending,
+            pending_ids={i.member_id for i in pending},
+            now=utc_now(),
+            issued=issued,
+            invite_link=invitation_url(request, issued.secret) if issued else None,
             error=error,
-            can_manage=user.role.includes(Role.ADMIN),
+            can_manage=can_manage,
             roles=[r.value for r in Role if user.role.includes(r)],
         )
 
@@ -79,18 +81,39 @@ class MemberPagesController(Controller):
 
     @post("/", opt=console_access(Role.ADMIN), status_code=200)
     async def invite(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
-        """Add a member and show their one-time password this once (the inviter passes it on)."""
+        """Add a member and show their invitation link this once (the inviter passes it on)."""
         user = console_user(request)
         form = await request.form()
         try:
             data = MemberCreate.model_validate({"email": str(form.get("email", "")), "role": _role(form.get("role"))})
         except ValidationError:
             return await self._page(request, db_session, error="Enter a valid email address.", status_code=400)
-        member = await service.add_member(
+        issued = await invitations.invite_member(
             db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, email=data.email, role=data.role
         )
-        password = await issue_one_time_password(db_session, scope=user.scope, member_id=member.id)
-        return await self._page(request, db_session, invited=member, password=password)
+        return await self._page(request, db_session, issued=issued)
+
+    @post("/invitations/{invitation_id:str}/reinvite", opt=console_access(Role.ADMIN), status_code=200)
+    async def reinvite(
+        self, request: Request[Any, Any, Any], db_session: DbSession, invitation_id: FromPath[str]
+    ) -> Response[str]:
+        """A new link for a pending invitation, shown this once; the old link stops working."""
+        user = console_user(request)
+        issued = await invitations.reissue_invitation(
+            db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, invitation_id=invitation_id
+        )
+        return await self._page(request, db_session, issued=issued)
+
+    @post("/invitations/{invitation_id:str}/revoke", opt=console_access(Role.ADMIN), status_code=303)
+    async def revoke_invitation(
+        self, request: Request[Any, Any, Any], db_session: DbSession, invitation_id: FromPath[str]
+    ) -> Response[Any]:
+        """Withdraw a pending invitation: its link stops working and the member who never joined is removed."""
+        user = console_user(request)
+        await invitations.revoke_invitation(
+            db_session, scope=user.scope, actor=_actor(request), actor_role=user.role, invitation_id=invitation_id
+        )
+        return Redirect(f"{CONSOLE_PREFIX}/members", status_code=303)
 
     @post("/{member_id:str}/role", opt=console_access(Role.ADMIN), status_code=303)
     async def change_role(
