@@ -67,6 +67,32 @@ async def test_budgets_api(client: Any, make_tenant: Any) -> None:
     assert [e["action"] for e in audit.json()["data"]][:3] == ["budget.delete", "budget.set", "budget.set"]
 
 
+async def test_budgets_api_takes_and_returns_alert_thresholds(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    made = await client.post("/v1/budgets", json={"limit_minor": 1000}, headers=tenant.headers())
+    assert made.status_code == 201, made.text
+    assert made.json()["alert_thresholds"] == [50, 80, 100]  # none set: the defaults
+    own = await client.post(
+        "/v1/budgets", json={"limit_minor": 1000, "alert_thresholds": [90, 10.0, 50]}, headers=tenant.headers()
+    )
+    assert own.status_code == 201, own.text
+    assert (own.json()["id"], own.json()["alert_thresholds"]) == (made.json()["id"], [10, 50, 90])
+    for bad in ([], [0], [101], [10, 10], [1, 2, 3, 4, 5, 6], [True], ["50"], 50, [12.5]):
+        refused = await client.post(
+            "/v1/budgets", json={"limit_minor": 1, "alert_thresholds": bad}, headers=tenant.headers()
+        )
+        assert refused.status_code == 400, (bad, refused.text)
+        error = refused.json()["error"]
+        assert (error["type"], error["code"]) == ("invalid_request_error", "invalid_value"), bad
+        assert error["param"].startswith("alert_thresholds"), (bad, error)
+    unchanged = (await client.get(f"/v1/budgets/{made.json()['id']}", headers=tenant.headers())).json()
+    assert (unchanged["limit_minor"], unchanged["alert_thresholds"]) == (1000, [10, 50, 90])
+    back = await client.post(
+        "/v1/budgets", json={"limit_minor": 1000, "alert_thresholds": None}, headers=tenant.headers()
+    )
+    assert back.json()["alert_thresholds"] == [50, 80, 100]
+
+
 async def test_invoice_json_csv_html(client: Any, make_tenant: Any) -> None:
     tenant = await make_tenant()
     database = client.app.state.database

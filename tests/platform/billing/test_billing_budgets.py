@@ -19,7 +19,14 @@ CHIP_HOUR = 3_600_000_000
 
 
 async def add_budget(
-    database: Database, scope: TenantScope, *, limit_minor: int, kind: str = "tenant", ref: str = "", hard: bool = True
+    database: Database,
+    scope: TenantScope,
+    *,
+    limit_minor: int,
+    kind: str = "tenant",
+    ref: str = "",
+    hard: bool = True,
+    alert_thresholds: list[int] | None = None,
 ) -> str:
     async with database.unit_of_work(scope) as session:
         row = Budget(
@@ -30,6 +37,7 @@ async def add_budget(
             currency="USD",
             limit_minor=limit_minor,
             hard=hard,
+            alert_thresholds=alert_thresholds,
             period_start=datetime(2026, 11, 1, tzinfo=UTC),
         )
         session.add(row)
@@ -114,6 +122,43 @@ async def test_alerts_fire_once_per_period_and_months_roll_over(database: Databa
     row = await budget(database, scope, bud)
     assert row.period_start == datetime(2026, 12, 1, tzinfo=UTC)
     assert row.spent_micros == 2_936_250
+
+
+async def _fired(database: Database, scope: TenantScope, budget_id: str) -> list[tuple[int, int]]:
+    async with database.unit_of_work(scope) as session:
+        statement = select(BudgetAlert.threshold_pct, BudgetAlert.spent_micros).where(
+            BudgetAlert.budget_id == budget_id
+        )
+        return sorted((pct, spent) for pct, spent in (await session.execute(statement)).all())
+
+
+async def _spend(database: Database, scope: TenantScope, chip_us: int, **kw: Any) -> None:
+    held = await _reserve(database, scope, chip_us, **kw)
+    await budgets.settle(database, scope=scope, reservation_id=held.id, actual_chip_us=chip_us, now=NOW)
+
+
+async def test_a_budget_s_own_thresholds_fire_once_each_instead_of_the_defaults(
+    database: Database, new_tenant: Any
+) -> None:
+    scope = await new_tenant()
+    own = await add_budget(database, scope, limit_minor=1000, hard=False, alert_thresholds=[10, 30])
+    default = await add_budget(database, scope, limit_minor=1000, kind="agent", ref="agent_x", hard=False)
+    await _spend(database, scope, CHIP_HOUR // 2, agent_id="agent_x")  # 1.468125 USD: 14.7 % of each
+    assert await _fired(database, scope, own) == [(10, 1_468_125)]
+    assert await _fired(database, scope, default) == []  # null: 50, 80, 100 — nothing yet
+    await _spend(database, scope, CHIP_HOUR // 2, agent_id="agent_x")  # 29.4 %: no new threshold
+    assert await _fired(database, scope, own) == [(10, 1_468_125)]  # 10 % fired once, not again
+    await _spend(database, scope, CHIP_HOUR, agent_id="agent_x")  # 58.7 %
+    assert await _fired(database, scope, own) == [(10, 1_468_125), (30, 5_872_500)]
+    assert await _fired(database, scope, default) == [(50, 5_872_500)]  # the defaults still apply
+
+
+def test_alert_thresholds_are_one_to_five_distinct_percentages_stored_sorted() -> None:
+    assert budgets.check_alert_thresholds([90, 10, 50]) == [10, 50, 90]
+    assert budgets.check_alert_thresholds([100]) == [100]
+    for bad in ([], [0], [101], [10, 10], [1, 2, 3, 4, 5, 6], [True], [12.5]):
+        with pytest.raises(ValueError, match="alert threshold"):
+            budgets.check_alert_thresholds(bad)  # type: ignore[arg-type]
 
 
 async def test_expired_reservations_give_the_hold_back(database: Database, new_tenant: Any) -> None:

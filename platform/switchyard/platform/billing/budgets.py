@@ -12,6 +12,10 @@ charges it made on other budgets before raising).
 
 A reservation not settled or released within ``RESERVATION_TTL`` is expired by the sweeper, which gives the
 held amount back; settling an expired reservation still records the actual spend.
+
+Alerts: when a settlement takes a budget's spend this month to one of its alert thresholds (its own
+``alert_thresholds``, else ``ALERT_THRESHOLDS``), a ``BudgetAlert`` is recorded, once per budget, month and
+threshold.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ from switchyard.platform.models import Agent, ApiKey, Budget, BudgetAlert, Budge
 
 __all__ = [
     "ALERT_THRESHOLDS",
+    "MAX_ALERT_THRESHOLDS",
     "RESERVATION_TTL",
     "Reservation",
+    "alert_thresholds_of",
+    "check_alert_thresholds",
     "check_budget_scope",
     "expire_reservations",
     "limit_micros",
@@ -52,6 +59,28 @@ __all__ = [
 
 RESERVATION_TTL = timedelta(minutes=15)
 ALERT_THRESHOLDS = (50, 80, 100)
+"""Percentages of the limit that alert when a budget sets no thresholds of its own."""
+MAX_ALERT_THRESHOLDS = 5
+
+
+def check_alert_thresholds(values: Sequence[int]) -> list[int]:
+    """``values`` as a budget stores them: 1 to 5 distinct whole percentages in 1..100, sorted.
+
+    Raises ``ValueError`` saying what is wrong; a boolean is not a percentage (``True`` would read as 1).
+    """
+    if not 1 <= len(values) <= MAX_ALERT_THRESHOLDS:
+        raise ValueError(f"give 1 to {MAX_ALERT_THRESHOLDS} alert thresholds, not {len(values)}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+            raise ValueError(f"an alert threshold is a whole percentage from 1 to 100, not {value!r}")
+    if len(set(values)) != len(values):
+        raise ValueError("alert thresholds must be distinct")
+    return sorted(values)
+
+
+def alert_thresholds_of(budget: Budget) -> tuple[int, ...]:
+    """The percentages of ``budget``'s limit that alert: its own, else the defaults."""
+    return tuple(budget.alert_thresholds) if budget.alert_thresholds else ALERT_THRESHOLDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +287,7 @@ async def _fire_alerts(session: AsyncSession, budget_ids: Sequence[str], tenant_
     statement = select(Budget).where(col(Budget.id).in_(list(budget_ids)), col(Budget.tenant_id) == tenant_id)
     for budget in (await session.execute(statement.execution_options(populate_existing=True))).scalars():
         limit = limit_micros(budget)
-        crossed = [pct for pct in ALERT_THRESHOLDS if limit > 0 and budget.spent_micros * 100 >= limit * pct]
+        crossed = [pct for pct in alert_thresholds_of(budget) if limit > 0 and budget.spent_micros * 100 >= limit * pct]
         if not crossed:
             continue
         rows = [

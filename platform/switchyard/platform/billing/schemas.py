@@ -5,21 +5,28 @@ from __future__ import annotations
 import calendar
 from datetime import datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
-from switchyard.platform.billing.budgets import limit_micros
+from switchyard.platform.billing.budgets import (
+    ALERT_THRESHOLDS,
+    MAX_ALERT_THRESHOLDS,
+    alert_thresholds_of,
+    check_alert_thresholds,
+    limit_micros,
+)
 from switchyard.platform.billing.invoices import LineDraft
 from switchyard.platform.billing.money import CURRENCY_EXPONENTS, chip_hours, format_minor
 from switchyard.platform.billing.usage import UsageBucket
 from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.http.timestamps import UtcDatetime
-from switchyard.platform.models import Budget, Invoice, RateCard
+from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard
 from switchyard.platform.models.rate_card import ANY
 
 __all__ = [
+    "BudgetAlertPublic",
     "BudgetPublic",
     "BudgetSet",
     "InvoiceLinePublic",
@@ -35,6 +42,11 @@ PRICE_PATTERN = r"^[0-9]{1,9}(\.[0-9]{1,15})?$"
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
 CURRENCIES: JsonDict = {"enum": [code for code in sorted(CURRENCY_EXPONENTS)]}
 """The currencies money can be kept in (a code outside them is refused with 400)."""
+_DEFAULTS = ", ".join(str(pct) for pct in ALERT_THRESHOLDS)
+AlertThresholds = Annotated[
+    list[Annotated[int, Field(ge=1, le=100)]],
+    Field(min_length=1, max_length=MAX_ALERT_THRESHOLDS, json_schema_extra={"uniqueItems": True}),
+]
 
 
 def _micros(value: int) -> str:
@@ -119,6 +131,19 @@ class BudgetSet(BaseModel):
     scope: Literal["tenant", "api_key", "agent"] = Field(default="tenant", description="What the budget covers.")
     scope_id: str = Field(default="", max_length=40, description="The key or agent id (empty for `tenant`).")
     hard: bool = Field(default=True, description="Refuse requests (402) past the limit; else only alert.")
+    alert_thresholds: AlertThresholds | None = Field(
+        default=None,
+        description=f"Percentages of the limit (1 to {MAX_ALERT_THRESHOLDS} distinct whole numbers, 1-100, in any "
+        f"order; stored sorted) at which an alert is recorded, once a month each. Null or absent: {_DEFAULTS}. "
+        "Setting a budget replaces its thresholds too.",
+        examples=[[10, 50, 90]],
+    )
+
+    @field_validator("alert_thresholds")
+    @classmethod
+    def _distinct(cls, values: list[int] | None) -> list[int] | None:
+        """JSON Schema's ``uniqueItems`` is not checked by pydantic: the budget's own rule is."""
+        return None if values is None else check_alert_thresholds(values)
 
 
 class BudgetPublic(BaseModel):
@@ -129,6 +154,9 @@ class BudgetPublic(BaseModel):
     currency: str
     limit_minor: int
     hard: bool
+    alert_thresholds: list[int] = Field(
+        description=f"Percentages of the limit that alert, sorted: the budget's own, else {_DEFAULTS}."
+    )
     period_start: datetime
     spent: str = Field(description="Settled spend this month, in the major unit (exact decimal string).")
     reserved: str = Field(description="Held for requests in flight, in the major unit.")
@@ -147,12 +175,40 @@ class BudgetPublic(BaseModel):
             currency=row.currency,
             limit_minor=row.limit_minor,
             hard=row.hard,
+            alert_thresholds=list(alert_thresholds_of(row)),
             period_start=max(row.period_start, current_period),
             spent=_micros(spent),
             reserved=_micros(row.reserved_micros),
             remaining=_micros(remaining),
             alerts_fired=alerts if row.period_start >= current_period else [],
             updated_at=row.updated_at,
+        )
+
+
+class BudgetAlertPublic(BaseModel):
+    """An alert fired this month: ``budget_id`` reached ``threshold_pct`` % of its limit at ``created_at``."""
+
+    object: Literal["budget.alert"] = "budget.alert"
+    id: str
+    budget_id: str
+    scope: str
+    scope_id: str
+    threshold_pct: int
+    currency: str
+    spent: str = Field(description="The month's settled spend when it fired, in the major unit.")
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: BudgetAlert, budget: Budget) -> BudgetAlertPublic:
+        return cls(
+            id=row.id,
+            budget_id=row.budget_id,
+            scope=budget.scope_kind,
+            scope_id=budget.scope_ref,
+            threshold_pct=row.threshold_pct,
+            currency=budget.currency,
+            spent=_micros(row.spent_micros),
+            created_at=row.created_at,
         )
 
 

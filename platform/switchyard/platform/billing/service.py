@@ -19,6 +19,7 @@ from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
 from switchyard.platform.billing.periods import month_start
 from switchyard.platform.billing.rates import create_rate_card as add_rate_card
 from switchyard.platform.billing.schemas import (
+    BudgetAlertPublic,
     BudgetPublic,
     BudgetSet,
     InvoicePublic,
@@ -39,6 +40,7 @@ __all__ = [
     "delete_budget",
     "get_budget",
     "get_invoice",
+    "list_budget_alerts",
     "list_budgets",
     "list_invoices",
     "list_rate_cards",
@@ -126,7 +128,9 @@ async def _find_budget(session: AsyncSession, scope: TenantScope, budget_id: str
 
 
 async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, data: BudgetSet) -> BudgetPublic:
-    """Create the budget of (scope, scope_id) or change its limit; spend so far this month is kept."""
+    """Create the budget of (scope, scope_id) or replace its limit, kind and alert thresholds; spend so far this
+    month is kept, and so are the alerts already fired (a threshold added below the spend fires with the next
+    settlement)."""
     await check_budget_scope(session, scope, kind=data.scope, scope_id=data.scope_id)
     try:
         currency_exponent(data.currency)
@@ -151,6 +155,7 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
             currency=data.currency,
             limit_minor=data.limit_minor,
             hard=data.hard,
+            alert_thresholds=data.alert_thresholds,
             period_start=month_start(now),
         )
         session.add(row)
@@ -158,6 +163,7 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
         if row.currency != data.currency and (row.spent_micros or row.reserved_micros):
             raise Conflict("a budget with spend cannot change currency", param="currency", code="currency_locked")
         row.currency, row.limit_minor, row.hard, row.updated_at = data.currency, data.limit_minor, data.hard, now
+        row.alert_thresholds = data.alert_thresholds
     record(
         session,
         tenant_id=scope.tenant_id,
@@ -176,6 +182,22 @@ async def list_budgets(session: AsyncSession, *, scope: TenantScope, params: Cur
     page = await paginate(session, statement, col(Budget.id), params, lambda row: row)
     data = [await _budget_public(session, row) for row in page.data]
     return Page(data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
+
+
+async def list_budget_alerts(session: AsyncSession, *, scope: TenantScope, limit: int = 50) -> list[BudgetAlertPublic]:
+    """The alerts fired this month (UTC) on the tenant's budgets, newest first (a removed budget's are gone)."""
+    statement = (
+        select(BudgetAlert, Budget)
+        .join(Budget, col(Budget.id) == col(BudgetAlert.budget_id))
+        .where(
+            col(BudgetAlert.tenant_id) == scope.tenant_id,
+            col(Budget.tenant_id) == scope.tenant_id,
+            col(BudgetAlert.period_start) == month_start(utc_now()),
+        )
+        .order_by(col(BudgetAlert.created_at).desc(), col(BudgetAlert.threshold_pct).desc())
+        .limit(limit)
+    )
+    return [BudgetAlertPublic.of(alert, budget) for alert, budget in (await session.execute(statement)).all()]
 
 
 async def get_budget(session: AsyncSession, *, scope: TenantScope, budget_id: str) -> BudgetPublic:
