@@ -214,7 +214,8 @@ def _fit_phase(
         )
         if name not in free:
             assert parents is not None, name
-            fixed += np.array([parents[i].as_array()[k] for i in keep]) * f[:, k]
+            # the parent's value, charged on the columns tied to this coefficient too
+            fixed += np.array([parents[i].as_array()[k] for i in keep]) * col
             continue
         if name in scoped:
             for st in stacks:
