@@ -201,6 +201,34 @@ async def test_granting_a_credit_changes_the_balance_and_is_audited(
     assert unknown.status_code == 404
 
 
+async def test_the_tenant_list_shows_this_month_s_compute_and_money_as_the_draft_invoice_does(
+    console: Any, make_console_tenant: Any
+) -> None:
+    from datetime import UTC, datetime
+
+    from switchyard.platform.db import TenantScope
+    from tests.platform.billing.factories import rated_usage, receipt
+
+    tenant, idle = await make_console_tenant(), await make_console_tenant()
+    now = datetime.now(UTC)
+    events = [receipt(chip_us=3_600_000_000, occurred_at=now), receipt(chip_us=1_800_000_000, occurred_at=now)]
+    await rated_usage(console.app.state.database, TenantScope(tenant.id), *events)
+    [draft] = (await console.get("/v1/invoices", headers=tenant.headers())).json()["data"]
+    assert draft["total_minor"] > 0
+    await _add_operator(console.app)
+    await _operator_sign_in(console)
+    listed = (await console.get("/console/operator/")).text
+    row = re.search(rf'<a href="/console/operator/tenants/{tenant.id}">.*?</tr>', listed, re.S)
+    assert row, listed
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
+    assert cells[0].strip() == '<span class="status active">active</span>'
+    assert cells[2].strip() == "1.500000"  # chip-hours
+    assert cells[3].strip() == f"{draft['total']} {draft['currency']}"
+    other = re.search(rf'<a href="/console/operator/tenants/{idle.id}">.*?</tr>', listed, re.S)
+    assert other, listed
+    assert '<span class="status idle">idle</span>' in other.group(0)
+
+
 async def test_rate_cards_are_listed_and_a_new_version_goes_through_the_billing_service(
     console: Any, operator_headers: dict[str, str]
 ) -> None:
@@ -257,9 +285,9 @@ async def test_the_fleet_fragment_shows_the_pool_s_replica_numbers(
         cells = row.group(0)
         assert deployment["model"] in cells
         assert deployment["instance_type"] in cells
-        assert f'<td class="num chip-s">{replica["chip_us"] / 1e6:,.3f}</td>' in cells
-        assert f'<td class="num queued">{replica["queued"]}' in cells
-        assert f'<td class="num running">{replica["running"]}</td>' in cells
+        assert f'<td class="num chip-s" data-label="Compute (chip-s)">{replica["chip_us"] / 1e6:,.3f}</td>' in cells
+        assert f'<td class="num queued" data-label="Queue depth">{replica["queued"]}' in cells
+        assert f'<td class="num running" data-label="Running">{replica["running"]}</td>' in cells
         assert f"{replica['kv_used_fraction'] * 100:.1f} %" in cells
 
 

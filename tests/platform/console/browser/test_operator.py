@@ -1,0 +1,121 @@
+"""The operator's console in a real browser (Debian's Chromium via Playwright, the fixtures of this directory's
+``conftest.py``): sign in as an operator, read the tenants, grant a credit, and watch the fleet refresh."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+from switchyard.platform.bootstrap import CLI_ACTOR
+from switchyard.platform.console.operator.accounts import create_operator_account
+from switchyard.platform.db import UNSCOPED, Database
+from tests.platform.console.browser.served import MODELS, Console
+from tests.platform.console.factories import PASSWORD
+
+pytestmark = pytest.mark.slow
+
+OPERATOR_EMAIL = "ops@switchyard.example"
+
+
+@pytest.fixture(scope="module")
+def operator(console: Console) -> str:
+    """An operator console account on the served app (made as `switchyard operator login create` makes one)."""
+
+    async def make() -> None:
+        database = Database(console.app.state.settings.database_url)
+        try:
+            async with database.unit_of_work(UNSCOPED) as session:
+                await create_operator_account(session, actor=CLI_ACTOR, email=OPERATOR_EMAIL, password=PASSWORD)
+        finally:
+            await database.dispose()
+
+    asyncio.run(make())
+    return OPERATOR_EMAIL
+
+
+def _operator_sign_in(page: Any, console: Console, email: str) -> None:
+    """Sign in with the keyboard alone at the operator's own sign-in page."""
+    page.goto(f"{console.url}/console/operator/fleet")
+    assert "/console/operator/sign-in" in page.url  # no operator session: the operator sign-in, not the members'
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("Password").press("Enter")
+    page.wait_for_url(re.compile(re.escape(console.url) + r"/console/operator/fleet$"))
+    page.get_by_role("heading", name="Fleet", exact=True).wait_for()
+
+
+def _chat(console: Console) -> None:
+    with console.api() as api:
+        body = {"model": MODELS[0], "messages": [{"role": "user", "content": "Count the open tickets."}]}
+        answer = api.post("/v1/chat/completions", json={**body, "max_tokens": 48})
+        assert answer.status_code == 200, answer.text
+
+
+def test_an_operator_reads_tenants_grants_a_credit_and_watches_the_fleet(
+    console: Console, operator: str, page: Any
+) -> None:
+    _operator_sign_in(page, console, operator)
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert "switchyard_console" not in cookies  # an operator session is not a member's
+    session = cookies["switchyard_operator"]
+    assert session["httpOnly"]
+    assert session["secure"]
+    assert session["sameSite"] == "Lax"
+    assert page.get_by_text(f"{operator} · operator").is_visible()
+
+    page.get_by_role("link", name="Tenants").click()
+    page.get_by_role("heading", name="Tenants").wait_for()
+    row = page.locator("#tenants tbody tr", has_text="Acme Robotics")
+    assert float(row.locator("td").nth(3).inner_text().replace(",", "")) > 0  # chip-hours from the module's usage
+    page.screenshot(path=str(console.shots / "operator_tenants.png"), full_page=True)
+
+    row.get_by_role("link", name="Acme Robotics").click()
+    page.get_by_role("heading", name="Acme Robotics").wait_for()
+    page.get_by_label("Amount").fill("40.00")
+    page.get_by_label("Currency").select_option("USD")
+    page.get_by_label("Reason (the tenant sees it on its invoice)").fill("Launch credit")
+    page.get_by_role("button", name="Grant credit").click()
+    page.locator("#credit-balance", has_text="40.00 USD").wait_for()
+    assert "Launch credit" in page.locator("#credits").inner_text()
+    page.screenshot(path=str(console.shots / "operator_tenant.png"), full_page=True)
+
+    page.get_by_role("link", name="Fleet").click()
+    page.get_by_role("heading", name="Fleet", exact=True).wait_for()
+    replicas = page.locator("#replicas tbody tr[data-replica]")
+    assert replicas.count() >= 2  # both models' replicas
+    chip_s = page.locator("#replicas .chip-s").all_inner_texts()
+    first_refresh = page.locator("#fleet-refreshed").get_attribute("datetime")
+    _chat(console)  # new work on the fleet: the next refresh shows it without a reload
+    page.wait_for_function(
+        "([before, was]) => document.querySelector('#fleet-refreshed').getAttribute('datetime') !== was"
+        " && [...document.querySelectorAll('#replicas .chip-s')].map(e => e.textContent).join() !== before.join()",
+        arg=[chip_s, first_refresh],
+        timeout=10_000,
+    )
+    assert page.url.endswith("/console/operator/fleet")  # the fragment was swapped in; the page stayed
+    assert page.locator("#replicas meter").count() >= 2
+    page.screenshot(path=str(console.shots / "operator_fleet.png"), full_page=True)
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.locator("#fleet-refreshed").wait_for()
+    page.screenshot(path=str(console.shots / "operator_fleet_phone.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scrolling
+    assert page.elsewhere == []  # type: ignore[attr-defined]
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_member_signed_in_is_sent_to_the_operator_sign_in(console: Console, operator: str, page: Any) -> None:
+    from tests.platform.console.browser.served import sign_in
+
+    sign_in(page, console, "owner")
+    page.goto(f"{console.url}/console/operator/")
+    assert "/console/operator/sign-in" in page.url
+    page.get_by_role("heading", name="Operator sign-in").wait_for()
+    page.get_by_label("Email").fill(console.emails["owner"])
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("Wrong email or password.").wait_for()  # a member's password opens no operator session
+    assert all("status of 401" in error for error in page.errors)  # type: ignore[attr-defined]  # the refusal only
