@@ -51,9 +51,20 @@ async def test_agent_runs_on_the_simulated_fleet(pool: AcceleratorPool) -> None:
     model_steps = [s for s in state.steps if s.type is StepType.MODEL_CALL]
     assert [s.chip_us for s in model_steps] == [r.chip_us for r in receipts]
     assert all(s.chip_us > 0 for s in model_steps)
+    assert [s.replica for s in model_steps] == [r.replica for r in receipts]  # who served each call, and when
+    assert [s.ttft_ms for s in model_steps] == [round(r.ttft_ms, 3) for r in receipts]
+    assert all(s.replica and s.replica.startswith(f"{MODEL}/") for s in model_steps)
     assert state.chip_us == sum(r.chip_us for r in receipts)
     assert state.usage.output_tokens == sum(r.completion_tokens for r in receipts)
     assert any(isinstance(e, TextDelta) for e in seen)
+
+
+def test_a_step_stored_before_ttft_and_replica_were_recorded_still_loads() -> None:
+    from switchyard.agents import Step
+
+    old = {"id": "run_x_step_0", "index": 0, "type": "model_call", "status": "completed", "created_at_ms": 1}
+    step = Step.model_validate(old)
+    assert (step.ttft_ms, step.replica) == (None, None)
 
 
 async def test_a_pool_without_receipt_is_an_error() -> None:

@@ -166,6 +166,8 @@ class RunLoop:
         step.usage = response.usage
         step.chip_us = response.chip_us
         step.receipt_id = response.receipt_id
+        step.ttft_ms = response.ttft_ms
+        step.replica = response.replica
         step.finish_reason = response.finish_reason
         state.usage = Usage(
             input_tokens=state.usage.input_tokens + response.usage.input_tokens,

@@ -54,6 +54,8 @@ class ModelResponse(BaseModel):
     chip_us: int = Field(default=0, ge=0)
     finish_reason: str = "stop"
     receipt_id: str | None = Field(default=None, description="the accelerator pool's request/receipt id")
+    ttft_ms: float | None = Field(default=None, description="time to first token, from the receipt")
+    replica: str | None = Field(default=None, description="the replica that served the call, from the receipt")
 
 
 @runtime_checkable

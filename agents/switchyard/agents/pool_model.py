@@ -99,4 +99,6 @@ class PoolModel:
             chip_us=receipt.chip_us,
             finish_reason=receipt.finish_reason,
             receipt_id=receipt.request_id,
+            ttft_ms=round(receipt.ttft_ms, 3),
+            replica=receipt.replica,
         )

@@ -82,6 +82,8 @@ class Step(BaseModel):
     usage: Usage | None = None
     chip_us: int = 0
     receipt_id: str | None = None
+    ttft_ms: float | None = Field(default=None, description="time to first token of the model call (its receipt's)")
+    replica: str | None = Field(default=None, description="the pool replica that served the model call")
     finish_reason: str | None = Field(default=None, description="stop | length | tool_calls")
     dropped_messages: int = Field(default=0, description="history messages left out of the context")
     # tool calls

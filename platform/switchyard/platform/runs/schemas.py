@@ -187,6 +187,8 @@ class StepPublic(BaseModel):
                 "usage": step.usage.model_dump() if step.usage else None,
                 "chip_us": step.chip_us,
                 "receipt_id": step.receipt_id,
+                "ttft_ms": step.ttft_ms,
+                "replica": step.replica,
                 "dropped_messages": step.dropped_messages,
             }
         else:
