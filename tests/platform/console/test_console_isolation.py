@@ -21,7 +21,7 @@ from switchyard.platform.auth import Role
 from switchyard.platform.db import TenantScope
 from switchyard.platform.members.invitations import invite_member
 from switchyard.platform.settings import Settings
-from tests.platform.agents_api.factories import run_inline, wait_for_run
+from tests.platform.agents_api.factories import run_inline, scripted_model, wait_for_run
 from tests.platform.billing.factories import BILLING_FACTORIES
 from tests.platform.console.factories import PASSWORD, TEST_ACTOR, ConsoleTenant, page_csrf, sign_in
 
@@ -117,10 +117,26 @@ async def _run(client: Any, tenant: ConsoleTenant) -> str:
     return str(run["id"])
 
 
+async def _pending_run(client: Any, tenant: ConsoleTenant) -> str:
+    """A run waiting for the approval of its call ``call_1`` (a scripted model executed in the test's event loop)."""
+    run_inline(client, model_factory=scripted_model)
+    tool = {"type": "function", "name": "lookup", "requires_approval": True}
+    body = {"name": "approver", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": "Hi.", "tools": [tool]}
+    agent = await client.post("/v1/agents", json=body, headers=tenant.headers())
+    assert agent.status_code == 201, agent.text
+    body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"role": "user", "content": "Look it up"}]}}
+    made = await client.post("/v1/runs", json=body, headers=tenant.headers())
+    assert made.status_code == 201, made.text
+    run = made.json()
+    await wait_for_run(client, run["thread_id"], run["id"], tenant.headers(), statuses={"requires_action"})
+    return str(run["id"])
+
+
 FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "agent_id": _agent,
     "key_id": _key,
     "run_id": _run,
+    "pending_run_id": _pending_run,
     "member_id": _member,
     "invitation_id": _invitation,
     "version": _version,
@@ -133,6 +149,8 @@ FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the
     "POST /console/members": {"email": "invited@matrix.example", "role": "viewer"},
     "POST /console/members/{member_id}/role": {"role": "developer"},
     "POST /console/playground": {"agent_id": "{agent}", "message": "Hello"},
+    "POST /console/playground/{run_id}/messages": {"message": "And then?"},  # the agent of the run it follows
+    "POST /console/playground/{pending_run_id}/required_action": {"decision": "approve", "tool_call_id": "call_1"},
     "POST /console/billing/budgets": {"limit": "25.00", "currency": "USD", "hard": "on"},
     "POST /console/password": {"current_password": PASSWORD, "new_password": "another long password"},
 }

@@ -1,7 +1,11 @@
-"""The playground: send an agent a message and watch the run answer, with its compute.
+"""The playground: chat with an agent, its answers streamed, tool calls shown as they happen, pending calls
+decided here, and each answer's compute (tokens, chip-µs, TTFT and the replica of every model call).
 
-Not streamed token by token yet: the page polls the run's result (htmx, every second) until the run ends, then
-shows the thread's messages, tool calls, tokens and chip-µs. Runs go through the same runs service as the API.
+A conversation is a thread: the first message makes it, each next one is a new run on it. A run's page streams
+the run's events (``/events``: the runs package's own event stream, as the API serves it) into the page with
+``console.js``; when the stream ends the page asks for the answer as the server renders it (``/result``). Without
+JavaScript the page refreshes itself until the run ends. Runs, messages and decisions go through the same services
+as the API, so its rules (roles, a thread's one active run, approvals audited) hold here as well.
 """
 
 from __future__ import annotations
@@ -9,87 +13,234 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
-from litestar.response import Redirect
+from litestar.datastructures import FormMultiDict
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Stream
 from pydantic import ValidationError
+from sqlalchemy import func, select
+from sqlmodel import col
 
-from switchyard.agents import TERMINAL_STATUSES
+from switchyard.agents import TERMINAL_STATUSES, StepType
 from switchyard.platform.agent_registry.controllers import model_check
 from switchyard.platform.agent_registry.service import list_agents
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.queries import thread_of_run
-from switchyard.platform.console.render import render
+from switchyard.platform.console.render import SECURITY_HEADERS, render
+from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import DbSession
-from switchyard.platform.http.errors import NotFound
+from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.jobs import jobs_for
+from switchyard.platform.models import RunEventRecord
 from switchyard.platform.runs import service as runs
-from switchyard.platform.runs.schemas import RunCreate
-from switchyard.platform.threads.schemas import ThreadCreate
-from switchyard.platform.threads.service import create_thread, list_messages
+from switchyard.platform.runs.schemas import RunCreate, SubmitApprovals, SubmitToolOutputs
+from switchyard.platform.runs.stream import run_events
+from switchyard.platform.threads.schemas import MessageCreate, ThreadCreate
+from switchyard.platform.threads.service import add_message, create_thread, list_messages
 
 __all__ = ["PlaygroundController"]
 
 _ALL = CursorParams(limit=100, after=None, before=None, order="asc")
 _TERMINAL = {status.value for status in TERMINAL_STATUSES}
+_SSE_HEADERS = {**SECURITY_HEADERS, "cache-control": "no-cache, no-store", "x-accel-buffering": "no"}
+_MAX_SEQUENCE_NUMBER = 2**31 - 1  # run_events.sequence_number is a 32-bit integer column
+
+
+def _actor(request: Request[Any, Any, Any]) -> Actor:
+    return Actor(key_id=console_user(request).member_id, request_id=request_id_of(request.scope))
+
+
+async def _thread_of(db_session: DbSession, scope: TenantScope, run_id: str) -> str:
+    thread_id = await thread_of_run(db_session, scope=scope, run_id=run_id)
+    if thread_id is None:
+        raise NotFound(f"no run {run_id!r}", param="run_id")
+    return thread_id
+
+
+async def _last_sequence(db_session: DbSession, scope: TenantScope, run_id: str) -> int:
+    statement = select(func.max(col(RunEventRecord.sequence_number))).where(
+        col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == run_id
+    )
+    return int((await db_session.execute(statement)).scalar_one_or_none() or 0)
+
+
+async def _result(db_session: DbSession, scope: TenantScope, run_id: str) -> dict[str, Any]:
+    """The conversation as it stands: the thread's messages, the run, its model calls' compute, what it waits for,
+    and the last event the page has seen (the stream continues after it)."""
+    thread_id = await _thread_of(db_session, scope, run_id)
+    after = await _last_sequence(db_session, scope, run_id)  # before the messages: a message is shown twice at most
+    run = await runs.get_run(db_session, scope=scope, thread_id=thread_id, run_id=run_id)
+    messages = await list_messages(db_session, scope=scope, thread_id=thread_id, params=_ALL)
+    steps = await runs.list_steps(db_session, scope=scope, thread_id=thread_id, run_id=run_id, params=_ALL)
+    action = run.required_action or {}
+    pending = (action.get("approval") or action.get("submit_tool_outputs") or {}).get("tool_calls", [])
+    return {
+        "run": run,
+        "messages": messages.data,
+        "model_calls": [s for s in steps.data if s.type == StepType.MODEL_CALL and s.status != "in_progress"],
+        "pending": pending,
+        "action": action.get("type"),
+        "after": after,
+        "done": run.status in _TERMINAL,
+        "live": run.status not in _TERMINAL and run.status != "requires_action",
+    }
+
+
+def _text(form: FormMultiDict, name: str) -> str:
+    return str(form.get(name, ""))
 
 
 class PlaygroundController(Controller):
     path = "/playground"
 
+    async def _page(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        result: dict[str, Any] | None,
+        *,
+        status_code: int = 200,
+        error: str | None = None,
+    ) -> Response[str]:
+        agents = await list_agents(db_session, scope=console_user(request).scope, params=_ALL)
+        return render(
+            request, "playground.html", status_code=status_code, agents=agents.data, result=result, error=error
+        )
+
     @get("/", opt=console_access(Role.DEVELOPER))
     async def playground(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
-        agents = await list_agents(db_session, scope=console_user(request).scope, params=_ALL)
-        return render(request, "playground.html", agents=agents.data, result=None)
+        """A new chat."""
+        return await self._page(request, db_session, None)
 
     @post("/", opt=console_access(Role.DEVELOPER), status_code=303)
     async def send(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[Any]:
+        """The first message of a new chat: a new thread, and a run of the chosen agent on it."""
         user = console_user(request)
         form = await request.form()
-        actor = Actor(key_id=user.member_id, request_id=request_id_of(request.scope))
         try:
-            thread_data = ThreadCreate.model_validate({"messages": [{"content": str(form.get("message", ""))}]})
-            run_data = RunCreate.model_validate({"agent_id": str(form.get("agent_id", ""))})
+            thread_data = ThreadCreate.model_validate({"messages": [{"content": _text(form, "message")}]})
+            run_data = RunCreate.model_validate({"agent_id": _text(form, "agent_id")})
         except ValidationError:
-            agents = await list_agents(db_session, scope=user.scope, params=_ALL)
-            return render(
-                request, "playground.html", status_code=400, agents=agents.data, result=None, error="Write a message."
-            )
-        thread = await create_thread(db_session, scope=user.scope, actor=actor, data=thread_data)
+            return await self._page(request, db_session, None, status_code=400, error="Write a message.")
+        thread = await create_thread(db_session, scope=user.scope, actor=_actor(request), data=thread_data)
+        return await self._run(request, db_session, thread.id, run_data)
+
+    async def _run(
+        self, request: Request[Any, Any, Any], db_session: DbSession, thread_id: str, data: RunCreate
+    ) -> Response[Any]:
+        scope = console_user(request).scope
         run = await runs.create_run(
             db_session,
-            scope=user.scope,
-            actor=actor,
-            thread_id=thread.id,
-            data=run_data,
-            check_model=model_check(request, user.scope),
+            scope=scope,
+            actor=_actor(request),
+            thread_id=thread_id,
+            data=data,
+            check_model=model_check(request, scope),
             jobs=jobs_for(request.app.state),
         )
         return Redirect(f"{CONSOLE_PREFIX}/playground/{run.id}", status_code=303)
 
-    async def _result(self, request: Request[Any, Any, Any], db_session: DbSession, run_id: str) -> dict[str, Any]:
+    @post("/{run_id:str}/messages", opt=console_access(Role.DEVELOPER), status_code=303)
+    async def reply(
+        self, request: Request[Any, Any, Any], db_session: DbSession, run_id: FromPath[str]
+    ) -> Response[Any]:
+        """The next message of the conversation ``run_id`` belongs to: added to its thread, then a new run on it
+        (of the agent chosen, by default the one of ``run_id``)."""
         scope = console_user(request).scope
-        thread_id = await thread_of_run(db_session, scope=scope, run_id=run_id)
-        if thread_id is None:
-            raise NotFound(f"no run {run_id!r}", param="run_id")
-        run = await runs.get_run(db_session, scope=scope, thread_id=thread_id, run_id=run_id)
-        messages = await list_messages(db_session, scope=scope, thread_id=thread_id, params=_ALL)
-        return {"run": run, "messages": messages.data, "done": run.status in _TERMINAL}
+        thread_id = await _thread_of(db_session, scope, run_id)
+        form = await request.form()
+        try:
+            message = MessageCreate.model_validate({"content": _text(form, "message")})
+            agent_id = _text(form, "agent_id") or (await runs.run_row(db_session, scope, thread_id, run_id)).agent_id
+            run_data = RunCreate.model_validate({"agent_id": agent_id})
+        except ValidationError:
+            result = await _result(db_session, scope, run_id)
+            return await self._page(request, db_session, result, status_code=400, error="Write a message.")
+        await add_message(db_session, scope=scope, actor=_actor(request), thread_id=thread_id, data=message)
+        return await self._run(request, db_session, thread_id, run_data)
 
     @get("/{run_id:str}", opt=console_access(Role.DEVELOPER))
     async def conversation(
         self, request: Request[Any, Any, Any], db_session: DbSession, run_id: FromPath[str]
     ) -> Response[str]:
-        agents = await list_agents(db_session, scope=console_user(request).scope, params=_ALL)
-        result = await self._result(request, db_session, run_id)
-        return render(request, "playground.html", agents=agents.data, result=result)
+        result = await _result(db_session, console_user(request).scope, run_id)
+        return await self._page(request, db_session, result)
 
     @get("/{run_id:str}/result", opt=console_access(Role.DEVELOPER))
     async def result(
         self, request: Request[Any, Any, Any], db_session: DbSession, run_id: FromPath[str]
     ) -> Response[str]:
-        """The answer so far (an htmx fragment that asks again every second until the run has ended)."""
-        return render(request, "playground_result.html", result=await self._result(request, db_session, run_id))
+        """The conversation as the server renders it (a fragment the page swaps in when its stream ends)."""
+        result = await _result(db_session, console_user(request).scope, run_id)
+        return render(request, "playground_result.html", result=result)
+
+    @get("/{run_id:str}/events", opt=console_access(Role.VIEWER))
+    async def events(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        run_id: FromPath[str],
+        starting_after: FromQuery[int] = 0,
+    ) -> Stream:
+        """The run's events as server-sent events (the API's stream of ``.../runs/{id}/events``), after
+        ``starting_after``, until the run ends or waits for a decision (``event: done``)."""
+        scope = console_user(request).scope
+        await _thread_of(db_session, scope, run_id)
+        if not 0 <= starting_after <= _MAX_SEQUENCE_NUMBER:
+            raise InvalidRequest("starting_after must be a sequence number", param="starting_after")
+        events = run_events(request.app.state.database, scope, run_id, starting_after=starting_after)
+        return Stream(events, media_type="text/event-stream", headers=_SSE_HEADERS, status_code=200)
+
+    @post("/{pending_run_id:str}/required_action", opt=console_access(Role.DEVELOPER), status_code=303)
+    async def decide(
+        self, request: Request[Any, Any, Any], db_session: DbSession, pending_run_id: FromPath[str]
+    ) -> Response[Any]:
+        """What the run waits for: a decision on its calls awaiting approval (``decision``: approve or deny, for
+        every call listed as ``tool_call_id``), or the outputs of its function calls (``output:<call id>``)."""
+        scope = console_user(request).scope
+        thread_id = await _thread_of(db_session, scope, pending_run_id)
+        form = await request.form()
+        actor, jobs = _actor(request), jobs_for(request.app.state)
+        try:
+            if "decision" in form:
+                approve = _text(form, "decision") == "approve"
+                calls = [str(call_id) for call_id in form.getall("tool_call_id", [])]
+                approvals = SubmitApprovals.model_validate(
+                    {"approvals": [{"tool_call_id": call_id, "approve": approve} for call_id in calls]}
+                )
+            else:
+                outputs = SubmitToolOutputs.model_validate(
+                    {
+                        "tool_outputs": [
+                            {"tool_call_id": name.removeprefix("output:"), "output": str(value)}
+                            for name, value in form.multi_items()
+                            if name.startswith("output:")
+                        ]
+                    }
+                )
+        except ValidationError:
+            raise InvalidRequest("choose approve or deny, or give every call's output", param="decision") from None
+        if "decision" in form:
+            await runs.submit_approvals(
+                db_session,
+                scope=scope,
+                actor=actor,
+                thread_id=thread_id,
+                run_id=pending_run_id,
+                data=approvals,
+                jobs=jobs,
+            )
+        else:
+            await runs.submit_tool_outputs(
+                db_session,
+                scope=scope,
+                actor=actor,
+                thread_id=thread_id,
+                run_id=pending_run_id,
+                data=outputs,
+                jobs=jobs,
+            )
+        return Redirect(f"{CONSOLE_PREFIX}/playground/{pending_run_id}", status_code=303)

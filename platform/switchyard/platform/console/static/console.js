@@ -1,4 +1,5 @@
-// The console's own script: the usage chart (uPlot, vendored) and copy buttons. No inline script anywhere.
+// The console's own script: the usage chart (uPlot, vendored), copy buttons and the playground's live answer.
+// No inline script anywhere.
 (function () {
   "use strict";
   var COLORS = ["#1f6feb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777"];
@@ -42,7 +43,151 @@
     button.textContent = "Copied";
   }
 
+
+  // The playground: a run's events (server-sent, the API's own stream) rendered as they come: text deltas into the
+  // answer, each tool call when its step starts and its output when it ends, the run's status, and each model
+  // call's compute. When the stream ends, the server's rendering of the conversation replaces the live one.
+  var playground = null;  // {source, section}
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function bubble(chat, id, role) {
+    var found = document.getElementById("m-" + id);
+    if (found) return found;
+    var item = el("li", "msg " + role);
+    item.id = "m-" + id;
+    item.appendChild(el("strong", null, role));
+    chat.appendChild(item);
+    return item;
+  }
+
+  function textOf(item) {
+    var text = item.querySelector("p.text");
+    if (!text) text = item.appendChild(el("p", "text"));
+    return text;
+  }
+
+  function toolLine(call) {
+    var line = el("p", "tool", "tool call: ");
+    var fn = call["function"] || call;
+    line.appendChild(el("code", null, fn.name + "(" + fn.arguments + ")"));
+    return line;
+  }
+
+  function setText(id, text) {
+    var node = document.getElementById(id);
+    if (node) node.textContent = text;
+  }
+
+  function onRunEvent(section, name, data) {
+    var chat = section.querySelector("#chat");
+    if (name === "thread.message.created" || name === "thread.message.in_progress") {
+      var calls = data.tool_calls && data.tool_calls.length;
+      if (data.role !== "tool" && data.content) textOf(bubble(chat, data.id, data.role)).textContent = data.content;
+      else if (data.role === "assistant" && !calls) bubble(chat, data.id, "assistant");  // its deltas follow
+    } else if (name === "thread.message.delta") {
+      var text = textOf(bubble(chat, data.id, "assistant"));
+      text.textContent += (data.delta && data.delta.content) || "";
+    } else if (name === "thread.message.completed" && data.role !== "tool") {
+      if (data.content) textOf(bubble(chat, data.id, data.role)).textContent = data.content;
+    } else if (name === "thread.run.step.created" && data.type === "tool_call" && data.tool_call) {
+      var step = el("li", "msg tool running");
+      step.id = "s-" + data.id;
+      step.appendChild(el("strong", null, "tool"));
+      step.appendChild(toolLine(data.tool_call));
+      step.appendChild(el("p", "output", "running…"));
+      chat.appendChild(step);
+    } else if (name.indexOf("thread.run.step.") === 0 && data.type === "tool_call" && data.status !== "in_progress") {
+      var done = document.getElementById("s-" + data.id);
+      if (done) {
+        done.classList.remove("running");
+        done.querySelector("p.output").textContent = (data.is_error ? "error: " : "→ ") + (data.output || "");
+      }
+    } else if (name === "thread.run.step.completed" && data.type === "model_call") {
+      var row = el("tr");
+      var usage = data.usage || {};
+      row.appendChild(el("th", null, data.model)).setAttribute("scope", "row");
+      row.appendChild(el("td", null, usage.input_tokens + " / " + usage.output_tokens));
+      row.appendChild(el("td", "chip-us", (data.chip_us || 0).toLocaleString("en-US")));
+      row.appendChild(el("td", "ttft", data.ttft_ms === null || data.ttft_ms === undefined ? "—" : data.ttft_ms.toFixed(1)));
+      row.appendChild(el("td", "replica")).appendChild(el("code", null, data.replica || "—"));
+      section.querySelector("#model-calls tbody").appendChild(row);
+    } else if (name === "thread.run.requires_action" && data.required_action) {
+      data.required_action.tool_calls.forEach(function (call) {
+        var pending = el("li", "msg pending");
+        pending.appendChild(el("strong", null, "waiting for you"));
+        pending.appendChild(toolLine(call));
+        chat.appendChild(pending);
+      });
+    }
+    if (name.indexOf("thread.run.") === 0 && name.indexOf("thread.run.step.") !== 0 && data.status) {
+      setText("run-status", data.status);
+      if (data.usage) setText("run-tokens", data.usage.input_tokens + " tokens in, " + data.usage.output_tokens + " out");
+      if (data.chip_us !== undefined) setText("run-chip-us", data.chip_us.toLocaleString("en-US"));
+    }
+  }
+
+  function stopStream() {
+    if (playground) playground.source.close();
+    playground = null;
+  }
+
+  function showResult(section) {
+    var url = section.dataset.result;
+    if (window.htmx) {
+      window.htmx.ajax("GET", url, { target: "#result", swap: "outerHTML" });
+    } else {
+      window.location.reload();
+    }
+  }
+
+  function streamRun() {
+    var section = document.querySelector("#result[data-stream]");
+    if (!section || section.dataset.streaming) return;
+    stopStream();
+    section.dataset.streaming = "1";
+    var source = new EventSource(section.dataset.stream);
+    playground = { source: source, section: section };
+    var names = [
+      "thread.run.created", "thread.run.queued", "thread.run.in_progress", "thread.run.requires_action",
+      "thread.run.completed", "thread.run.failed", "thread.run.cancelled", "thread.run.incomplete",
+      "thread.run.expired", "thread.run.step.created", "thread.run.step.completed", "thread.run.step.failed",
+      "thread.run.step.cancelled", "thread.run.step.expired", "thread.message.created",
+      "thread.message.in_progress", "thread.message.delta", "thread.message.completed",
+    ];
+    names.forEach(function (name) {
+      source.addEventListener(name, function (event) {
+        if (!section.isConnected) return stopStream();
+        onRunEvent(section, name, JSON.parse(event.data));
+      });
+    });
+    source.addEventListener("done", function () {
+      stopStream();
+      if (section.isConnected) showResult(section);
+    });
+    source.onerror = function () {
+      // The server closed the stream without "done" (a restart): the page as the server has it now.
+      if (source.readyState === EventSource.CLOSED && playground && playground.source === source) {
+        stopStream();
+        if (section.isConnected) showResult(section);
+      }
+    };
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (playground && event.detail.target && event.detail.target.contains(playground.section)) {
+      if (event.detail.target.id !== "result") stopStream();  // leaving the page (the fragment swap ends it anyway)
+    }
+  });
+
   document.addEventListener("click", onCopy);
   document.addEventListener("DOMContentLoaded", drawUsage);
   document.addEventListener("htmx:load", drawUsage);
+  document.addEventListener("DOMContentLoaded", streamRun);
+  document.addEventListener("htmx:load", streamRun);
 })();
