@@ -468,6 +468,26 @@ def operator_login_reset_password(email: str) -> None:
     click.echo(f"console:   {email.strip().lower()}, one-time password {password}")
 
 
+@operator_login.command("disable")
+@click.option("--email", required=True, help="The operator account's email.")
+def operator_login_disable(email: str) -> None:
+    """Disable an operator console account: it cannot sign in, and its sessions end at once."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.console.operator.accounts import disable_operator_account
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.http.errors import ApiError
+
+    async def disable(database: Any) -> Any:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await disable_operator_account(session, actor=CLI_ACTOR, email=email)
+
+    try:
+        account = _run(disable, _settings())
+    except ApiError as error:
+        raise click.UsageError(str(error.detail)) from None
+    click.echo(f"{account.id} {account.email} disabled at {account.disabled_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
 @operator_login.command("list")
 def operator_login_list() -> None:
     """List operator console accounts: id, email, created, and whether disabled (never a password)."""

@@ -314,11 +314,26 @@ def test_the_cli_creates_an_operator_login_whose_one_time_password_signs_in(tmp_
     assert "root@ops.example" in listed.output
     assert password not in listed.output
 
-    async def go() -> None:
-        settings = Settings(data_dir=tmp_path / "data", time_scale=0)
+    settings = Settings(data_dir=tmp_path / "data", time_scale=0)
+
+    async def signed_in() -> str:
         async with AsyncTestClient(app=create_app(settings), base_url="https://switchyard.test") as client:
             client.follow_redirects = False
-            assert (await _operator_sign_in(client, email, password)).status_code == 303
+            answer = await _operator_sign_in(client, email, password)
+            assert answer.status_code == 303
             assert "root@ops.example · operator" in (await client.get("/console/operator/")).text
+            return str(answer.cookies[OPERATOR_SESSION_COOKIE])
 
-    asyncio.run(go())
+    async def after_disabling(secret: str) -> None:
+        async with AsyncTestClient(app=create_app(settings), base_url="https://switchyard.test") as client:
+            client.follow_redirects = False
+            client.cookies.set(OPERATOR_SESSION_COOKIE, secret, domain="switchyard.test", path="/console/operator")
+            assert (await client.get("/console/operator/")).status_code == 302  # its session ended at once
+            client.cookies.clear()
+            assert (await _operator_sign_in(client, email, password)).status_code == 401
+
+    secret = asyncio.run(signed_in())
+    disabled = runner.invoke(main, ["operator", "login", "disable", "--email", email])
+    assert disabled.exit_code == 0, disabled.output
+    asyncio.run(after_disabling(secret))
+    assert "disabled" in runner.invoke(main, ["operator", "login", "list"]).output

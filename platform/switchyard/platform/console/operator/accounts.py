@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -15,9 +15,15 @@ from switchyard.platform.console.passwords import check_new_password, hash_passw
 from switchyard.platform.db import new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.members.schemas import EMAIL_PATTERN
-from switchyard.platform.models import OperatorAccount, utc_now
+from switchyard.platform.models import OperatorAccount, OperatorConsoleSession, utc_now
 
-__all__ = ["create_operator_account", "find_operator_account", "list_operator_accounts", "reset_operator_password"]
+__all__ = [
+    "create_operator_account",
+    "disable_operator_account",
+    "find_operator_account",
+    "list_operator_accounts",
+    "reset_operator_password",
+]
 
 
 async def find_operator_account(session: AsyncSession, email: str) -> OperatorAccount | None:
@@ -73,3 +79,31 @@ async def reset_operator_password(session: AsyncSession, *, actor: Actor, email:
 async def list_operator_accounts(session: AsyncSession) -> list[OperatorAccount]:
     rows = await session.execute(select(OperatorAccount).order_by(col(OperatorAccount.created_at)))
     return list(rows.scalars())
+
+
+async def disable_operator_account(session: AsyncSession, *, actor: Actor, email: str) -> OperatorAccount:
+    """Stop an account signing in and end its live sessions at once (the row stays, for the audit log's names);
+    ``reset-password`` does not enable it again. Disabling twice changes nothing."""
+    account = await find_operator_account(session, email)
+    if account is None:
+        raise NotFound(f"no operator account for {email}", param="email")
+    if account.disabled_at is None:
+        now = utc_now()
+        account.disabled_at = now
+        await session.execute(
+            update(OperatorConsoleSession)
+            .where(
+                col(OperatorConsoleSession.operator_id) == account.id, col(OperatorConsoleSession.ended_at).is_(None)
+            )
+            .values(ended_at=now)
+        )
+        record_operator(
+            session,
+            actor=actor,
+            action="operator_account.disable",
+            target_type="operator_account",
+            target_id=account.id,
+            details={"email": account.email},
+        )
+        await session.flush()
+    return account
