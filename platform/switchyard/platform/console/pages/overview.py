@@ -1,4 +1,5 @@
-"""The overview: compute this month against the budgets, usage by day, recent runs."""
+"""The overview: compute this month against the budgets (a gauge each) and the budget alerts fired this month,
+usage by day, recent runs. Budgets and alerts are the admins' (as in the API)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from litestar import Controller, Request, Response, get
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.billing.money import currency_exponent
 from switchyard.platform.billing.periods import month_start
-from switchyard.platform.billing.service import list_budgets, usage_buckets
+from switchyard.platform.billing.schemas import BudgetAlertPublic, BudgetPublic
+from switchyard.platform.billing.service import list_budget_alerts, list_budgets, usage_buckets
 from switchyard.platform.billing.usage import UsageBucket
 from switchyard.platform.console.edge import console_access, console_user
+from switchyard.platform.console.pages.billing import Coverable, coverables, covers_label
 from switchyard.platform.console.queries import count_runs_since, recent_runs
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
@@ -41,19 +44,37 @@ def usage_chart(buckets: list[UsageBucket]) -> dict[str, Any]:
     }
 
 
-def _budget_view(budget: Any) -> dict[str, Any]:
+def _amount(value: str, currency: str) -> str:
+    """A decimal string of the major unit shown to the currency's places: ``"1.468125"`` → ``"1.47"``."""
+    return f"{Decimal(value):,.{currency_exponent(currency)}f}"
+
+
+def _budget_view(budget: BudgetPublic, known: list[Coverable]) -> dict[str, Any]:
     limit = Decimal(budget.limit_minor).scaleb(-currency_exponent(budget.currency))
     spent = Decimal(budget.spent)
-    percent = int(min(Decimal(100), spent * 100 / limit)) if limit > 0 else 100
+    # to a tenth of a per cent, so that the gauge of a large limit still moves
+    percent = min(Decimal(100), spent * 100 / limit).quantize(Decimal("0.1")) if limit > 0 else Decimal(100)
     return {
-        "scope": budget.scope,
-        "scope_id": budget.scope_id,
+        "id": budget.id,
+        "covers": covers_label(budget, known),
         "currency": budget.currency,
         "limit": f"{limit:,.{currency_exponent(budget.currency)}f}",
-        "spent": f"{spent:,.{currency_exponent(budget.currency)}f}",
+        "spent": _amount(budget.spent, budget.currency),
         "hard": budget.hard,
         "percent": percent,
+        "alert_thresholds": budget.alert_thresholds,
         "alerts_fired": budget.alerts_fired,
+    }
+
+
+def _alert_view(alert: BudgetAlertPublic, known: list[Coverable], budgets: list[BudgetPublic]) -> dict[str, Any]:
+    budget = next((b for b in budgets if b.id == alert.budget_id), None)
+    return {
+        "covers": covers_label(budget, known) if budget else alert.scope,
+        "threshold_pct": alert.threshold_pct,
+        "spent": _amount(alert.spent, alert.currency),
+        "currency": alert.currency,
+        "created_at": alert.created_at,
     }
 
 
@@ -68,13 +89,18 @@ class OverviewController(Controller):
             db_session, scope=scope, start_time=None, end_time=None, width="1d", group_by=["model"]
         )
         user = console_user(request)
-        budgets = (  # budgets are the admins' in the API too: below admin the overview leaves them out
-            await list_budgets(
+        budgets: list[dict[str, Any]] | None = None  # the admins' in the API too: below admin the overview
+        alerts: list[dict[str, Any]] | None = None  # leaves budgets and their alerts out
+        if user.role.includes(Role.ADMIN):
+            listed = await list_budgets(
                 db_session, scope=scope, params=CursorParams(limit=100, after=None, before=None, order="desc")
             )
-            if user.role.includes(Role.ADMIN)
-            else None
-        )
+            known = await coverables(db_session, scope=scope)
+            order = {"tenant": 0, "api_key": 1, "agent": 2}  # the tenant's gauge first, then keys, then agents
+            shown = sorted(listed.data, key=lambda b: (order.get(b.scope, 3), covers_label(b, known)))
+            budgets = [_budget_view(b, known) for b in shown]
+            fired = await list_budget_alerts(db_session, scope=scope)
+            alerts = [_alert_view(a, known, listed.data) for a in fired]
         rows = [row for bucket in buckets for row in bucket.rows]
         return render(
             request,
@@ -84,7 +110,8 @@ class OverviewController(Controller):
             month_requests=sum(row.num_model_requests for row in rows),
             month_tokens=sum(row.input_tokens + row.output_tokens for row in rows),
             run_count=await count_runs_since(db_session, scope=scope, since=start),
-            budgets=[_budget_view(b) for b in budgets.data] if budgets is not None else None,
+            budgets=budgets,
+            alerts=alerts,
             chart=usage_chart(buckets),
             runs=await recent_runs(db_session, scope=scope),
         )
