@@ -63,6 +63,7 @@ def test_an_agent_budget_with_its_own_thresholds_alerts_and_its_gauge_moves(cons
     page.get_by_label("Alert thresholds (% of the limit)").fill("")  # the defaults
     page.get_by_role("button", name="Set budget").click()
     page.locator("#budgets tr", has_text=key_label).get_by_text("50, 80, 100 %").wait_for()
+    page.screenshot(path=str(console.shots / "budgets-billing.png"), full_page=True)
 
     page.get_by_role("link", name="Overview").click()
     page.get_by_role("heading", name="Budget alerts this month").wait_for()
