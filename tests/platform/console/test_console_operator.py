@@ -337,3 +337,23 @@ def test_the_cli_creates_an_operator_login_whose_one_time_password_signs_in(tmp_
     assert disabled.exit_code == 0, disabled.output
     asyncio.run(after_disabling(secret))
     assert "disabled" in runner.invoke(main, ["operator", "login", "list"]).output
+
+
+def test_an_upstream_deployment_without_replicas_of_its_own_is_one_row() -> None:
+    from switchyard.platform.console.operator.queries import fleet_replicas
+
+    upstream = {"model": "gpt-x", "backend": "openai-compatible", "instance_type": "p5.48xlarge", "replicas": []}
+    simulated = {
+        "model": "m",
+        "backend": "trainium-sim",
+        "instance_type": "trn2.48xlarge",
+        "queued": 3,
+        "running": 2,
+        "replicas": [{"replica": "m/0", "busy_fraction": 0.5, "kv_used_fraction": 0.25, "queued": 1, "running": 2}],
+    }
+    rows = fleet_replicas([upstream, simulated])
+    assert [(r.replica, r.backend, r.busy_fraction, r.queued) for r in rows] == [
+        ("gpt-x (upstream)", "openai-compatible", None, None),
+        ("m/0", "trainium-sim", 0.5, 1),
+    ]
+    assert (rows[1].deployment_queued, rows[1].running, rows[1].chip_us) == (3, 2, None)

@@ -70,7 +70,7 @@ async def reset_operator_password(session: AsyncSession, *, actor: Actor, email:
         action="operator_account.reset_password",
         target_type="operator_account",
         target_id=account.id,
-        details={"email": account.email, "at": utc_now().isoformat()},
+        details={"email": account.email},
     )
     await session.flush()
     return password

@@ -87,7 +87,9 @@ class TenantPagesController(Controller):
         return _page(request, "operator_tenants.html", tenants=await tenant_summaries(db_session))
 
     @get("/tenants/{tenant_id:str}", opt=_OPERATOR)
-    async def tenant(self, request: Request[Any, Any, Any], db_session: DbSession, tenant_id: FromPath[str]) -> Any:
+    async def tenant(
+        self, request: Request[Any, Any, Any], db_session: DbSession, tenant_id: FromPath[str]
+    ) -> Response[str]:
         return await self._tenant_page(request, db_session, tenant_id)
 
     async def _tenant_page(

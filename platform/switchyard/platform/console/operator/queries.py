@@ -126,36 +126,22 @@ def fleet_replicas(deployments: list[dict[str, Any]]) -> list[FleetReplica]:
     replicas of its own (an OpenAI-compatible upstream) is one row with what it knows."""
     rows = []
     for deployment in deployments:
-        common = {
-            "model": str(deployment.get("model", "")),
-            "backend": str(deployment.get("backend", "")),
-            "instance_type": str(deployment.get("instance_type", "")),
-            "deployment_queued": _int(deployment.get("queued")),
-            "deployment_running": _int(deployment.get("running")),
-        }
-        replicas = deployment.get("replicas") or []
-        if not replicas:
-            rows.append(
-                FleetReplica(
-                    replica=f"{common['model']} (upstream)",
-                    busy_fraction=None,
-                    kv_used_fraction=None,
-                    queued=None,
-                    running=None,
-                    chip_us=None,
-                    **common,  # type: ignore[arg-type]
-                )
-            )
+        model = str(deployment.get("model", ""))
+        replicas = deployment.get("replicas") or [{"replica": f"{model} (upstream)"}]
         for replica in replicas:
             rows.append(
                 FleetReplica(
                     replica=str(replica.get("replica", "")),
+                    model=model,
+                    backend=str(deployment.get("backend", "")),
+                    instance_type=str(deployment.get("instance_type", "")),
                     busy_fraction=_fraction(replica.get("busy_fraction")),
                     kv_used_fraction=_fraction(replica.get("kv_used_fraction")),
                     queued=_int(replica.get("queued")),
                     running=_int(replica.get("running")),
                     chip_us=_int(replica.get("chip_us")),
-                    **common,  # type: ignore[arg-type]
+                    deployment_queued=_int(deployment.get("queued")),
+                    deployment_running=_int(deployment.get("running")),
                 )
             )
     return rows
