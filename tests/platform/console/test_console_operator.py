@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
@@ -18,6 +19,7 @@ from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import AuditEvent, OperatorAccount, OperatorAuditEvent, OperatorConsoleSession
 from tests.platform.conftest import bearer
 from tests.platform.console.factories import PASSWORD, TEST_ACTOR, csrf_of, sign_in
+from tests.platform.inference.test_fleet_process import fleet_settings  # noqa: F401  (a fixture)
 
 OPERATOR_EMAIL = "ops@switchyard.example"
 
@@ -357,3 +359,33 @@ def test_an_upstream_deployment_without_replicas_of_its_own_is_one_row() -> None
         ("m/0", "trainium-sim", 0.5, 1),
     ]
     assert (rows[1].deployment_queued, rows[1].running, rows[1].chip_us) == (3, 2, None)
+
+
+@pytest.mark.slow
+async def test_the_fleet_fragment_reads_a_fleet_process_through_the_remote_backend(fleet_settings: Any) -> None:  # noqa: F811
+    from litestar.testing import AsyncTestClient
+
+    from switchyard.platform.app import create_app
+    from switchyard.platform.tenants.service import create_operator_key
+
+    async with AsyncTestClient(app=create_app(fleet_settings), base_url="https://switchyard.test") as client:
+        client.follow_redirects = False
+        async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+            operator = bearer(await create_operator_key(session, actor=TEST_ACTOR, name="tests"))
+        created = await client.post("/v1/admin/tenants", json={"name": "remote"}, headers=operator)
+        owner = bearer(created.json()["owner_key"]["value"])
+        body = {"model": "small", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 8}
+        for _ in range(3):
+            assert (await client.post("/v1/chat/completions", json=body, headers=owner)).status_code == 200
+        await _add_operator(client.app)
+        assert (await _operator_sign_in(client)).status_code == 303
+        fragment = (await client.get("/console/operator/fleet/replicas")).text
+        fleet = (await client.get("/v1/admin/fleet", headers=operator)).json()["deployments"]
+    [small] = fleet
+    assert [r["replica"] for r in small["replicas"]] == ["small/0", "small/1"]  # the fleet process's replicas
+    assert sum(r["chip_us"] for r in small["replicas"]) > 0
+    for replica in small["replicas"]:
+        row = re.search(rf'<tr data-replica="{replica["replica"]}">.*?</tr>', fragment, re.S)
+        assert row, fragment
+        assert f">{replica['chip_us'] / 1e6:,.3f}</td>" in row.group(0)
+        assert "trn2.3xlarge" in row.group(0)
