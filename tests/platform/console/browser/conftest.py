@@ -79,12 +79,18 @@ def _usage(console: Console) -> None:
 
 
 @pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Console]:
+def console(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+) -> Iterator[Console]:
+    """The served console; a module's ``TIME_SCALE`` (default 0: answers at once) runs the simulated fleet on the
+    wall clock, so answers stream as slowly as the simulated replicas produce them."""
     _need_chromium()
     root = tmp_path_factory.mktemp("console")
     shutil.copyfile(sqlite_template, root / "switchyard.db")
     settings = Settings(
-        data_dir=root / "data", database_url=f"sqlite+aiosqlite:///{root / 'switchyard.db'}", time_scale=0
+        data_dir=root / "data",
+        database_url=f"sqlite+aiosqlite:///{root / 'switchyard.db'}",
+        time_scale=getattr(request.module, "TIME_SCALE", 0),
     )
     tenant_id, owner_key, emails = asyncio.run(_seed(settings))
     emails["owner"] = "ada@acme.example"  # the tenant's first owner signs in with the password set below

@@ -153,7 +153,8 @@ def test_filter_the_runs_and_open_a_run_trace(console: Console, page: Any) -> No
     assert page.locator("svg.timeline rect.bar.model_call").count() >= 1
     model_row = page.locator("#steps tbody tr", has_text="model_call").first
     assert re.search(r"\d+ / \d+", model_row.inner_text())  # tokens in / out of the model call
-    chip_us = int(model_row.locator("td").last.inner_text().replace(",", ""))
+    chip_us = int(model_row.locator("td").nth(5).inner_text().replace(",", ""))
+    assert model_row.locator("td").last.inner_text().startswith(f"{MODELS[0]}/")  # the replica that served it
     with console.api() as api:
         listed = api.get("/v1/agents").json()["data"]
         agent_id = next(a["id"] for a in listed if a["name"] == "support-bot")
@@ -242,19 +243,3 @@ def test_set_a_budget_watch_the_gauge_move_with_usage_and_download_the_invoice(c
     with console.api() as api:  # later scenarios run unbudgeted
         for budget in api.get("/v1/budgets").json()["data"]:
             assert api.delete(f"/v1/budgets/{budget['id']}").status_code == 200
-
-
-def test_the_playground_answers_with_the_run_s_compute(console: Console, page: Any) -> None:
-    sign_in(page, console, "admin")
-    page.get_by_role("link", name="Playground").click()
-    page.get_by_label("Agent").select_option(label=f"support-bot (v1, {MODELS[0]})")
-    page.get_by_label("Message").fill("What does a Trainium2 chip cost per hour?")
-    page.get_by_role("button", name="Send").click()
-    ended = re.compile("^(completed|failed|incomplete|cancelled|expired)$")
-    page.locator("#run-status", has_text=ended).wait_for()  # (while a run goes on, its result polls)
-    assert page.locator("#run-status").inner_text() == "completed"
-    assert page.locator(".msg.user").inner_text().endswith("What does a Trainium2 chip cost per hour?")
-    assert page.locator(".msg.assistant").count() >= 1
-    assert int(page.locator("#run-chip-us").inner_text().replace(",", "")) > 0
-    page.screenshot(path=str(console.shots / "playground.png"), full_page=True)
-    assert page.errors == []  # type: ignore[attr-defined]
