@@ -216,6 +216,15 @@ async def test_deny_and_the_call_is_never_executed(console: Any, make_console_te
     tenant = await make_console_tenant()
     csrf = await _signed_in(console, tenant, "developer")
     run_id, thread_id = await _pending(console, tenant, csrf)
+    vague = await console.post(
+        f"/console/playground/{run_id}/required_action",
+        data={"decision": "maybe", "tool_call_id": "call_1", "csrf_token": csrf},
+    )
+    assert vague.status_code == 400
+    unknown = await console.post(  # a decision on no call at all: refused, not guessed
+        f"/console/playground/{run_id}/required_action", data={"decision": "approve", "csrf_token": csrf}
+    )
+    assert unknown.status_code == 400
     denied = await console.post(
         f"/console/playground/{run_id}/required_action",
         data={"decision": "deny", "tool_call_id": "call_1", "csrf_token": csrf},
@@ -226,10 +235,6 @@ async def test_deny_and_the_call_is_never_executed(console: Any, make_console_te
     steps = (await console.get(f"/v1/threads/{thread_id}/runs/{run_id}/steps", headers=tenant.headers())).json()
     tool = next(s for s in steps["data"] if s["type"] == "tool_call")
     assert tool["step_details"]["is_error"] is True  # denied: answered with an error, never run
-    unknown = await console.post(  # a decision on no call at all is refused, not guessed
-        f"/console/playground/{run_id}/required_action", data={"decision": "approve", "csrf_token": csrf}
-    )
-    assert unknown.status_code == 400
 
 
 async def test_a_viewer_can_watch_but_not_start_or_approve(console: Any, make_console_tenant: Any) -> None:

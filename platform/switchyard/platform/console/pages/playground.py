@@ -206,6 +206,8 @@ class PlaygroundController(Controller):
         actor, jobs = _actor(request), jobs_for(request.app.state)
         try:
             if "decision" in form:
+                if _text(form, "decision") not in ("approve", "deny"):
+                    raise InvalidRequest("the decision is approve or deny", param="decision")
                 approve = _text(form, "decision") == "approve"
                 calls = [str(call_id) for call_id in form.getall("tool_call_id", [])]
                 approvals = SubmitApprovals.model_validate(
