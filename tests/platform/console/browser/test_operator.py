@@ -124,3 +124,39 @@ def test_a_member_signed_in_is_sent_to_the_operator_sign_in(console: Console, op
     page.get_by_role("button", name="Sign in").click()
     page.get_by_text("Wrong email or password.").wait_for()  # a member's password opens no operator session
     assert all("status of 401" in error for error in page.errors)  # type: ignore[attr-defined]  # the refusal only
+
+
+_UNNAMED_CONTROLS = """() => [...document.querySelectorAll(
+        'input:not([type=hidden]), select, textarea, button, a[href]')]
+    .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+    .map(e => e.outerHTML)"""
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}], ids=str)
+def test_operator_pages_fit_the_screen_and_name_every_control(
+    console: Console, operator: str, page: Any, viewport: dict[str, int]
+) -> None:
+    _operator_sign_in(page, console, operator)
+    page.set_viewport_size(viewport)
+    page.get_by_role("link", name="Tenants").click()
+    page.get_by_role("heading", name="Tenants").wait_for()
+    tenant_path = page.get_by_role("link", name="Acme Robotics").get_attribute("href")
+    for path, heading in [
+        ("/console/operator/", "Tenants"),
+        (tenant_path, "Acme Robotics"),
+        ("/console/operator/rate-cards", "Rate cards"),
+        ("/console/operator/fleet", "Fleet"),
+    ]:
+        page.goto(f"{console.url}{path}")
+        page.get_by_role("heading", name=heading, exact=True).wait_for()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), path
+        assert page.evaluate(_UNNAMED_CONTROLS) == [], path
+        current = page.locator("nav[aria-label=Operator] a[aria-current=page]")
+        assert current.count() == 1, path
+    page.keyboard.press("Tab")  # the skip link first, then the brand, then the operator's navigation
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Tenants"
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Tenants").wait_for()
+    assert page.errors == []  # type: ignore[attr-defined]
