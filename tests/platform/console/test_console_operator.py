@@ -389,3 +389,17 @@ async def test_the_fleet_fragment_reads_a_fleet_process_through_the_remote_backe
         assert row, fragment
         assert f">{replica['chip_us'] / 1e6:,.3f}</td>" in row.group(0)
         assert "trn2.3xlarge" in row.group(0)
+
+
+async def test_a_poll_after_the_session_ended_sends_the_window_to_the_sign_in(console: Any) -> None:
+    await _add_operator(console.app)
+    await _operator_sign_in(console)
+    poll = {"HX-Request": "true", "HX-Current-URL": "https://switchyard.test/console/operator/fleet"}
+    assert (await console.get("/console/operator/fleet/replicas", headers=poll)).status_code == 200
+    console.cookies.clear()  # the session is gone (signed out elsewhere, expired)
+    ended = await console.get("/console/operator/fleet/replicas", headers=poll)
+    assert ended.status_code == 200
+    assert ended.text == ""  # nothing for htmx to swap into the table
+    assert ended.headers["hx-redirect"] == "/console/operator/sign-in?next=/console/operator/fleet"
+    plain = await console.get("/console/operator/fleet/replicas")  # without htmx: the usual redirect
+    assert plain.status_code == 302

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from litestar import Request, Response, Router
 from litestar.exceptions import HTTPException
@@ -37,6 +38,11 @@ _TITLES = {400: "Not accepted", 403: "Not allowed", 404: "Not found", 409: "Conf
 
 
 def _to_sign_in(request: Request[Any, Any, Any], exc: SignInRequired) -> Response[Any]:
+    if request.headers.get("hx-request") == "true":  # htmx would follow a redirect and swap the sign-in page into
+        # the element it updates (the fleet's poll once the session ended): send the window there, back to its page
+        shown = urlsplit(request.headers.get("hx-current-url", "")).path
+        next_path = shown if shown.startswith(CONSOLE_PREFIX) else exc.next_path
+        return Response("", status_code=200, headers={**SECURITY_HEADERS, "hx-redirect": sign_in_url(next_path)})
     return Redirect(sign_in_url(exc.next_path), status_code=302, headers=SECURITY_HEADERS)
 
 

@@ -160,3 +160,12 @@ def test_operator_pages_fit_the_screen_and_name_every_control(
     page.keyboard.press("Enter")
     page.get_by_role("heading", name="Tenants").wait_for()
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_fleet_page_goes_to_the_sign_in_when_its_session_ends(console: Console, operator: str, page: Any) -> None:
+    _operator_sign_in(page, console, operator)
+    page.locator("#fleet-refreshed").wait_for()
+    page.context.clear_cookies()  # the session ends under the open page (signed out elsewhere, or expired)
+    page.wait_for_url(re.compile(r"/console/operator/sign-in\?next=/console/operator/fleet$"), timeout=10_000)
+    page.get_by_role("heading", name="Operator sign-in").wait_for()
+    assert page.locator("#replicas").count() == 0  # the sign-in is the page, not swapped into the fleet's table
