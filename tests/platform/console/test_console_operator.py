@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from switchyard.platform.cli import main
+from switchyard.platform.console.attempts import FAILURES_PER_EMAIL
 from switchyard.platform.console.edge import SESSION_COOKIE
 from switchyard.platform.console.operator.accounts import create_operator_account
 from switchyard.platform.console.operator.edge import OPERATOR_SESSION_COOKIE
-from switchyard.platform.console.pages.auth import FAILURES_PER_EMAIL
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import AuditEvent, OperatorAccount, OperatorAuditEvent, OperatorConsoleSession
 from tests.platform.conftest import bearer

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from sqlalchemy import select, update
 
 from switchyard.platform.cli import main
+from switchyard.platform.console.attempts import FAILURES_PER_EMAIL
 from switchyard.platform.console.edge import SESSION_COOKIE
-from switchyard.platform.console.pages.auth import FAILURES_PER_EMAIL
 from switchyard.platform.console.sessions import IDLE_TIMEOUT
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import AuditEvent, ConsoleSession, MemberPassword, utc_now

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 from typing import Any
@@ -14,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth.principal import Actor
+from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import CONSOLE_PREFIX, CSRF_COOKIE, OPERATOR_KEY, OPERATOR_PREFIX, console_access
 from switchyard.platform.console.operator.accounts import find_operator_account
 from switchyard.platform.console.operator.edge import (
@@ -23,14 +23,13 @@ from switchyard.platform.console.operator.edge import (
     operator_user,
 )
 from switchyard.platform.console.operator.sessions import end_operator_session, start_operator_session
-from switchyard.platform.console.pages.auth import FAILURE_WINDOW_S, FAILURES_PER_CLIENT, FAILURES_PER_EMAIL
 from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, verify_password
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 from switchyard.platform.console.sessions import SESSION_LIFETIME
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.limits import LimitsUnavailable, RateLimiter
+from switchyard.platform.limits import LimitsUnavailable
 
 __all__ = ["OperatorSignInController"]
 
@@ -49,15 +48,6 @@ def _safe_next(value: Any) -> str:
     ):
         return value
     return _HOME
-
-
-def _limit_keys(request: Request[Any, Any, Any], email: str) -> list[tuple[str, int]]:
-    client = request.client.host if request.client else "unknown"
-    digest = hashlib.sha256(email.encode()).hexdigest()[:32]
-    return [
-        (f"operator-sign-in:email:{digest}", FAILURES_PER_EMAIL),
-        (f"operator-sign-in:client:{client}", FAILURES_PER_CLIENT),
-    ]
 
 
 def _sign_in_page(
@@ -100,36 +90,29 @@ class OperatorSignInController(Controller):
         email = str(form.get("email", "")).strip().lower()[:320]
         password = str(form.get("password", ""))[:MAX_PASSWORD_LENGTH]
         next_path = _safe_next(form.get("next"))
-        limiter: RateLimiter = request.app.state.gateway.admission.rates  # the admission's (Redis when configured)
         client = request.client.host if request.client else None
-        spent: list[tuple[str, int]] = []
         try:
-            for key, rate in _limit_keys(request, email):
-                decision = await limiter.hit(key, rate=rate, period_s=FAILURE_WINDOW_S)
-                if not decision.allowed:
-                    for done, done_rate in spent:
-                        await limiter.refund(done, rate=done_rate, period_s=FAILURE_WINDOW_S)
-                    log.warning("operator sign-in refused: too many attempts (%s)", key.split(":")[1])
-                    record_operator(
-                        db_session,
-                        actor=Actor(key_id="console", request_id=request_id_of(request.scope)),
-                        action="operator_console.sign_in_limited",
-                        target_type="operator_account",
-                        target_id="",
-                        details={"email": email, "client": client},
-                    )
-                    wait = int(decision.retry_after_s) + 1
-                    return _sign_in_page(
-                        request,
-                        status_code=429,
-                        error=f"Too many sign-in attempts. Try again in {wait} seconds.",
-                        email=email,
-                        next=next_path,
-                        headers={"retry-after": str(wait)},
-                    )
-                spent.append((key, rate))
+            attempt = await spend_attempt(request, "operator-sign-in", email)
         except LimitsUnavailable:
             return _sign_in_page(request, status_code=503, error="Sign-in is unavailable right now.", email=email)
+        if attempt.refused_by is not None:
+            log.warning("operator sign-in refused: too many attempts (%s)", attempt.refused_by)
+            record_operator(
+                db_session,
+                actor=Actor(key_id="console", request_id=request_id_of(request.scope)),
+                action="operator_console.sign_in_limited",
+                target_type="operator_account",
+                target_id="",
+                details={"email": email, "client": client},
+            )
+            return _sign_in_page(
+                request,
+                status_code=429,
+                error=f"Too many sign-in attempts. Try again in {attempt.retry_after_s} seconds.",
+                email=email,
+                next=next_path,
+                headers={"retry-after": str(attempt.retry_after_s)},
+            )
         account = await find_operator_account(db_session, email) if email else None
         matches = verify_password(account.password_hash if account else None, password)  # same work either way
         if account is None or not matches or account.disabled_at is not None:
@@ -144,8 +127,7 @@ class OperatorSignInController(Controller):
             return _sign_in_page(
                 request, status_code=401, error="Wrong email or password.", email=email, next=next_path
             )
-        for key, rate in spent:  # a success does not count against the allowance
-            await limiter.refund(key, rate=rate, period_s=FAILURE_WINDOW_S)
+        await attempt.succeeded()
         token, session_id = await start_operator_session(db_session, account=account)
         record_operator(
             db_session,

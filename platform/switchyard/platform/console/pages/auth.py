@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 from typing import Any
@@ -14,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
+from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import (
     CONSOLE_PREFIX,
     CSRF_COOKIE,
@@ -28,16 +28,13 @@ from switchyard.platform.console.sessions import SESSION_LIFETIME, end_session, 
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.limits import LimitsUnavailable, RateLimiter
+from switchyard.platform.limits import LimitsUnavailable
 from switchyard.platform.models import Member
 
 __all__ = ["SignInController", "console_cookie", "signed_in"]
 
 log = logging.getLogger(__name__)
 
-FAILURES_PER_EMAIL = 5  # attempts per email address per window; a success gives its attempt back
-FAILURES_PER_CLIENT = 30  # attempts per client address per window
-FAILURE_WINDOW_S = 300.0
 _SIGNED_OUT_NOTICE = "You are signed out."
 
 
@@ -63,21 +60,6 @@ def console_cookie(key: str, value: str, max_age: int | None) -> Cookie:
         secure=True,  # browsers keep Secure cookies of http://127.0.0.1 and localhost too; anything else is https
         samesite="lax",
     )
-
-
-def _limiter(request: Request[Any, Any, Any]) -> RateLimiter:
-    """The process's rate limiter (in Redis when ``SWITCHYARD_REDIS_URL`` is set): the admission's own."""
-    limiter: RateLimiter = request.app.state.gateway.admission.rates
-    return limiter
-
-
-def _limit_keys(request: Request[Any, Any, Any], email: str) -> list[tuple[str, int]]:
-    client = request.client.host if request.client else "unknown"
-    digest = hashlib.sha256(email.encode()).hexdigest()[:32]
-    return [
-        (f"console-sign-in:email:{digest}", FAILURES_PER_EMAIL),
-        (f"console-sign-in:client:{client}", FAILURES_PER_CLIENT),
-    ]
 
 
 def _sign_in_page(
@@ -135,27 +117,20 @@ class SignInController(Controller):
         email = str(form.get("email", "")).strip().lower()[:320]
         password = str(form.get("password", ""))[:MAX_PASSWORD_LENGTH]
         next_path = _safe_next(form.get("next"))
-        limiter = _limiter(request)
-        spent: list[tuple[str, int]] = []
         try:
-            for key, rate in _limit_keys(request, email):
-                decision = await limiter.hit(key, rate=rate, period_s=FAILURE_WINDOW_S)
-                if not decision.allowed:
-                    for done, done_rate in spent:
-                        await limiter.refund(done, rate=done_rate, period_s=FAILURE_WINDOW_S)
-                    log.warning("console sign-in refused: too many attempts (%s)", key.split(":")[1])
-                    wait = int(decision.retry_after_s) + 1
-                    return _sign_in_page(
-                        request,
-                        status_code=429,
-                        error=f"Too many sign-in attempts. Try again in {wait} seconds.",
-                        email=email,
-                        next=next_path,
-                        headers={"retry-after": str(wait)},
-                    )
-                spent.append((key, rate))
+            attempt = await spend_attempt(request, "console-sign-in", email)
         except LimitsUnavailable:
             return _sign_in_page(request, status_code=503, error="Sign-in is unavailable right now.", email=email)
+        if attempt.refused_by is not None:
+            log.warning("console sign-in refused: too many attempts (%s)", attempt.refused_by)
+            return _sign_in_page(
+                request,
+                status_code=429,
+                error=f"Too many sign-in attempts. Try again in {attempt.retry_after_s} seconds.",
+                email=email,
+                next=next_path,
+                headers={"retry-after": str(attempt.retry_after_s)},
+            )
         candidates = await find_sign_in_candidates(db_session, email) if email else []
         member = None
         for candidate, password_hash in candidates:
@@ -181,8 +156,7 @@ class SignInController(Controller):
             return _sign_in_page(
                 request, status_code=401, error="Wrong email or password.", email=email, next=next_path
             )
-        for key, rate in spent:  # a success does not count against the allowance
-            await limiter.refund(key, rate=rate, period_s=FAILURE_WINDOW_S)
+        await attempt.succeeded()
         return await signed_in(db_session, member=member, actor=actor, next_path=next_path)
 
     @post("/sign-out", opt=console_access("signed_in"), status_code=303)
