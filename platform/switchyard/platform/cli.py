@@ -34,6 +34,22 @@ def _run(make: Callable[[Any], Awaitable[T]], settings: Settings) -> T:
     return asyncio.run(go())
 
 
+def _unscoped(work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(session)`` in one unscoped transaction of the configured database; a refusal (``ApiError``) is a
+    usage error naming the problem."""
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.http.errors import ApiError
+
+    async def go(database: Any) -> T:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await work(session)
+
+    try:
+        return _run(go, _settings())
+    except ApiError as error:
+        raise click.UsageError(str(error.detail)) from None
+
+
 def _settings(**overrides: Any) -> Settings:
     settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
     if settings.uses_sqlite:
@@ -379,14 +395,9 @@ def key_create(tenant_id: str | None, role: str, operator: bool, name: str, if_n
 @click.option("--operator", is_flag=True, required=True, help="List operator keys (tenant keys: GET /v1/api-keys).")
 def key_list(operator: bool) -> None:
     """List operator keys: id, the key's visible prefix, name, created, last used and revoked times (never a secret)."""
-    from switchyard.platform.db import UNSCOPED
     from switchyard.platform.tenants.service import list_operator_keys
 
-    async def rows(database: Any) -> list[Any]:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await list_operator_keys(session)
-
-    for row in _run(rows, _settings()):
+    for row in _unscoped(list_operator_keys):
         revoked = f"revoked {row.revoked_at:%Y-%m-%d %H:%M:%S}" if row.revoked_at else "active"
         used = f"last used {row.last_used_at:%Y-%m-%d %H:%M}" if row.last_used_at else "never used"
         click.echo(
@@ -432,17 +443,8 @@ def operator_login_create(email: str) -> None:
     """Create an operator console account and print its one-time password (shown once)."""
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.console.operator.accounts import create_operator_account
-    from switchyard.platform.db import UNSCOPED
-    from switchyard.platform.http.errors import ApiError
 
-    async def make(database: Any) -> tuple[Any, str]:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await create_operator_account(session, actor=CLI_ACTOR, email=email)
-
-    try:
-        account, password = _run(make, _settings())
-    except ApiError as error:
-        raise click.UsageError(str(error.detail)) from None
+    account, password = _unscoped(lambda session: create_operator_account(session, actor=CLI_ACTOR, email=email))
     settings = _settings()
     click.echo(f"operator:  {account.id}")
     click.echo(f"console:   {settings.public_url}/console/operator/ as {account.email}, one-time password {password}")
@@ -454,17 +456,8 @@ def operator_login_reset_password(email: str) -> None:
     """Give an operator account a new one-time password (the old one stops working) and print it once."""
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.console.operator.accounts import reset_operator_password
-    from switchyard.platform.db import UNSCOPED
-    from switchyard.platform.http.errors import ApiError
 
-    async def reset(database: Any) -> str:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await reset_operator_password(session, actor=CLI_ACTOR, email=email)
-
-    try:
-        password = _run(reset, _settings())
-    except ApiError as error:
-        raise click.UsageError(str(error.detail)) from None
+    password = _unscoped(lambda session: reset_operator_password(session, actor=CLI_ACTOR, email=email))
     click.echo(f"console:   {email.strip().lower()}, one-time password {password}")
 
 
@@ -474,17 +467,8 @@ def operator_login_disable(email: str) -> None:
     """Disable an operator console account: it cannot sign in, and its sessions end at once."""
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.console.operator.accounts import disable_operator_account
-    from switchyard.platform.db import UNSCOPED
-    from switchyard.platform.http.errors import ApiError
 
-    async def disable(database: Any) -> Any:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await disable_operator_account(session, actor=CLI_ACTOR, email=email)
-
-    try:
-        account = _run(disable, _settings())
-    except ApiError as error:
-        raise click.UsageError(str(error.detail)) from None
+    account = _unscoped(lambda session: disable_operator_account(session, actor=CLI_ACTOR, email=email))
     click.echo(f"{account.id} {account.email} disabled at {account.disabled_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
@@ -492,13 +476,8 @@ def operator_login_disable(email: str) -> None:
 def operator_login_list() -> None:
     """List operator console accounts: id, email, created, and whether disabled (never a password)."""
     from switchyard.platform.console.operator.accounts import list_operator_accounts
-    from switchyard.platform.db import UNSCOPED
 
-    async def rows(database: Any) -> list[Any]:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await list_operator_accounts(session)
-
-    for row in _run(rows, _settings()):
+    for row in _unscoped(list_operator_accounts):
         state = f"disabled {row.disabled_at:%Y-%m-%d %H:%M}" if row.disabled_at else "active"
         click.echo(f"{row.id}  {row.email}  created {row.created_at:%Y-%m-%d %H:%M:%S}  {state}")
 
