@@ -79,11 +79,12 @@ def fleet_settings(database_url: str, tmp_path: Path) -> Iterator[Settings]:
         time_scale=0,
     )
     process.send_signal(signal.SIGTERM)
-    try:
-        assert process.wait(timeout=10) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has stopped
+    try:  # a loaded CI machine has taken over 10 s; what is checked is a clean exit
+        assert process.wait(timeout=60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has stopped
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()  # reaped: no "subprocess is still running" warning in the next test
         log.close()
 
 
