@@ -77,6 +77,7 @@ class EmbeddingRequest:
     priority: Priority = Priority.STANDARD
     weight: float = 1.0
     user: str | None = None  # the client's end-user id: forwarded upstream, and the routing session
+    trace_context: tuple[tuple[str, str], ...] = ()  # W3C trace-context headers, sent on by a remote deployment
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,8 @@ class InferenceRequest:
     """The client's OpenAI parameters besides ``model`` and ``messages``, exactly as it sent them: an
     ``openai-compatible`` upstream receives these instead of the fields above (``None`` for requests Switchyard
     composes itself, whose fields above are sent)."""
+    trace_context: tuple[tuple[str, str], ...] = ()
+    """W3C trace-context headers (``traceparent``) of the model call's span, sent on by a remote deployment."""
 
 
 @dataclass(frozen=True, slots=True)

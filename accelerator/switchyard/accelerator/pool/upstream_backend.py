@@ -107,17 +107,20 @@ class UpstreamDeployment:
 
     async def _open(self, request: InferenceRequest) -> httpx.Response:
         """Send the chat request; its body is read here unless the answer streams."""
-        return await self._post(self._url, json.dumps(self._body(request)).encode(), read=not request.stream)
+        body = json.dumps(self._body(request)).encode()
+        return await self._post(self._url, body, read=not request.stream, trace_context=request.trace_context)
 
-    async def _post(self, url: httpx.URL, content: bytes, *, read: bool) -> httpx.Response:
+    async def _post(
+        self, url: httpx.URL, content: bytes, *, read: bool, trace_context: tuple[tuple[str, str], ...] = ()
+    ) -> httpx.Response:
         """POST ``content`` (retrying connect errors only: the request never left); an error status is raised as
-        :class:`UpstreamError`, and with ``read`` the answer's body is read (and the response closed) here."""
+        :class:`UpstreamError`, and with ``read`` the answer's body is read (and the response closed) here. The
+        caller's ``trace_context`` goes along, so an upstream that traces continues the caller's trace."""
+        headers = {**self._headers, **dict(trace_context)}
         for attempt in range(CONNECT_RETRIES + 1):
             try:
                 response = await self._transport.handle_async_request(
-                    httpx.Request(
-                        "POST", url, headers=self._headers, content=content, extensions={"timeout": self._timeout}
-                    )
+                    httpx.Request("POST", url, headers=headers, content=content, extensions={"timeout": self._timeout})
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
                 if attempt == CONNECT_RETRIES:
@@ -212,7 +215,8 @@ class UpstreamDeployment:
         """Forward an embedding call to the upstream's ``/embeddings``: its vectors, then the receipt of its wall
         time × the declared chips. Connect errors are retried, nothing else is."""
         started = time.monotonic()
-        response = await self._post(self._embeddings_url, json.dumps(self._embedding_body(request)).encode(), read=True)
+        body = json.dumps(self._embedding_body(request)).encode()
+        response = await self._post(self._embeddings_url, body, read=True, trace_context=request.trace_context)
         finished = time.monotonic()
         body = response.content
         try:

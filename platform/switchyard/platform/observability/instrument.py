@@ -5,11 +5,13 @@ Each wrapper records metrics and a span and otherwise changes nothing: same even
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
+from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from prometheus_client import Counter
 
@@ -32,6 +34,7 @@ __all__ = ["count_refusals", "instrument_pool", "record_receipt", "traced_respon
 
 P = ParamSpec("P")
 A = TypeVar("A")
+R = TypeVar("R", InferenceRequest, EmbeddingRequest)
 PROVIDER = "switchyard"
 
 
@@ -60,9 +63,7 @@ def record_receipt(receipt: ComputeReceipt, span: Span | None = None) -> None:
         )
 
 
-async def _observed(
-    events: AsyncIterator[Any], request: InferenceRequest | EmbeddingRequest, operation: str
-) -> AsyncIterator[Any]:
+def _model_call_span(request: InferenceRequest | EmbeddingRequest, operation: str) -> Span:
     # start_span, not start_as_current_span: an async generator may be resumed and closed in other contexts
     span = tracer().start_span(f"{operation} {request.model}", kind=SpanKind.CLIENT)
     if span.is_recording():
@@ -78,29 +79,57 @@ async def _observed(
         max_tokens = getattr(request, "max_tokens", None)
         if max_tokens is not None:
             span.set_attribute("gen_ai.request.max_tokens", max_tokens)
+    return span
+
+
+def _with_trace_context(request: R, span: Span) -> R:
+    """``request`` carrying ``span``'s W3C trace context (``traceparent``), which a remote deployment sends on."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
+    return dataclasses.replace(request, trace_context=tuple(carrier.items())) if carrier else request
+
+
+def _call(call: Callable[[R], AsyncIterator[Any]], request: R, span: Span) -> AsyncIterator[Any]:
+    """``call(request)``: refused at once (an unknown model) as without the span, which then ends as failed."""
+    try:
+        return call(request)
+    except BaseException as exc:
+        _failed(span, exc)
+        span.end()
+        raise
+
+
+def _failed(span: Span, exc: BaseException) -> None:
+    if span.is_recording():
+        span.set_attribute("error.type", type(exc).__name__)
+        span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+
+
+async def _observed(events: AsyncIterator[Any], span: Span) -> AsyncIterator[Any]:
     try:
         async for event in events:
             if isinstance(event, ComputeReceipt):
                 record_receipt(event, span)
             yield event
     except BaseException as exc:
-        if span.is_recording():
-            span.set_attribute("error.type", type(exc).__name__)
-            span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+        _failed(span, exc)
         raise
     finally:
         span.end()
 
 
 def instrument_pool(pool: AcceleratorPool) -> AcceleratorPool:
-    """``pool`` with a span and metrics around each model call (chat and embeddings)."""
+    """``pool`` with a span and metrics around each model call (chat and embeddings); the call carries its span's
+    trace context, so a fleet process or upstream that traces continues the same trace."""
     submit, embed = pool.submit, pool.embed
 
     def observed_submit(request: InferenceRequest) -> AsyncIterator[Any]:
-        return _observed(submit(request), request, "chat")
+        span = _model_call_span(request, "chat")
+        return _observed(_call(submit, _with_trace_context(request, span), span), span)
 
     def observed_embed(request: EmbeddingRequest) -> AsyncIterator[Any]:
-        return _observed(embed(request), request, "embeddings")
+        span = _model_call_span(request, "embeddings")
+        return _observed(_call(embed, _with_trace_context(request, span), span), span)
 
     # instance attributes shadow the methods: only this pool is observed, the class is untouched
     pool.__dict__["submit"] = observed_submit
