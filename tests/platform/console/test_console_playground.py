@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from switchyard.agents import FunctionModel, ModelRequest
+from switchyard.agents import FunctionModel, Message, ModelRequest, ToolCall
 from switchyard.platform.console.queries import thread_of_run
 from switchyard.platform.db import TenantScope
 from tests.platform.agents_api.factories import make_agent, run_inline, scripted_model, wait_for_run
@@ -235,6 +235,68 @@ async def test_deny_and_the_call_is_never_executed(console: Any, make_console_te
     steps = (await console.get(f"/v1/threads/{thread_id}/runs/{run_id}/steps", headers=tenant.headers())).json()
     tool = next(s for s in steps["data"] if s["type"] == "tool_call")
     assert tool["step_details"]["is_error"] is True  # denied: answered with an error, never run
+
+
+def _two_calls(_tenant_id: str, _thread_id: str) -> Any:
+    """Calls each offered tool once (``call_1``, ``call_2``), then answers with what the tools said."""
+
+    def answer(request: ModelRequest) -> Message:
+        if request.messages[-1].role == "tool":
+            said = sorted(str(m.content) for m in request.messages if m.role == "tool")
+            return Message.assistant("The tools said: " + " | ".join(said))
+        names = [tool["function"]["name"] for tool in request.tools]
+        return Message.assistant(
+            None, [ToolCall(id=f"call_{i}", name=n, arguments="{}") for i, n in enumerate(names, 1)]
+        )
+
+    return FunctionModel(answer, chip_us_per_token=10)
+
+
+async def test_each_of_several_pending_calls_is_approved_or_denied_on_its_own(
+    console: Any, make_console_tenant: Any
+) -> None:
+    run_inline(console, model_factory=_two_calls)
+    tenant = await make_console_tenant()
+    csrf = await _signed_in(console, tenant, "developer")
+    tools = [{"type": "function", "name": n, "requires_approval": True} for n in ("lookup", "delete_everything")]
+    agent = await make_agent(console, tenant, tools=tools)
+    run_id = await _send(console, csrf, agent["id"], "Look it up, then clean up.")
+    thread_id = await _thread_of(console, tenant, run_id)
+    await wait_for_run(console, thread_id, run_id, tenant.headers(), statuses={"requires_action"})
+    page = await console.get(f"/console/playground/{run_id}")
+    for call in ("call_1", "call_2"):  # a choice per call, and the choice for all
+        assert f'<input type="radio" name="decision:{call}" value="approve" required> Approve' in page.text
+        assert f'<input type="radio" name="decision:{call}" value="deny"> Deny' in page.text
+    assert 'name="decision" value="approve" formnovalidate>Approve all<' in page.text
+
+    vague = await console.post(
+        f"/console/playground/{run_id}/required_action",
+        data={"decision:call_1": "approve", "decision:call_2": "later", "csrf_token": csrf},
+    )
+    assert vague.status_code == 400
+    assert "the decision on call_2 is approve or deny" in vague.text  # names the choice, and decides nothing
+    run = await wait_for_run(console, thread_id, run_id, tenant.headers(), statuses={"requires_action"})
+    assert run["required_action"]["type"] == "approval"
+
+    decided = await console.post(
+        f"/console/playground/{run_id}/required_action",
+        data={"decision:call_1": "approve", "decision:call_2": "deny", "csrf_token": csrf},
+    )
+    assert decided.status_code == 303, decided.text
+    run = await wait_for_run(console, thread_id, run_id, tenant.headers(), statuses={"requires_action"})
+    pending = run["required_action"]["submit_tool_outputs"]["tool_calls"]
+    assert [c["id"] for c in pending] == ["call_1"]  # only the approved call waits for its output
+    given = await console.post(
+        f"/console/playground/{run_id}/required_action", data={"output:call_1": "42", "csrf_token": csrf}
+    )
+    assert given.status_code == 303, given.text
+    await wait_for_run(console, thread_id, run_id, tenant.headers(), statuses={"completed"})
+    steps = (await console.get(f"/v1/threads/{thread_id}/runs/{run_id}/steps", headers=tenant.headers())).json()
+    denied = [s for s in steps["data"] if s["type"] == "tool_call" and s["step_details"]["is_error"]]
+    assert [s["step_details"]["tool_call"]["id"] for s in denied] == ["call_2"]  # denied: never run
+    audit = (await console.get("/v1/audit-log", headers=tenant.headers())).json()["data"]
+    (approvals,) = [e for e in audit if e["action"] == "run.approvals"]
+    assert approvals["details"]["decisions"] == {"call_1": True, "call_2": False}
 
 
 async def test_a_viewer_can_watch_but_not_start_or_approve(console: Any, make_console_tenant: Any) -> None:

@@ -93,6 +93,25 @@ def _text(form: FormMultiDict, name: str) -> str:
     return str(form.get(name, ""))
 
 
+def _decisions(form: FormMultiDict) -> dict[str, bool] | None:
+    """The form's approvals, ``{call id: approved}``: one ``decision`` for every ``tool_call_id`` (Approve all),
+    else a ``decision:<call id>`` each; None when the form decides nothing (it gives outputs)."""
+    if "decision" in form:
+        calls = [str(call_id) for call_id in form.getall("tool_call_id", [])]
+        return {call_id: _approves(_text(form, "decision")) for call_id in calls}
+    chosen = {k.removeprefix("decision:"): str(v) for k, v in form.multi_items() if k.startswith("decision:")}
+    if not chosen:
+        return None
+    return {call_id: _approves(value, call_id) for call_id, value in chosen.items()}
+
+
+def _approves(decision: str, call_id: str | None = None) -> bool:
+    if decision not in ("approve", "deny"):
+        on = f" on {call_id}" if call_id else ""
+        raise InvalidRequest(f"the decision{on} is approve or deny", param=f"decision:{call_id}" if on else "decision")
+    return decision == "approve"
+
+
 class PlaygroundController(Controller):
     path = "/playground"
 
@@ -198,20 +217,18 @@ class PlaygroundController(Controller):
     async def decide(
         self, request: Request[Any, Any, Any], db_session: DbSession, pending_run_id: FromPath[str]
     ) -> Response[Any]:
-        """What the run waits for: a decision on its calls awaiting approval (``decision``: approve or deny, for
-        every call listed as ``tool_call_id``), or the outputs of its function calls (``output:<call id>``)."""
+        """What the run waits for: decisions on its calls awaiting approval (``decision``: approve or deny, for
+        every call listed as ``tool_call_id``; or ``decision:<call id>`` for each call), or the outputs of its
+        function calls (``output:<call id>``)."""
         scope = console_user(request).scope
         thread_id = await _thread_of(db_session, scope, pending_run_id)
         form = await request.form()
         actor, jobs = _actor(request), jobs_for(request.app.state)
+        decisions = _decisions(form)
         try:
-            if "decision" in form:
-                if _text(form, "decision") not in ("approve", "deny"):
-                    raise InvalidRequest("the decision is approve or deny", param="decision")
-                approve = _text(form, "decision") == "approve"
-                calls = [str(call_id) for call_id in form.getall("tool_call_id", [])]
+            if decisions is not None:
                 approvals = SubmitApprovals.model_validate(
-                    {"approvals": [{"tool_call_id": call_id, "approve": approve} for call_id in calls]}
+                    {"approvals": [{"tool_call_id": c, "approve": approve} for c, approve in decisions.items()]}
                 )
             else:
                 outputs = SubmitToolOutputs.model_validate(
@@ -225,7 +242,7 @@ class PlaygroundController(Controller):
                 )
         except ValidationError:
             raise InvalidRequest("choose approve or deny, or give every call's output", param="decision") from None
-        if "decision" in form:
+        if decisions is not None:
             await runs.submit_approvals(
                 db_session,
                 scope=scope,
