@@ -25,6 +25,7 @@ from switchyard.accelerator.pool.types import (
     PoolEvent,
     Priority,
     TextDelta,
+    TokenLogprob,
     ToolCall,
     ToolCallDelta,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "RemoteSimulatedDeployment",
     "SimulatedDeployment",
     "TextDelta",
+    "TokenLogprob",
     "ToolCall",
     "ToolCallDelta",
     "UpstreamDeployment",

@@ -6,6 +6,7 @@ serves it; ``RemoteSimulatedDeployment`` is its client):
 - ``POST /v1/chat/completions``: an OpenAI chat completion, streamed as SSE or whole, with the request's
   identity in a ``switchyard`` field (``request_id``, ``tenant``, ``priority``, ``weight``, ``session``); the
   answer's ``usage.compute`` is the exact compute receipt (chip-µs, instance type, replica, queue/TTFT/decode ms).
+  With ``logprobs: true`` each text chunk (or the whole answer) carries its tokens' ``logprobs`` in OpenAI's shape.
 - ``POST /v1/embeddings``: an OpenAI embedding call (float vectors) with the same ``switchyard`` identity; its
   ``usage.compute`` is the receipt of the call's prefill-only passes.
 - ``POST /v1/requests/{request_id}/cancel``: stop a request; its stream still ends with the receipt of what it used.
@@ -248,7 +249,10 @@ class _ChunkWriter:
 
     async def delta(self, event: TextDelta | ToolCallDelta) -> None:
         if isinstance(event, TextDelta):
-            await self._write(self._chunk({"content": event.text}))
+            chunk = self._chunk({"content": event.text})
+            if event.logprobs:
+                chunk["choices"][0]["logprobs"] = {"content": [t.wire() for t in event.logprobs], "refusal": None}
+            await self._write(chunk)
             return
         call = event.call
         function = {"name": call.name, "arguments": call.arguments}
@@ -268,6 +272,7 @@ class _WholeWriter:
         self._send = send
         self._model = model
         self._text: list[str] = []
+        self._logprobs: list[dict[str, Any]] = []
         self._calls: list[dict[str, Any]] = []
 
     async def start(self) -> None:
@@ -276,6 +281,7 @@ class _WholeWriter:
     async def delta(self, event: TextDelta | ToolCallDelta) -> None:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
+            self._logprobs += [t.wire() for t in event.logprobs]
         else:
             function = {"name": event.call.name, "arguments": event.call.arguments}
             self._calls.append({"id": event.call.id, "type": "function", "function": function})
@@ -284,7 +290,9 @@ class _WholeWriter:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) or None}
         if self._calls:
             message["tool_calls"] = self._calls
-        choice = {"index": 0, "message": message, "finish_reason": receipt.finish_reason}
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": receipt.finish_reason}
+        if self._logprobs:
+            choice["logprobs"] = {"content": self._logprobs, "refusal": None}
         completion = {"object": "chat.completion", "model": self._model, "choices": [choice], "usage": receipt.usage()}
         with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
             await _json(self._send, 200, completion)
@@ -307,6 +315,7 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         stream=bool(body.get("stream", False)),
         response_format=body.get("response_format"),
         stop=(stop,) if isinstance(stop := body.get("stop"), str) else tuple(stop or ()),
+        parameters={key: value for key, value in body.items() if key not in ("model", "messages", "switchyard")},
     )
 
 

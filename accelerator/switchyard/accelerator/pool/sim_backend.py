@@ -133,7 +133,7 @@ class SimulatedDeployment:
                 progressed.clear()
                 generated = self._progress[job.job_id][0]
                 while sent < min(generated, len(completion.text_tokens)):
-                    yield TextDelta(completion.text_tokens[sent])
+                    yield _text_delta(completion, sent)
                     sent += 1
             result = future.result()
         finally:
@@ -219,7 +219,7 @@ class SimulatedDeployment:
 
     @staticmethod
     def _deltas(completion: Completion) -> list[PoolEvent]:
-        events: list[PoolEvent] = [TextDelta(token) for token in completion.text_tokens]
+        events: list[PoolEvent] = [_text_delta(completion, i) for i in range(len(completion.text_tokens))]
         events += [ToolCallDelta(i, call) for i, call in enumerate(completion.tool_calls)]
         return events
 
@@ -296,6 +296,12 @@ class SimulatedDeployment:
             "simulated_time_s": round(self.dispatcher.now, 6),
             "replicas": replicas,
         }
+
+
+def _text_delta(completion: Completion, index: int) -> TextDelta:
+    """The completion's ``index``-th text token, with its logprob when the request asked for logprobs."""
+    logprobs = completion.text_logprobs[index : index + 1]
+    return TextDelta(completion.text_tokens[index], logprobs)
 
 
 def max_chip_us(deployment: Deployment, spec: DeploymentSpec, prompt_tokens: int, output_tokens: int) -> int:

@@ -25,6 +25,14 @@ drawn from a log-normal fitted to the Azure conversation trace's output lengths 
 ending with ``"."`` (``finish_reason = "stop"``). With ``stop`` sequences the text or JSON ends just before the
 first one that occurs (``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the
 same request gives the same answer.
+
+Logprobs (``logprobs: true``, ``top_logprobs: N``) are synthetic, not a language model's: each text token gets a
+probability drawn in [0.5, 0.999) from a generator seeded by the request's seed, the token's position and the token
+(so they are reproducible), and its ``N`` most likely tokens are the token itself followed by ``N - 1`` distinct
+other words of the simulator's vocabulary (with the token's leading space and capitalisation) whose probabilities
+fall geometrically and together take at most the rest of the mass. So every logprob is <= 0, the chosen token is
+the most likely at its position, the probabilities at a position sum to at most 1, and ``bytes`` is each token's
+UTF-8. Tool calls have no logprobs (OpenAI gives none for them either).
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from switchyard.accelerator.pool.tokens import count_tokens, split_tokens
-from switchyard.accelerator.pool.types import InferenceRequest, ToolCall
+from switchyard.accelerator.pool.types import InferenceRequest, TokenLogprob, ToolCall
 
 __all__ = ["Completion", "complete"]
 
@@ -125,6 +133,8 @@ class Completion:
     text_tokens: tuple[str, ...]
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str
+    text_logprobs: tuple[TokenLogprob, ...] = ()
+    """One per text token when the request asks for logprobs (synthetic: see the module docstring), else empty."""
 
     @property
     def completion_tokens(self) -> int:
@@ -464,4 +474,42 @@ def complete(request: InferenceRequest) -> Completion:
     stopped = _until_stop(tokens, request.stop)
     if stopped is not None:
         tokens, reason = stopped, "stop"
-    return Completion(tuple(tokens), (), reason)
+    alternatives = request.top_logprobs
+    if alternatives is None:
+        return Completion(tuple(tokens), (), reason)
+    seed = request.seed if request.seed is not None else _rng(request).getrandbits(64)
+    logprobs = tuple(token_logprob(token, alternatives, f"{seed}:{i}") for i, token in enumerate(tokens))
+    return Completion(tuple(tokens), (), reason, logprobs)
+
+
+_VOCABULARY = sorted(set(_WORDS))
+_PUNCTUATION = [".", ",", ";", ":", "!", "?"]
+MAX_TOP_LOGPROBS = 20  # OpenAI's bound
+LOGPROB_DIGITS = 6
+
+
+def token_logprob(token: str, top: int, key: str) -> TokenLogprob:
+    """A synthetic logprob of ``token`` with its ``top`` most likely tokens (itself first), seeded by ``key``."""
+    rng = random.Random(f"{key}:{token}")
+    chosen = rng.uniform(0.5, 0.999)
+    logprob = round(math.log(chosen), LOGPROB_DIGITS)
+    stripped = token.lstrip()
+    lead = token[: len(token) - len(stripped)]
+    if stripped and not (stripped[0].isalnum() or stripped[0] == "_"):
+        pool = [lead + p for p in _PUNCTUATION]
+        pool += [lead + w for w in _VOCABULARY]
+    else:
+        capital = stripped[:1].isupper()
+        pool = [lead + (w.capitalize() if capital else w) for w in _VOCABULARY]
+    pool = [other for other in dict.fromkeys(pool) if other != token]
+    others = rng.sample(pool, min(len(pool), max(0, min(top, MAX_TOP_LOGPROBS) - 1)))
+    rest = 1.0 - chosen
+    alternatives = [_alternative(token, logprob)] if top > 0 else []
+    for rank, other in enumerate(others):
+        share = rest * 0.6 * 0.4**rank  # a geometric series: the shares sum to less than the rest of the mass
+        alternatives.append(_alternative(other, round(math.log(share), LOGPROB_DIGITS)))
+    return TokenLogprob(token, logprob, tuple(token.encode()), tuple(alternatives))
+
+
+def _alternative(token: str, logprob: float) -> TokenLogprob:
+    return TokenLogprob(token, logprob, tuple(token.encode()))

@@ -16,6 +16,7 @@ __all__ = [
     "PoolEvent",
     "Priority",
     "TextDelta",
+    "TokenLogprob",
     "ToolCall",
     "ToolCallDelta",
 ]
@@ -54,6 +55,14 @@ class InferenceRequest:
     trace_context: tuple[tuple[str, str], ...] = ()
     """W3C trace-context headers (``traceparent``) of the model call's span, sent on by a remote deployment."""
 
+    @property
+    def top_logprobs(self) -> int | None:
+        """How many alternatives each output token's logprobs list when the client asked for logprobs
+        (``logprobs: true`` in ``parameters``, with ``top_logprobs``, default 0), else ``None``."""
+        if not self.parameters or self.parameters.get("logprobs") is not True:
+            return None
+        return int(self.parameters.get("top_logprobs") or 0)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -63,10 +72,44 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One output token's log probability, in OpenAI's shape: the token, its logprob (<= 0), its UTF-8 bytes
+    (``None`` when it has no byte form), and the most likely tokens at its position (``top_logprobs``, themselves
+    without alternatives)."""
+
+    token: str
+    logprob: float
+    bytes: tuple[int, ...] | None
+    top_logprobs: tuple[TokenLogprob, ...] = ()
+
+    def wire(self) -> dict[str, Any]:
+        """OpenAI's ``ChatCompletionTokenLogprob`` JSON."""
+        return {**self.wire_alternative(), "top_logprobs": [top.wire_alternative() for top in self.top_logprobs]}
+
+    def wire_alternative(self) -> dict[str, Any]:
+        """OpenAI's ``TopLogprob`` JSON (no alternatives of its own)."""
+        return {"token": self.token, "logprob": self.logprob, "bytes": None if self.bytes is None else list(self.bytes)}
+
+    @classmethod
+    def from_wire(cls, value: Mapping[str, Any]) -> TokenLogprob:
+        """Read OpenAI's JSON of one token's logprob (raises ``KeyError``/``TypeError``/``ValueError`` when it is
+        not that)."""
+        raw = value.get("bytes")
+        tops = tuple(cls.from_wire(top) for top in value.get("top_logprobs") or ())
+        return cls(str(value["token"]), float(value["logprob"]), None if raw is None else tuple(raw), tops)
+
+
+@dataclass(frozen=True, slots=True)
 class TextDelta:
-    """One output token of text."""
+    """Output text as it is generated: the simulator sends one token per delta, an upstream what each chunk holds.
+
+    ``logprobs`` are the log probabilities of the tokens this delta holds, when the client asked for them. A delta
+    with ``refusal`` holds text of the model's refusal (OpenAI's ``refusal`` field) and no ``text``; its
+    ``logprobs`` are the refusal's tokens'."""
 
     text: str
+    logprobs: tuple[TokenLogprob, ...] = ()
+    refusal: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 One pooled client per deployment; connect errors are retried (the request never reached the upstream), nothing
 else is. Compute is the wall time of the upstream call × the chips the operator declared for the deployment.
+The answer's text, refusal and logprobs are passed on as the upstream sent them (a streamed answer chunk by chunk).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from switchyard.accelerator.pool.types import (
     IssuedReceipts,
     PoolEvent,
     TextDelta,
+    TokenLogprob,
     ToolCall,
     ToolCallDelta,
 )
@@ -149,9 +151,8 @@ class UpstreamDeployment:
             async for delta in self._read_stream(request, response, answer):
                 yield delta
         else:
-            text = answer.read_completion(response)
-            if text:
-                yield TextDelta(text)
+            for delta in answer.read_completion(response):
+                yield delta
         finished = time.monotonic()
         tool_calls = answer.tool_calls()
         for index, call in enumerate(tool_calls):
@@ -194,9 +195,8 @@ class UpstreamDeployment:
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
-                text = answer.read_chunk(json.loads(data))
-                if text:
-                    yield TextDelta(text)
+                for delta in answer.read_chunk(json.loads(data)):
+                    yield delta
         finally:
             self._cancelled.pop(request.request_id, None)
             await response.aclose()
@@ -299,28 +299,38 @@ class _Answer:
         slot["name"] = function.get("name") or slot["name"]
         slot["arguments"] += function.get("arguments") or ""
 
-    def _add_text(self, text: str | None) -> str | None:
-        if text:
+    def _deltas(self, content: Any, refusal: Any, logprobs: Any) -> list[TextDelta]:
+        """The text and refusal of one chunk (or of a whole answer) with their logprobs, as deltas."""
+        deltas: list[TextDelta] = []
+        text = content if isinstance(content, str) else ""
+        content_logprobs = _token_logprobs(logprobs, "content")
+        if text or content_logprobs:
             self.text_tokens += count_tokens(text)
-        return text
+            deltas.append(TextDelta(text, content_logprobs))
+        refusal_logprobs = _token_logprobs(logprobs, "refusal")
+        if (isinstance(refusal, str) and refusal) or refusal_logprobs:
+            deltas.append(TextDelta("", refusal_logprobs, refusal if isinstance(refusal, str) else ""))
+        return deltas
 
-    def read_chunk(self, chunk: dict[str, Any]) -> str | None:
-        """Take one ``chat.completion.chunk``; returns its text, if any."""
+    def read_chunk(self, chunk: dict[str, Any]) -> list[TextDelta]:
+        """Take one ``chat.completion.chunk``; returns its text and refusal, if any, with their logprobs."""
         self.usage = chunk.get("usage") or self.usage
-        text: list[str] = []
+        deltas: list[TextDelta] = []
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
-            if self.first_token_at is None and (delta.get("content") or delta.get("tool_calls")):
+            if self.first_token_at is None and (
+                delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
+            ):
                 self.first_token_at = time.monotonic()
-            if delta.get("content"):
-                text.append(delta["content"])
+            deltas += self._deltas(delta.get("content"), delta.get("refusal"), choice.get("logprobs"))
             for call in delta.get("tool_calls") or ():
                 self._add_call(int(call.get("index", 0)), call)
             self.finish_reason = choice.get("finish_reason") or self.finish_reason
-        return self._add_text("".join(text))
+        return deltas
 
-    def read_completion(self, response: httpx.Response) -> str | None:
-        """Take a whole ``chat.completion`` (nothing of it arrives before the rest: TTFT is its latency)."""
+    def read_completion(self, response: httpx.Response) -> list[TextDelta]:
+        """Take a whole ``chat.completion`` (nothing of it arrives before the rest: TTFT is its latency); returns
+        its text and refusal with their logprobs."""
         self.first_token_at = time.monotonic()
         completion = response.json()
         self.usage = completion.get("usage") or {}
@@ -329,4 +339,14 @@ class _Answer:
         for index, call in enumerate(message.get("tool_calls") or ()):
             self._add_call(index, call)
         self.finish_reason = choice.get("finish_reason") or self.finish_reason
-        return self._add_text(message.get("content"))
+        return self._deltas(message.get("content"), message.get("refusal"), choice.get("logprobs"))
+
+
+def _token_logprobs(logprobs: Any, part: str) -> tuple[TokenLogprob, ...]:
+    """The token logprobs of ``part`` (``content`` or ``refusal``) of an upstream's ``logprobs`` object; an entry that
+    is not OpenAI's shape fails the answer (passing on something else would be no pass-through)."""
+    entries = logprobs.get(part) if isinstance(logprobs, dict) else None
+    try:
+        return tuple(TokenLogprob.from_wire(entry) for entry in entries or ())
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UpstreamError(f"upstream sent logprobs not in OpenAI's shape: {exc!r}") from exc

@@ -31,10 +31,12 @@ from switchyard.platform.http.errors import (
 from switchyard.platform.http.openapi import answers
 from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.responses import (
+    AnswerText,
     chunk,
     completion_object,
     compute_headers,
     sse,
+    text_chunk,
     tool_call_deltas,
 )
 from switchyard.platform.inference.runtime import build_pool, reload_pool
@@ -114,6 +116,7 @@ class ChatController(Controller):
         """Run a chat completion on the fleet (OpenAI-compatible; `stream: true` answers with server-sent events).
 
         `usage.compute` reports the chip-microseconds attributed to the request and its simulated timings.
+        With `logprobs: true` the answer carries its tokens' log probabilities (`choices[].logprobs`).
         """
         gateway = _gateway(request)
         # always ours: a client's x-request-id may repeat, and the completion id keys the request's one usage event
@@ -121,17 +124,18 @@ class ChatController(Controller):
         admitted = await gateway.admit(principal=principal, body=data, request_id=completion_id)
         events = gateway.run(admitted)
         created = int(time.time())
+        logprobs = data.logprobs is True
         if data.stream:
             include_usage = bool(data.stream_options and data.stream_options.include_usage)
-            stream = _stream(gateway, admitted, events, completion_id, created, include_usage)
+            stream = _stream(gateway, admitted, events, completion_id, created, include_usage, logprobs)
             return Stream(
                 stream, media_type="text/event-stream", headers=admitted.headers | {"cache-control": "no-cache"}
             )
-        text: list[str] = []
+        answer = AnswerText()
         receipt: ComputeReceipt | None = None
         async for event in events:
             if isinstance(event, TextDelta):
-                text.append(event.text)
+                answer.add(event)
             elif isinstance(event, ComputeReceipt):
                 receipt = event
         assert receipt is not None
@@ -139,8 +143,9 @@ class ChatController(Controller):
             completion_id=completion_id,
             created=created,
             model=admitted.backend.name,
-            text="".join(text),
+            answer=answer,
             receipt=receipt,
+            logprobs=logprobs,
         )
         return Response(body, headers=admitted.headers | compute_headers(receipt))
 
@@ -152,14 +157,17 @@ async def _stream(
     completion_id: str,
     created: int,
     include_usage: bool,
+    logprobs: bool = False,
 ) -> AsyncIterator[bytes]:
     model = admitted.backend.name
     finished = False
     try:
-        yield sse(chunk(completion_id, created, model, {"role": "assistant", "content": "", "refusal": None}, None))
+        opening = {"role": "assistant", "content": "", "refusal": None}
+        none_yet: dict[str, Any] | None = {"content": [], "refusal": None} if logprobs else None
+        yield sse(chunk(completion_id, created, model, opening, None, none_yet))
         async for event in events:
             if isinstance(event, TextDelta):
-                yield sse(chunk(completion_id, created, model, {"content": event.text}, None))
+                yield sse(text_chunk(completion_id, created, model, event, logprobs))
             elif isinstance(event, ToolCallDelta):
                 for delta in tool_call_deltas(event.index, event.call):
                     yield sse(chunk(completion_id, created, model, delta, None))

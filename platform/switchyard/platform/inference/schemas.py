@@ -3,7 +3,8 @@
 The request models declare every parameter of OpenAI's current chat-completions request (as the ``openai``
 package types it), so clients and frameworks that send them are accepted; unknown fields are still refused. What
 the client sent is forwarded unchanged to ``openai-compatible`` upstreams (``forwarded_parameters``); the ``sim``
-model honours ``response_format``, ``stop``, tools, ``max_tokens`` and ``seed`` and ignores the rest.
+model honours ``response_format``, ``stop``, tools, ``max_tokens``, ``seed`` and ``logprobs``/``top_logprobs``
+(synthetic logprobs) and ignores the rest.
 
 The answer models document the wire format (``inference.responses`` builds the answers as dicts, exactly as OpenAI
 spells them); the OpenAPI test checks real answers against them.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from switchyard.platform.http.bodies import REQUEST_BODY
 
@@ -326,8 +327,8 @@ class ChatCompletionCreate(_Strict):
     """``POST /v1/chat/completions``: every parameter of OpenAI's, and Switchyard's ``priority``.
 
     An ``openai-compatible`` upstream receives the parameters exactly as sent. The simulator honours
-    ``response_format``, ``stop``, ``tools``/``tool_choice``, ``max_completion_tokens``/``max_tokens`` and ``seed``;
-    the others are accepted and have no effect on it (the README lists them).
+    ``response_format``, ``stop``, ``tools``/``tool_choice``, ``max_completion_tokens``/``max_tokens``, ``seed``
+    and ``logprobs``/``top_logprobs``; the others are accepted and have no effect on it (the README lists them).
     """
 
     model: str = Field(description="A model id from `GET /v1/models`.", examples=["meta-llama/Llama-3.1-8B-Instruct"])
@@ -355,8 +356,19 @@ class ChatCompletionCreate(_Strict):
     presence_penalty: float | None = Field(default=None, ge=-2, le=2, description=_IGNORED)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2, description=_IGNORED)
     logit_bias: dict[str, float] | None = Field(default=None, description=_IGNORED)
-    logprobs: bool | None = Field(default=None, description=_IGNORED + " No logprobs are returned.")
-    top_logprobs: int | None = Field(default=None, ge=0, le=20, description=_IGNORED)
+    logprobs: bool | None = Field(
+        default=None,
+        description="`true`: `choices[].logprobs.content` holds every output token's log probability (in a stream, "
+        "each chunk the logprobs of the tokens it holds); an `openai-compatible` upstream's are passed on exactly, "
+        "the simulator's are synthetic (reproducible, but no language model's).",
+    )
+    top_logprobs: int | None = Field(
+        default=None,
+        ge=0,
+        le=20,
+        description="With `logprobs: true`: how many of the most likely tokens each output token lists in "
+        "`top_logprobs`. Refused without `logprobs: true`.",
+    )
     response_format: ResponseFormat | None = Field(
         default=None,
         description="`json_object`: the simulator answers a JSON object; `json_schema`: JSON valid against the "
@@ -382,6 +394,13 @@ class ChatCompletionCreate(_Strict):
     priority: Literal["batch", "standard", "interactive"] | None = Field(
         default=None, description="Switchyard: admission tier when the fleet is saturated (default standard)."
     )
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _top_logprobs_need_logprobs(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("logprobs") is not True:
+            raise ValueError("top_logprobs needs logprobs: true")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> ChatCompletionCreate:
@@ -470,14 +489,31 @@ class ToolCallOut(BaseModel):
 class CompletionMessage(BaseModel):
     role: Literal["assistant"]
     content: str | None
-    refusal: None = None
+    refusal: str | None = Field(default=None, description="The model's refusal (an upstream's), instead of `content`.")
     tool_calls: list[ToolCallOut] | None = Field(default=None, description="Present when the model called tools.")
+
+
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float = Field(le=0)
+    bytes: list[int] | None = Field(description="The token's UTF-8 bytes.")
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob] = Field(description="The most likely tokens at this position (`top_logprobs`).")
+
+
+class ChoiceLogprobs(BaseModel):
+    """With ``logprobs: true``: the log probabilities of the answer's tokens."""
+
+    content: list[TokenLogprob] | None = Field(description="One per token of `content`; `null` when there is none.")
+    refusal: list[TokenLogprob] | None = Field(description="One per token of `refusal`; `null` when there is none.")
 
 
 class CompletionChoice(BaseModel):
     index: int
     message: CompletionMessage
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = Field(default=None, description="`null` unless `logprobs: true` was asked.")
     finish_reason: str = Field(description="`stop`, `length`, `tool_calls` or `cancelled`.")
 
 
@@ -513,8 +549,10 @@ class ChatCompletion(BaseModel):
 
 class ChunkChoice(BaseModel):
     index: int
-    delta: dict[str, Any] = Field(description="`role`, `content` or `tool_calls` arriving with this chunk.")
-    logprobs: None = None
+    delta: dict[str, Any] = Field(description="`role`, `content`, `refusal` or `tool_calls` arriving with this chunk.")
+    logprobs: ChoiceLogprobs | None = Field(
+        default=None, description="With `logprobs: true`: the logprobs of the tokens this chunk's delta holds."
+    )
     finish_reason: str | None
 
 
