@@ -42,9 +42,10 @@ async def _queued(database: Any) -> int:
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("broker", ["redis", pytest.param("amqp", marks=pytest.mark.rabbitmq)], indirect=True)
 @pytest.mark.timeout(120)
 async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
-    database_url: str, start_process: Any, production_layout: Any
+    database_url: str, broker: str, start_process: Any, production_layout: Any
 ) -> None:
     from litestar.testing import AsyncTestClient
 
