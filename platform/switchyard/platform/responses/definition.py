@@ -5,6 +5,7 @@ and ``text.format``. With ``prompt: {"id": <agent id>, "version": ...}`` it is t
 (``{{variables}}`` filled in), model, tools, parameters and limits — plus the request's own function tools and
 ``text.format``; the request's ``model`` is then ignored, so a client configured with any model name runs the agent
 as defined. Checked here, before anything is stored: every tool (400 naming ``tools[i]``) and the model parameters.
+``include: ["message.output_text.logprobs"]`` makes every model call ask for logprobs (``top_logprobs`` of them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 
 from switchyard.agents import AgentSpec, ModelParams, RunLimits
 from switchyard.platform.http.errors import InvalidRequest
-from switchyard.platform.responses.schemas import ResponseCreate
+from switchyard.platform.responses.schemas import OUTPUT_TEXT_LOGPROBS, ResponseCreate
 
 __all__ = ["ResponseDefinition", "define"]
 
@@ -36,7 +37,8 @@ _HOSTED = {
 class ResponseDefinition:
     spec: AgentSpec
     options: dict[str, Any]
-    """Chat-completions fields of every model call: ``response_format``, ``tool_choice``, ``parallel_tool_calls``."""
+    """Chat-completions fields of every model call: ``response_format``, ``tool_choice``, ``parallel_tool_calls``,
+    ``logprobs``/``top_logprobs``."""
     agent_id: str | None = None
     agent_version: int | None = None
 
@@ -137,6 +139,9 @@ def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> Re
         options["tool_choice"] = tool_choice
     if data.parallel_tool_calls is not None:
         options["parallel_tool_calls"] = data.parallel_tool_calls
+    if OUTPUT_TEXT_LOGPROBS in (data.include or ()):  # each model call asks for logprobs, as a chat client would
+        options["logprobs"] = True
+        options["top_logprobs"] = data.top_logprobs or 0
     params = {
         "temperature": data.temperature,
         "top_p": data.top_p,

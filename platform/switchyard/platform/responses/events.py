@@ -5,6 +5,8 @@ arguments, the item done, and ``response.completed`` / ``incomplete`` / ``failed
 whole response. A foreground response also passes the model's tokens as they come (``delta``), so its message
 text streams token by token; a background response's stored stream carries each message's text in one delta,
 written with the checkpoint that holds it, so a client resuming with ``starting_after`` reads what happened, once.
+When the model calls asked for logprobs, each message's tokens' logprobs are kept as they arrive (``record``) and
+carried by its ``output_text`` (``annotate``), its delta events and its ``response.output_text.done``.
 """
 
 from __future__ import annotations
@@ -12,19 +14,50 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from switchyard.accelerator.pool import PoolEvent, TextDelta
+from switchyard.accelerator.pool import PoolEvent, TextDelta, TokenLogprob
 from switchyard.agents import RunState, RunStatus, StepStatus, StepType, ToolKind
 from switchyard.platform.responses.items import output_items
 from switchyard.platform.responses.objects import FINISHED, response_status
 
-__all__ = ["Event", "ResponseStream"]
+__all__ = ["Event", "ResponseStream", "stored_logprobs"]
 
 Event = tuple[str, dict[str, Any]]
 Render = Callable[[RunState, list[dict[str, Any]]], dict[str, Any]]
 
 
-def _part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def _part(text: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
+
+
+def _output_text_logprob(token: TokenLogprob) -> dict[str, Any]:
+    """OpenAI's ``ResponseOutputText.Logprob``: the token, its UTF-8 bytes, logprob and alternatives."""
+
+    def entry(t: TokenLogprob) -> dict[str, Any]:
+        raw = t.bytes if t.bytes is not None else tuple(t.token.encode())
+        return {"token": t.token, "bytes": list(raw), "logprob": t.logprob}
+
+    return {**entry(token), "top_logprobs": [entry(top) for top in token.top_logprobs]}
+
+
+def _event_logprobs(logprobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The logprobs of a text delta or done event, as OpenAI's events spell them (no ``bytes``)."""
+    return [
+        {
+            "token": t["token"],
+            "logprob": t["logprob"],
+            "top_logprobs": [{"token": top["token"], "logprob": top["logprob"]} for top in t["top_logprobs"]],
+        }
+        for t in logprobs
+    ]
+
+
+def stored_logprobs(output: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The logprobs of the messages in a stored output (by item id): kept when a response resumes elsewhere."""
+    return {
+        item["id"]: list(item["content"][0].get("logprobs") or [])
+        for item in output
+        if item.get("type") == "message" and item.get("content") and item["content"][0].get("logprobs")
+    }
 
 
 class ResponseStream:
@@ -38,8 +71,11 @@ class ResponseStream:
         done_items: set[str] | None = None,
         sequence: int = -1,
         listed: list[dict[str, Any]] | None = None,
+        logprobs: dict[str, list[dict[str, Any]]] | None = None,
     ) -> None:
         self.listed = listed or []
+        self.logprobs = dict(logprobs or {})
+        """Each message's tokens' logprobs (``ResponseOutputText`` logprobs), by item id."""
         self.response_id = response_id
         self.render = render
         self.kind_of = kind_of
@@ -58,9 +94,25 @@ class ResponseStream:
     def opening(self, state: RunState) -> list[Event]:
         return [self._event("response.created", response=self.render(state, []))]
 
+    def record(self, event: PoolEvent) -> None:
+        """Keep the logprobs of the model's tokens for the message they belong to (foreground or background)."""
+        if isinstance(event, TextDelta) and event.logprobs and not event.refusal and self._model_step is not None:
+            tokens = self.logprobs.setdefault(f"msg_{self._model_step}", [])
+            tokens += [_output_text_logprob(token) for token in event.logprobs]
+
+    def annotate(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``items`` with each message's ``output_text`` carrying its tokens' logprobs, when there are any."""
+        annotated = []
+        for item in items:
+            logprobs = self.logprobs.get(item["id"]) if item.get("type") == "message" else None
+            if logprobs and item.get("content"):
+                item = {**item, "content": [{**item["content"][0], "logprobs": logprobs}, *item["content"][1:]]}
+            annotated.append(item)
+        return annotated
+
     def delta(self, event: PoolEvent) -> list[Event]:
         """The model's token, streamed live into the message it belongs to."""
-        if not isinstance(event, TextDelta) or self._model_step is None:
+        if not isinstance(event, TextDelta) or event.refusal or self._model_step is None:
             return []
         events: list[Event] = []
         if self._open is None:
@@ -83,7 +135,7 @@ class ResponseStream:
                 output_index=index,
                 content_index=0,
                 delta=event.text,
-                logprobs=[],
+                logprobs=_event_logprobs([_output_text_logprob(token) for token in event.logprobs]),
             )
         )
         return events
@@ -94,7 +146,7 @@ class ResponseStream:
             events.append(self._event("response.in_progress", response=self.render(after, [])))
         running = [s for s in after.steps if s.type is StepType.MODEL_CALL and s.status is StepStatus.IN_PROGRESS]
         self._model_step = running[-1].id if running else None
-        items = output_items(after, self.kind_of, seeded=self.seeded, listed=self.listed)
+        items = self.annotate(output_items(after, self.kind_of, seeded=self.seeded, listed=self.listed))
         for index, item in enumerate(items):
             if item["id"] in self.done:
                 continue
@@ -112,13 +164,16 @@ class ResponseStream:
 
     def _close_text(self, item: dict[str, Any], index: int, *, opened: bool) -> list[Event]:
         text = "".join(p["text"] for p in item["content"])
+        logprobs = list(item["content"][0].get("logprobs") or []) if item["content"] else []
         where = {"item_id": item["id"], "output_index": index, "content_index": 0}
         events = []
         if not opened:
             events.append(self._event("response.content_part.added", **where, part=_part("")))
-            events.append(self._event("response.output_text.delta", **where, delta=text, logprobs=[]))
-        events.append(self._event("response.output_text.done", **where, text=text, logprobs=[]))
-        events.append(self._event("response.content_part.done", **where, part=_part(text)))
+            events.append(
+                self._event("response.output_text.delta", **where, delta=text, logprobs=_event_logprobs(logprobs))
+            )
+        events.append(self._event("response.output_text.done", **where, text=text, logprobs=_event_logprobs(logprobs)))
+        events.append(self._event("response.content_part.done", **where, part=_part(text, logprobs)))
         events.append(self._event("response.output_item.done", output_index=index, item=item))
         return events
 

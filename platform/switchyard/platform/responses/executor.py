@@ -38,7 +38,7 @@ from switchyard.platform.admission import Holds, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope, new_id
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
 from switchyard.platform.observability.instrument import traced_response, traced_tools
-from switchyard.platform.responses.events import ResponseStream
+from switchyard.platform.responses.events import ResponseStream, stored_logprobs
 from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
@@ -189,6 +189,7 @@ async def _drive(
         seeded=seeded,
         done_items={item["id"] for item in row.output},
         sequence=await _last_event(env.database, scope, row.id) if row.background else -1,
+        logprobs=stored_logprobs(row.output),
     )
     current = state
 
@@ -197,7 +198,7 @@ async def _drive(
         if new.revision == current.revision:
             return
         events = stream.transition(current, new)
-        output = output_items(new, kind_of, seeded=seeded, listed=listed)
+        output = stream.annotate(output_items(new, kind_of, seeded=seeded, listed=listed))
         status, _ = response_status(new)
         async with env.database.unit_of_work(scope) as session:
             values: dict[str, Any] = {
@@ -266,6 +267,7 @@ async def _drive(
     cancel_requested = cancel_flag(env.database, scope, ResponseRecord, row.id)
 
     def on_event(event: PoolEvent) -> None:
+        stream.record(event)
         if listener is not None:
             events = stream.delta(event)
             if events:

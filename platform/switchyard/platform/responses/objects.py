@@ -98,6 +98,7 @@ def response_object(
         "text": echo.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": echo.get("tool_choice") or "auto",
         "tools": echo.get("tools") or [],
+        "top_logprobs": echo.get("top_logprobs"),
         "top_p": _or(echo.get("top_p"), 1.0),
         "truncation": echo.get("truncation") or "disabled",
         "usage": usage,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from switchyard.platform.http.bodies import REQUEST_BODY
 
 __all__ = [
+    "OUTPUT_TEXT_LOGPROBS",
     "ConversationCreate",
     "ConversationItemsCreate",
     "ConversationUpdate",
@@ -23,6 +24,8 @@ __all__ = [
 ]
 
 _IGNORED = "Accepted for compatibility; Switchyard ignores it."
+OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
+"""The ``include`` value that asks for the logprobs of every ``output_text``."""
 
 
 class _Strict(BaseModel):
@@ -89,10 +92,21 @@ class ResponseCreate(_Strict):
     priority: Literal["batch", "standard", "interactive"] | None = Field(
         default=None, description="Switchyard's: the fleet's scheduling class."
     )
-    include: list[str] | None = Field(default=None, description=_IGNORED)
+    include: list[str] | None = Field(
+        default=None,
+        description='`"message.output_text.logprobs"`: each `output_text` (and each `response.output_text.delta` '
+        "event) carries its tokens' logprobs (an `openai-compatible` upstream's as it sent them, the simulator's "
+        "synthetic). Other values are accepted and ignored.",
+    )
     reasoning: dict[str, Any] | None = Field(default=None, description=_IGNORED)
     service_tier: str | None = Field(default=None, description=_IGNORED)
-    top_logprobs: int | None = Field(default=None, ge=0, le=20, description=_IGNORED)
+    top_logprobs: int | None = Field(
+        default=None,
+        ge=0,
+        le=20,
+        description='With `include: ["message.output_text.logprobs"]`: how many of the most likely tokens each '
+        "token's logprob lists (default 0).",
+    )
     prompt_cache_key: str | None = Field(default=None, description=_IGNORED)
     prompt_cache_retention: str | None = Field(default=None, description=_IGNORED)
     prompt_cache_options: dict[str, Any] | None = Field(default=None, description=_IGNORED)

@@ -49,6 +49,7 @@ _ECHOED = (
     "text",
     "tool_choice",
     "tools",
+    "top_logprobs",
     "top_p",
     "truncation",
     "user",
