@@ -105,3 +105,26 @@ def test_embeddings(live_server: Any, api_key: str) -> None:
     assert embeddings.embed_query("first text") == pytest.approx(vectors[0])
     assert sum(x * x for x in vectors[1]) == pytest.approx(1.0, abs=1e-5)
     json.dumps(vectors)  # plain floats
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_logprobs_true_gives_each_tokens_logprob(live_server: Any, api_key: str, streaming: bool) -> None:
+    """``ChatOpenAI(logprobs=True)``: the message's ``response_metadata["logprobs"]["content"]`` lists every token
+    (streamed: gathered from the chunks)."""
+    with httpx2.Client() as http:
+        chat = ChatOpenAI(
+            model=ALIAS,
+            base_url=live_server.base_url,
+            api_key=api_key,
+            max_retries=0,
+            http_client=http,
+            logprobs=True,
+            top_logprobs=2,
+            max_completion_tokens=6,
+            streaming=streaming,
+        )
+        message = chat.invoke("Tell me about the fleet.")
+    tokens = message.response_metadata["logprobs"]["content"]
+    assert len(tokens) == 6
+    assert "".join(t["token"] for t in tokens) == message.content
+    assert all(len(t["top_logprobs"]) == 2 and t["logprob"] <= 0 for t in tokens)
