@@ -234,3 +234,21 @@ async def test_the_fleet_process_carries_the_sims_logprobs_across(fleet_url: str
     assert not any(isinstance(d, ToolCallDelta) for d in deltas)
     assert (receipt.chip_us, receipt.completion_tokens) == (plain.chip_us, plain.completion_tokens)
     assert (receipt.chip_us, receipt.completion_tokens) == (local.chip_us, local.completion_tokens)
+
+
+def test_an_upstreams_logprobs_round_trip_exactly_also_without_bytes_and_far_below_the_top() -> None:
+    from switchyard.accelerator.pool.upstream_backend import _Answer
+
+    sent = [
+        {"token": "<|eot|>", "logprob": -9999.0, "bytes": None, "top_logprobs": []},
+        {
+            "token": " é",
+            "logprob": -0.1234567890123,
+            "bytes": [32, 195, 169],
+            "top_logprobs": [{"token": " e", "logprob": -2.5, "bytes": None}],
+        },
+    ]
+    chunk = {"choices": [{"delta": {"content": " é"}, "logprobs": {"content": sent, "refusal": None}}]}
+    (delta,) = _Answer().read_chunk(json.loads(json.dumps(chunk)))
+    assert delta.text == " é"
+    assert _wire(delta.logprobs) == sent

@@ -142,3 +142,11 @@ def test_a_response_with_logprobs_chains_and_its_successor_asks_afresh(http: htt
     assert _output_text(second)["logprobs"] == []  # include is per response, as at OpenAI
     third = _create(http, input="Again.", max_output_tokens=4, previous_response_id=second["id"], include=INCLUDE)
     assert len(_output_text(third)["logprobs"]) == 4
+
+
+@pytest.mark.parametrize("top", [-1, 21])
+def test_top_logprobs_out_of_range_is_refused_by_name(http: httpx.Client, top: int) -> None:
+    refused = http.post("/responses", json={"model": ALIAS, "input": "Hi", "include": INCLUDE, "top_logprobs": top})
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert (error["param"], error["type"]) == ("top_logprobs", "invalid_request_error")
