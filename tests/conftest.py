@@ -22,6 +22,10 @@ POSTGRES_ENV = "SWITCHYARD_TEST_POSTGRES_URL"
 REDIS_ENV = "SWITCHYARD_TEST_REDIS_URL"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# Console passwords at OWASP's minimum argon2id cost (about 20 ms a hash instead of 150): the suite hashes some
+# thousands of them. Processes the tests start inherit it; the default cost is tested in test_console_sign_in.py.
+os.environ.setdefault("SWITCHYARD_PASSWORD_HASH", "m=19456,t=2,p=1")
+
 _skipped_suites: dict[str, str] = {}
 
 

@@ -23,6 +23,7 @@ from switchyard.platform.billing.controllers import (
     UsageController,
 )
 from switchyard.platform.console import console_router
+from switchyard.platform.console.passwords import configure_password_hashing
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
@@ -43,7 +44,7 @@ from switchyard.platform.observability import Observability
 from switchyard.platform.responses.controllers import ConversationController, ResponseController
 from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
 from switchyard.platform.runs.dispatch import drain_inline_runs
-from switchyard.platform.settings import Settings, load_settings
+from switchyard.platform.settings import Settings, argon2_cost, load_settings
 from switchyard.platform.tenants.controllers import TenantAdminController
 from switchyard.platform.threads.controllers import ThreadController
 
@@ -54,6 +55,7 @@ VERSION = "0.1.0"
 
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or load_settings()
+    configure_password_hashing(*argon2_cost(settings.password_hash))
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

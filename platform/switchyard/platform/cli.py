@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from switchyard.platform.settings import Settings, load_settings
+from switchyard.platform.settings import Settings, argon2_cost, load_settings
 
 __all__ = ["main"]
 
@@ -54,6 +54,9 @@ def _settings(**overrides: Any) -> Settings:
     settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
     if settings.uses_sqlite:
         settings.ensure_data_dir()
+    from switchyard.platform.console.passwords import configure_password_hashing
+
+    configure_password_hashing(*argon2_cost(settings.password_hash))  # operator logins are made here too
     return settings
 
 

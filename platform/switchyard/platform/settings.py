@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "argon2_cost", "load_settings"]
+
+# OWASP's argon2id minimums (Password Storage Cheat Sheet): (memory KiB, passes) pairs of equal strength
+_OWASP_ARGON2_MINIMUMS = ((47_104, 1), (19_456, 2), (12_288, 3), (9_216, 4), (7_168, 5))
 
 
 class Settings(BaseSettings):
@@ -118,6 +121,19 @@ class Settings(BaseSettings):
         "(every 2 s) re-enqueues the run for another worker, ahead of every queued run.",
     )
 
+    password_hash: str = Field(
+        default="m=65536,t=3,p=4",
+        description="argon2id cost of console passwords: memory in KiB, passes, lanes (the default is RFC 9106's "
+        "second recommendation); weaker than OWASP's minimums (m=19456,t=2 or an equivalent pair) is refused. "
+        "A password hashed at another cost is re-hashed at this one when its owner next signs in.",
+    )
+
+    @field_validator("password_hash")
+    @classmethod
+    def _known_hash_cost(cls, value: str) -> str:
+        memory, passes, lanes = argon2_cost(value)
+        return f"m={memory},t={passes},p={lanes}"
+
     @model_validator(mode="after")
     def _fill_embedded_defaults(self) -> Settings:
         data_dir = self.data_dir.expanduser().absolute()
@@ -176,6 +192,21 @@ def _mask_url(url: str) -> str:
     userinfo, _, hostpart = rest.rpartition("@")
     user, has_password, _ = userinfo.partition(":")
     return f"{scheme}://{user}{':***' if has_password else ''}@{hostpart}"
+
+
+def argon2_cost(text: str) -> tuple[int, int, int]:
+    """``m=<KiB>,t=<passes>,p=<lanes>`` as ``(memory, passes, lanes)``; ValueError naming what is wrong."""
+    parts = dict(part.strip().partition("=")[::2] for part in text.split(","))
+    if set(parts) != {"m", "t", "p"} or not all(v.strip().isdigit() for v in parts.values()):
+        raise ValueError(f"{text!r} is not m=<memory KiB>,t=<passes>,p=<lanes> (e.g. m=65536,t=3,p=4)")
+    memory, passes, lanes = (int(parts[k]) for k in "mtp")
+    if not 1 <= lanes <= 64:
+        raise ValueError(f"p={lanes}: lanes are 1 to 64")
+    if not any(memory >= m and passes >= t for m, t in _OWASP_ARGON2_MINIMUMS):
+        raise ValueError(f"m={memory},t={passes} is weaker than OWASP's argon2id minimums (m=19456,t=2 or equivalent)")
+    if memory < 8 * lanes:
+        raise ValueError(f"m={memory}: argon2 needs at least 8 KiB per lane")
+    return memory, passes, lanes
 
 
 def load_settings(**overrides: Any) -> Settings:

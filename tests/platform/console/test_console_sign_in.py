@@ -218,3 +218,51 @@ def test_tenant_create_prints_a_one_time_console_password_that_signs_in(tmp_path
             assert "boss@acme.io · owner · Acme" in overview.text
 
     asyncio.run(go())
+
+
+def test_passwords_are_hashed_at_rfc_9106_s_cost_unless_configured_and_never_below_owasp_s_minimum() -> None:
+    from pydantic import ValidationError
+
+    from switchyard.platform.settings import Settings
+
+    assert Settings.model_fields["password_hash"].default == "m=65536,t=3,p=4"
+    assert Settings(password_hash=" t=1, m=47104, p=2").password_hash == "m=47104,t=1,p=2"  # OWASP's first pair
+    for weak, named in (
+        ("m=19456,t=1,p=1", "weaker than OWASP"),
+        ("m=4096,t=9,p=1", "weaker than OWASP"),
+        ("fast", "is not m=<memory KiB>"),
+        ("m=65536,t=3", "is not m="),
+        ("m=65536,t=3,p=0", "p=0"),
+    ):
+        with pytest.raises(ValidationError, match=named):
+            Settings(password_hash=weak)
+
+
+async def test_a_password_hashed_at_another_cost_is_hashed_again_at_today_s_on_sign_in(
+    console: Any, make_console_tenant: Any, settings: Any
+) -> None:
+    from argon2 import PasswordHasher
+
+    from switchyard.platform.console.passwords import hash_password
+    from switchyard.platform.settings import argon2_cost
+
+    tenant = await make_console_tenant()
+    member_id = tenant.member_ids["developer"]
+    older = PasswordHasher(time_cost=4, memory_cost=32_768, parallelism=2).hash(PASSWORD)  # yesterday's cost
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        await session.execute(
+            update(MemberPassword).where(MemberPassword.member_id == member_id).values(password_hash=older)
+        )
+    memory, passes, lanes = argon2_cost(settings.password_hash)  # the app hashes at the configured cost
+    today = f"$m={memory},t={passes},p={lanes}$"
+    assert today in hash_password("x" * 12)
+
+    assert (await sign_in(console, tenant.emails["developer"])).status_code == 303  # the old hash still verifies
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        stored = (
+            await session.execute(select(MemberPassword.password_hash).where(MemberPassword.member_id == member_id))
+        ).scalar_one()
+    assert stored != older
+    assert today in stored  # hashed again, at the configured cost
+    console.cookies.clear()
+    assert (await sign_in(console, tenant.emails["developer"])).status_code == 303  # and the new hash verifies

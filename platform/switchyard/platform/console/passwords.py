@@ -19,10 +19,12 @@ __all__ = [
     "MAX_PASSWORD_LENGTH",
     "MIN_PASSWORD_LENGTH",
     "check_new_password",
+    "configure_password_hashing",
     "first_owner_password",
     "hash_password",
     "issue_one_time_password",
     "password_needs_rehash",
+    "rehash_member_password",
     "set_password",
     "verify_password",
 ]
@@ -30,8 +32,18 @@ __all__ = [
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one request can ask for
 
-_hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
+_hasher = PasswordHasher()  # argon2id, RFC 9106's second recommendation (m=65536,t=3,p=4) until configured
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+def configure_password_hashing(memory_kib: int, passes: int, lanes: int) -> None:
+    """Hash this process's new passwords at this argon2id cost (``SWITCHYARD_PASSWORD_HASH``); existing hashes
+    keep verifying whatever their cost, and :func:`password_needs_rehash` names those to hash again."""
+    global _hasher, _DUMMY_HASH
+    if (_hasher.memory_cost, _hasher.time_cost, _hasher.parallelism) == (memory_kib, passes, lanes):
+        return
+    _hasher = PasswordHasher(time_cost=passes, memory_cost=memory_kib, parallelism=lanes)
+    _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))  # an unknown email costs what a known one does
 
 
 def hash_password(password: str) -> str:
@@ -62,19 +74,31 @@ def check_new_password(password: str) -> None:
 async def set_password(session: AsyncSession, *, scope: TenantScope, member_id: str, password: str) -> None:
     """Set (or replace) a member's console password."""
     check_new_password(password)
-    row = (
-        await session.execute(
-            select(MemberPassword).where(
-                col(MemberPassword.tenant_id) == scope.tenant_id, col(MemberPassword.member_id) == member_id
-            )
-        )
-    ).scalar_one_or_none()
+    row = await _password_row(session, scope, member_id)
     if row is None:
         row = MemberPassword(tenant_id=scope.tenant_id, member_id=member_id, password_hash="")
         session.add(row)
     row.password_hash = hash_password(password)
     row.updated_at = utc_now()
     await session.flush()
+
+
+async def rehash_member_password(
+    session: AsyncSession, *, scope: TenantScope, member_id: str, password_hash: str, password: str
+) -> None:
+    """After a successful sign-in: the member's hash again at today's cost, if it was made at another."""
+    if password_needs_rehash(password_hash):
+        row = await _password_row(session, scope, member_id)
+        if row is not None:
+            row.password_hash = hash_password(password)
+            await session.flush()
+
+
+async def _password_row(session: AsyncSession, scope: TenantScope, member_id: str) -> MemberPassword | None:
+    statement = select(MemberPassword).where(
+        col(MemberPassword.tenant_id) == scope.tenant_id, col(MemberPassword.member_id) == member_id
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
 
 
 async def issue_one_time_password(session: AsyncSession, *, scope: TenantScope, member_id: str) -> str:

@@ -23,7 +23,12 @@ from switchyard.platform.console.operator.edge import (
     operator_user,
 )
 from switchyard.platform.console.operator.sessions import end_operator_session, start_operator_session
-from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, verify_password
+from switchyard.platform.console.passwords import (
+    MAX_PASSWORD_LENGTH,
+    hash_password,
+    password_needs_rehash,
+    verify_password,
+)
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 from switchyard.platform.console.sessions import SESSION_LIFETIME
 from switchyard.platform.db import UNSCOPED, Database
@@ -128,6 +133,8 @@ class OperatorSignInController(Controller):
                 request, status_code=401, error="Wrong email or password.", email=email, next=next_path
             )
         await attempt.succeeded()
+        if password_needs_rehash(account.password_hash):  # hashed at another cost than today's
+            account.password_hash = hash_password(password)
         token, session_id = await start_operator_session(db_session, account=account)
         record_operator(
             db_session,

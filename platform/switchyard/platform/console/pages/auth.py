@@ -22,10 +22,10 @@ from switchyard.platform.console.edge import (
     console_access,
     console_user,
 )
-from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, verify_password
+from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, rehash_member_password, verify_password
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 from switchyard.platform.console.sessions import SESSION_LIFETIME, end_session, find_sign_in_candidates, start_session
-from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.limits import LimitsUnavailable
@@ -132,10 +132,10 @@ class SignInController(Controller):
                 headers={"retry-after": str(attempt.retry_after_s)},
             )
         candidates = await find_sign_in_candidates(db_session, email) if email else []
-        member = None
+        member, member_hash = None, ""
         for candidate, password_hash in candidates:
             if verify_password(password_hash, password):
-                member = candidate
+                member, member_hash = candidate, password_hash or ""
                 break
         if not candidates:
             verify_password(None, password)  # the same work as for a known email: no timing hint
@@ -157,6 +157,10 @@ class SignInController(Controller):
                 request, status_code=401, error="Wrong email or password.", email=email, next=next_path
             )
         await attempt.succeeded()
+        scope = TenantScope(member.tenant_id)
+        await rehash_member_password(
+            db_session, scope=scope, member_id=member.id, password_hash=member_hash, password=password
+        )
         return await signed_in(db_session, member=member, actor=actor, next_path=next_path)
 
     @post("/sign-out", opt=console_access("signed_in"), status_code=303)
