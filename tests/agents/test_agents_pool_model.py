@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,24 @@ async def test_a_pool_without_receipt_is_an_error() -> None:
 
     with pytest.raises(RuntimeError, match="no compute receipt"):
         await PoolModel(Broken(), tenant="t").request(ModelRequest(model="m", messages=(Message.user("x"),)))
+
+
+async def test_an_upstreams_refusal_is_the_agents_answer(fake_upstream: Any) -> None:
+    from switchyard.accelerator.pool import DeploymentSpec
+    from switchyard.accelerator.pool.echo_upstream import REFUSAL, REFUSAL_TRIGGER
+
+    spec = DeploymentSpec(name="up", backend="openai-compatible", base_url=fake_upstream.base_url, chips=2)
+    pool = AcceleratorPool.from_specs([spec])
+    try:
+        agent = AgentSpec(name="polite", model="up", instructions="Answer.")
+        loop = RunLoop(agent, await build_tools(agent), context_window_tokens=8192, token_counter=pool_token_counter)
+        seen: list[PoolEvent] = []
+        model = PoolModel(pool, tenant="tenant-a", on_event=seen.append)
+        thread = [Message.user(f"{REFUSAL_TRIGGER}, now")]
+        state, _ = await drive_run(loop, loop.new_run("run_refused", now_ms=0), thread=thread, model=model)
+    finally:
+        await pool.aclose()
+    assert state.status is RunStatus.COMPLETED
+    assert state.final_message is not None
+    assert state.final_message.content == REFUSAL  # not an empty answer
+    assert "".join(e.refusal for e in seen if isinstance(e, TextDelta)) == REFUSAL

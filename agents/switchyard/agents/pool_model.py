@@ -78,6 +78,7 @@ class PoolModel:
             parameters=_upstream_parameters(request),
         )
         text: list[str] = []
+        refusal: list[str] = []
         calls: dict[int, ToolCall] = {}
         receipt: ComputeReceipt | None = None
         async for event in self._pool.submit(inference):
@@ -85,6 +86,7 @@ class PoolModel:
                 self._on_event(event)
             if isinstance(event, TextDelta):
                 text.append(event.text)
+                refusal.append(event.refusal)
             elif isinstance(event, ToolCallDelta):
                 calls[event.index] = ToolCall(id=event.call.id, name=event.call.name, arguments=event.call.arguments)
             elif isinstance(event, ComputeReceipt):
@@ -92,7 +94,9 @@ class PoolModel:
         if receipt is None:
             raise RuntimeError(f"the pool sent no compute receipt for {request.request_id!r}")
         self.receipts.append(receipt)
-        message = Message.assistant("".join(text) or None, [calls[i] for i in sorted(calls)])
+        # a model's refusal (an upstream's `refusal`) is the answer when it said nothing else
+        content = "".join(text) or "".join(refusal) or None
+        message = Message.assistant(content, [calls[i] for i in sorted(calls)])
         return ModelResponse(
             message=message,
             usage=Usage(input_tokens=receipt.prompt_tokens, output_tokens=receipt.completion_tokens),

@@ -47,9 +47,9 @@ class MessageDeltas:
         self._message_id = f"msg_{open_calls[-1].id}" if open_calls else None
 
     def on_event(self, event: PoolEvent) -> None:
-        if not isinstance(event, TextDelta) or self._message_id is None:
+        if not isinstance(event, TextDelta) or self._message_id is None or not (event.text or event.refusal):
             return
-        self._buffer.append(event.text)
+        self._buffer.append(event.text or event.refusal)  # a refusal is the message's text, as PoolModel keeps it
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
