@@ -167,6 +167,25 @@ async def test_sign_out_ends_the_operator_session(console: Any) -> None:
     assert await _operator_events(console.app, "operator_console.sign_out")
 
 
+async def test_an_operator_password_hashed_at_another_cost_is_hashed_again_on_sign_in(console: Any) -> None:
+    from argon2 import PasswordHasher
+    from sqlalchemy import update
+
+    account_id = await _add_operator(console.app)
+    older = PasswordHasher(time_cost=4, memory_cost=32_768, parallelism=2).hash(PASSWORD)  # yesterday's cost
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        await session.execute(
+            update(OperatorAccount).where(OperatorAccount.id == account_id).values(password_hash=older)
+        )
+    assert (await _operator_sign_in(console)).status_code == 303  # the old hash still verifies
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        stored = (await session.get(OperatorAccount, account_id)).password_hash  # type: ignore[union-attr]
+    assert stored != older
+    assert "$m=32768,t=4,p=2$" not in stored  # hashed again, at the configured cost
+    console.cookies.clear()
+    assert (await _operator_sign_in(console)).status_code == 303
+
+
 async def test_granting_a_credit_changes_the_balance_and_is_audited(
     console: Any, make_console_tenant: Any, operator_headers: dict[str, str]
 ) -> None:
