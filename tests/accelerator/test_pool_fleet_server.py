@@ -7,7 +7,6 @@ arrives exactly as the fleet computed it, and compute whose receipt could not be
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +24,7 @@ from switchyard.accelerator.pool import (
     ToolCallDelta,
     UpstreamError,
 )
+from tests.accelerator.served import served
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 TOKEN = "fleet-secret"
@@ -42,25 +42,10 @@ class Served:
         return AcceleratorPool.from_specs([SMALL], fleet_url=self.url, fleet_token=token)
 
 
-def _serve(app: Any) -> tuple[Any, threading.Thread, int]:
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "fleet server did not start"
-        time.sleep(0.01)
-    return server, thread, int(server.servers[0].sockets[0].getsockname()[1])
-
-
 def _fleet(time_scale: float) -> Iterator[Served]:
     app = FleetServer(AcceleratorPool.from_specs([SMALL], time_scale=time_scale), token=TOKEN)
-    server, thread, port = _serve(app)
-    yield Served(app, f"http://127.0.0.1:{port}")
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app) as url:
+        yield Served(app, url)
 
 
 @pytest.fixture

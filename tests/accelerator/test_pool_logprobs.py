@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +26,7 @@ from switchyard.accelerator.pool import (
     complete,
 )
 from switchyard.accelerator.pool.echo_upstream import REFUSAL, REFUSAL_TRIGGER
+from tests.accelerator.served import served
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 QUESTION = [{"role": "user", "content": "how does the fleet batch requests?"}]
@@ -195,25 +194,10 @@ async def test_logprobs_not_in_openais_shape_fail_the_answer() -> None:
         answer.read_chunk(chunk)
 
 
-def _serve(app: Any) -> tuple[Any, threading.Thread, int]:
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "fleet server did not start"
-        time.sleep(0.01)
-    return server, thread, int(server.servers[0].sockets[0].getsockname()[1])
-
-
 @pytest.fixture
 def fleet_url() -> Iterator[str]:
-    server, thread, port = _serve(FleetServer(AcceleratorPool.from_specs([SMALL], time_scale=0)))
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(FleetServer(AcceleratorPool.from_specs([SMALL], time_scale=0))) as url:
+        yield url
 
 
 @pytest.mark.parametrize("stream", [True, False])
