@@ -98,7 +98,8 @@ def rabbitmq_url() -> str:
 @pytest.fixture
 def rabbitmq_vhost(rabbitmq_url: str) -> Iterator[str]:
     """The URL of a RabbitMQ virtual host private to the test (its user may do anything there); deleted, with
-    every queue and message in it, at teardown."""
+    every queue and message in it, at teardown. Name it (or ``production_layout``) before ``start_process`` in a
+    test's arguments, so that its workers stop before their virtual host goes."""
     from urllib.parse import quote
 
     from kombu.utils.url import url_to_parts

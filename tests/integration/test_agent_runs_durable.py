@@ -177,20 +177,23 @@ class Workers:
             self.proc.wait()
 
 
-async def _progress(database: Any) -> tuple[int, int]:
-    """(sum of run revisions, runs finished): grows as workers checkpoint."""
+async def _progress(database: Any, run_ids: list[str]) -> tuple[int, int]:
+    """(sum of run revisions, runs finished) of ``run_ids`` (PostgreSQL's database holds the other brokers' runs
+    too): grows as workers checkpoint."""
     from sqlalchemy import func, select
+    from sqlmodel import col
 
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.models import Run
 
+    ours = col(Run.id).in_(run_ids)
     async with database.unit_of_work(UNSCOPED) as session:
-        revisions = (await session.execute(select(func.coalesce(func.sum(Run.revision), 0)))).scalar_one()
+        revisions = (await session.execute(select(func.coalesce(func.sum(Run.revision), 0)).where(ours))).scalar_one()
         finished = (
             await session.execute(
                 select(func.count()).where(
-                    Run.status.in_(("completed", "failed", "cancelled", "incomplete", "expired"))
-                )  # type: ignore[attr-defined]
+                    ours, col(Run.status).in_(("completed", "failed", "cancelled", "incomplete", "expired"))
+                )
             )
         ).scalar_one()
     return int(revisions), int(finished)
@@ -299,13 +302,13 @@ async def test_runs_survive_kill_9(
         last_sweep = time.monotonic()
         try:
             while True:
-                revisions, finished = await _progress(database)
+                revisions, finished = await _progress(database, run_ids)
                 if finished == run_count:
                     break
                 assert time.monotonic() < deadline, f"runs stuck: {finished}/{run_count} finished (seed {seed})"
                 if kills < kill_count:
                     # wait until the worker is checkpointing, then kill it at a random moment
-                    while (await _progress(database))[0] == revisions and time.monotonic() < deadline:  # noqa: ASYNC110
+                    while (await _progress(database, run_ids))[0] == revisions and time.monotonic() < deadline:  # noqa: ASYNC110
                         await asyncio.sleep(0.02)
                     await asyncio.sleep(rng.uniform(0, 0.3))
                     workers.kill()

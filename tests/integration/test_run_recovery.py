@@ -45,7 +45,7 @@ async def _queued(database: Any) -> int:
 @pytest.mark.parametrize("broker", ["redis", pytest.param("amqp", marks=pytest.mark.rabbitmq)], indirect=True)
 @pytest.mark.timeout(120)
 async def test_a_killed_workers_run_resumes_ahead_of_the_backlog(
-    database_url: str, broker: str, start_process: Any, production_layout: Any
+    database_url: str, broker: str, production_layout: Any, start_process: Any
 ) -> None:
     from litestar.testing import AsyncTestClient
 

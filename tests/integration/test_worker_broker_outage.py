@@ -10,6 +10,7 @@ worker's connections (its virtual host's, with `rabbitmqctl`), as a restart does
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import time
@@ -18,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import free_port
+from .conftest import free_port, rabbitmqctl, redis_database_of_its_own
+from .test_run_recovery import _run_row
+from .test_worker_redis_limits import MODEL, owner_headers
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -87,8 +90,6 @@ def test_a_worker_goes_on_after_rabbitmq_closes_its_connections(
     from switchyard.platform.settings import Settings
     from switchyard.platform.worker import create_celery
 
-    from .conftest import rabbitmqctl, redis_database_of_its_own
-
     vhost = rabbitmq_vhost.rsplit("/", 1)[1]
     results = redis_database_of_its_own(redis_url)
     env = {
@@ -109,3 +110,55 @@ def test_a_worker_goes_on_after_rabbitmq_closes_its_connections(
     assert app.send_task("system.ping", args=["still here"]).get(timeout=60)["payload"] == "still here"
     log = (tmp_path / "proc-0.log").read_text()
     assert "Connection to broker lost" in log, "RabbitMQ never closed the worker's connection: the test proved nothing"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("broker", [pytest.param("amqp", marks=pytest.mark.rabbitmq)], indirect=True)
+@pytest.mark.timeout(150)
+async def test_a_run_goes_on_once_when_rabbitmq_closes_its_workers_connection(
+    database_url: str, broker: str, production_layout: Any, start_process: Any, tmp_path: Path
+) -> None:
+    """RabbitMQ closes the connection of a worker driving a run (a failover, or its `consumer_timeout`): the run's
+    message is delivered again at once while the run goes on in the first worker; the second delivery finds the
+    run leased and leaves it, so the run finishes once, its model call billed once."""
+    from litestar.testing import AsyncTestClient
+    from sqlalchemy import func, select
+
+    from switchyard.platform.app import create_app
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import UsageEvent
+
+    layout = production_layout(30.0)  # a lease longer than the run: no recovery, only the redelivery
+    vhost = layout.broker_url.rsplit("/", 1)[1]
+    for _ in range(2):
+        start_process("worker", "-c", "1", env=layout.env)
+    async with AsyncTestClient(app=create_app(layout.settings), base_url="http://switchyard.test") as client:
+        database = client.app.state.database
+        headers = await owner_headers(client, "connection-loss")
+        agent = await client.post(
+            "/v1/agents",
+            json={"name": "writer", "model": MODEL, "model_params": {"max_tokens": 300}},  # a ~6 s model call
+            headers=headers,
+        )
+        body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "write"}]}}
+        run_id = (await client.post("/v1/runs", json=body, headers=headers)).json()["id"]
+        deadline = time.monotonic() + 60
+        while (holder := (await _run_row(database, run_id)).lease_owner) is None:
+            assert time.monotonic() < deadline, "no worker picked the run up"
+            await asyncio.sleep(0.05)
+        rabbitmqctl("close_all_connections", "-p", vhost, "switchyard test: connection lost mid-run")
+
+        def deliveries() -> int:
+            logs = [(tmp_path / f"proc-{n}.log").read_text() for n in range(2)]
+            return sum(1 for log in logs for line in log.splitlines() if run_id in line and "received" in line)
+
+        while (run := await _run_row(database, run_id)).status != "completed" or deliveries() < 2:
+            assert run.status in ("queued", "in_progress"), run.state
+            assert time.monotonic() < deadline, f"run {run.status}, delivered {deliveries()} times"
+            await asyncio.sleep(0.1)
+        async with database.unit_of_work(UNSCOPED) as session:
+            billed = (await session.execute(select(func.count()).where(UsageEvent.run_id == run_id))).scalar_one()
+    assert run.attempts == 1  # the second delivery never took the run over
+    assert run.lease_owner in (None, holder)
+    assert billed == 1

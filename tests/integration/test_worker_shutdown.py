@@ -28,7 +28,7 @@ STOP_BOUND_S = 10.0
 @pytest.mark.parametrize("broker", ["redis", pytest.param("amqp", marks=pytest.mark.rabbitmq)], indirect=True)
 @pytest.mark.timeout(180)
 async def test_a_worker_stops_within_10_s_of_sigterm_and_its_run_goes_on_elsewhere(
-    database_url: str, broker: str, start_process: Any, production_layout: Any
+    database_url: str, broker: str, production_layout: Any, start_process: Any
 ) -> None:
     from litestar.testing import AsyncTestClient
 
