@@ -21,6 +21,7 @@ from switchyard.platform.console.edge import (
 )
 from switchyard.platform.console.operator import operator_router
 from switchyard.platform.console.pages.agents import AgentPagesController
+from switchyard.platform.console.pages.audit import AuditPagesController
 from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.billing import BillingPagesController
 from switchyard.platform.console.pages.invitations import InvitationController
@@ -83,6 +84,7 @@ console_router = Router(
         PasswordController,
         BillingPagesController,
         PlaygroundController,
+        AuditPagesController,
         operator_router,
         _static_files(),
     ],

@@ -68,6 +68,7 @@ def pages(console: Console, browser: Any) -> dict[str, str]:
             "billing": "/console/billing",
             "invoice": _first_link(page, console, "/console/billing", r"/console/billing/invoices/[^/]+"),
             "password": "/console/password",
+            "audit log": "/console/audit",
         }
     finally:
         context.close()
@@ -150,6 +151,7 @@ PAGE_NAMES = [
     "billing",
     "invoice",
     "password",
+    "audit log",
 ]
 
 

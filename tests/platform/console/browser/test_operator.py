@@ -146,6 +146,7 @@ def test_operator_pages_fit_the_screen_and_name_every_control(
         (tenant_path, "Acme Robotics"),
         ("/console/operator/rate-cards", "Rate cards"),
         ("/console/operator/fleet", "Fleet"),
+        ("/console/operator/audit", "Operator audit log"),
     ]:
         page.goto(f"{console.url}{path}")
         page.get_by_role("heading", name=heading, exact=True).wait_for()

@@ -1,4 +1,4 @@
-"""The operator's pages: tenants (with credits), rate cards and the live fleet.
+"""The operator's pages: tenants (with credits), rate cards, the live fleet and the operator audit log.
 
 Each form goes through the service the operator API uses (``billing.credits``, ``billing.service``), so the same
 rules answer and the same audit rows are written, with the operator account as the actor.
@@ -10,11 +10,13 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect
 from pydantic import ValidationError
 
 from switchyard.accelerator.pool import UpstreamError
+from switchyard.platform.audit.schemas import OperatorAuditEventPublic
+from switchyard.platform.audit.service import list_operator_events
 from switchyard.platform.billing import credits, service
 from switchyard.platform.billing.money import CURRENCY_EXPONENTS, currency_exponent
 from switchyard.platform.billing.rates import default_prices
@@ -22,13 +24,14 @@ from switchyard.platform.billing.schemas import CreditGrant, RateCardCreate
 from switchyard.platform.console.edge import OPERATOR_PREFIX, console_access
 from switchyard.platform.console.operator.edge import operator_actor, operator_user
 from switchyard.platform.console.operator.queries import fleet_replicas, tenant_summaries
+from switchyard.platform.console.pages.audit import audit_page_params
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import ApiError, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.models import utc_now
 
-__all__ = ["FleetPageController", "RateCardPagesController", "TenantPagesController"]
+__all__ = ["FleetPageController", "OperatorAuditPageController", "RateCardPagesController", "TenantPagesController"]
 
 FLEET_REFRESH_S = 2  # the fleet fragment's polling period
 _ALL = CursorParams(limit=100, after=None, before=None, order="desc")
@@ -168,6 +171,24 @@ class FleetPageController(Controller):
     async def replicas(self, request: Request[Any, Any, Any]) -> Response[str]:
         """The fleet table alone, which the fleet page polls (htmx) every ``FLEET_REFRESH_S`` seconds."""
         return _page(request, "operator_fleet_table.html", refresh_s=FLEET_REFRESH_S, **await _fleet(request))
+
+
+class OperatorAuditPageController(Controller):
+    path = "/audit"
+
+    @get("/", opt=_OPERATOR)
+    async def audit_log(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        action: FromQuery[str | None] = None,
+        after: FromQuery[str | None] = None,
+    ) -> Response[str]:
+        """Every operator action, newest first (``GET /v1/admin/audit-log``'s rows), filtered by action."""
+        action = (action or "").strip() or None
+        page = await list_operator_events(db_session, audit_page_params(after), action, OperatorAuditEventPublic.of)
+        context = {"events": page.data, "has_more": page.has_more, "last_id": page.last_id, "action": action}
+        return _page(request, "operator_audit.html", **context)
 
 
 async def _fleet(request: Request[Any, Any, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from switchyard.platform.console.operator.auth import OperatorSignInController
 from switchyard.platform.console.operator.edge import OperatorSessionMiddleware
 from switchyard.platform.console.operator.pages import (
     FleetPageController,
+    OperatorAuditPageController,
     RateCardPagesController,
     TenantPagesController,
 )
@@ -16,7 +17,13 @@ __all__ = ["operator_router"]
 
 operator_router = Router(
     path="/operator",
-    route_handlers=[OperatorSignInController, TenantPagesController, RateCardPagesController, FleetPageController],
+    route_handlers=[
+        OperatorSignInController,
+        TenantPagesController,
+        RateCardPagesController,
+        FleetPageController,
+        OperatorAuditPageController,
+    ],
     middleware=[OperatorSessionMiddleware()],
     include_in_schema=False,
 )
