@@ -1,9 +1,11 @@
 """A run whose worker is killed resumes within its lease + 5 s, even while a backlog of new runs waits.
 
-Production shape: PostgreSQL, a Redis broker, `switchyard beat` and two `switchyard worker` processes (default
-queues). One slow run starts, forty shorter runs queue behind it, and the worker holding the slow run is killed
-with SIGKILL; the other worker is busy with the backlog. `runs.recover` (every 2 s, in the recovery queue that
-workers take first) finds the passed lease and sends `runs.resume`, which a worker takes ahead of the backlog.
+Production shape: PostgreSQL, a Redis or RabbitMQ broker, `switchyard beat` and two `switchyard worker` processes
+(default queues). One slow run starts, forty shorter runs queue behind it, and the worker holding the slow run is
+killed with SIGKILL; the other worker is busy with the backlog. `runs.recover` (every 2 s, in the recovery queue
+that workers take first) finds the passed lease and sends `runs.resume`, which a worker takes ahead of the
+backlog. (RabbitMQ does not keep the worker's queue order: a freed thread takes from any non-empty queue, so the
+resume waits for a few short runs, not for the backlog.)
 """
 
 from __future__ import annotations
