@@ -222,6 +222,42 @@ async def test_granting_a_credit_changes_the_balance_and_is_audited(
     assert unknown.status_code == 404
 
 
+async def test_tenants_are_found_by_name_and_listed_a_page_at_a_time(console: Any) -> None:
+    import secrets
+    from datetime import UTC, datetime, timedelta
+
+    from switchyard.platform.console.operator.queries import TENANTS_PER_PAGE
+    from switchyard.platform.db import new_id
+    from switchyard.platform.models import Tenant
+
+    mark = secrets.token_hex(4)  # this test's tenants, whatever else the database holds
+    start = datetime.now(UTC)
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        for n in range(TENANTS_PER_PAGE + 1):
+            made = start + timedelta(seconds=n)
+            session.add(Tenant(id=new_id("ten"), name=f"Paging {mark} {n:03d}", created_at=made))
+        session.add(Tenant(id=new_id("ten"), name=f"50%_off {mark}"))
+        session.add(Tenant(id=new_id("ten"), name=f"50xxoff {mark}"))
+    await _add_operator(console.app)
+    assert (await _operator_sign_in(console)).status_code == 303
+
+    first = await console.get(f"/console/operator/?q=paging+{mark.upper()}")  # any case
+    assert first.status_code == 200, first.text
+    names = re.findall(rf">(Paging {mark} \d+)</a>", first.text)
+    assert names == [f"Paging {mark} {n:03d}" for n in range(TENANTS_PER_PAGE, 0, -1)]  # newest first
+    older = re.search(r'href="(/console/operator/\?after=\w+&amp;q=[^"]+)">Older tenants<', first.text)
+    assert older
+    rest = await console.get(older.group(1).replace("&amp;", "&"))
+    assert re.findall(rf">(Paging {mark} \d+)</a>", rest.text) == [f"Paging {mark} 000"]
+    assert "Older tenants" not in rest.text
+
+    literal = await console.get(f"/console/operator/?q=50%25_off+{mark}")  # % and _ are letters, not patterns
+    assert f">50%_off {mark}</a>" in literal.text
+    assert f"50xxoff {mark}" not in literal.text
+    nothing = await console.get(f"/console/operator/?q=nobody-{mark}")
+    assert f"No tenant named like “nobody-{mark}”." in nothing.text
+
+
 async def test_the_tenant_list_shows_this_month_s_compute_and_money_as_the_draft_invoice_does(
     console: Any, make_console_tenant: Any
 ) -> None:

@@ -23,7 +23,7 @@ from switchyard.platform.billing.rates import default_prices
 from switchyard.platform.billing.schemas import CreditGrant, RateCardCreate
 from switchyard.platform.console.edge import OPERATOR_PREFIX, console_access
 from switchyard.platform.console.operator.edge import operator_actor, operator_user
-from switchyard.platform.console.operator.queries import fleet_replicas, tenant_summaries
+from switchyard.platform.console.operator.queries import fleet_replicas, tenant_page, tenant_summary
 from switchyard.platform.console.pages.audit import audit_page_params
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
@@ -86,8 +86,17 @@ class TenantPagesController(Controller):
     path = "/"
 
     @get("/", opt=_OPERATOR)
-    async def tenants(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
-        return _page(request, "operator_tenants.html", tenants=await tenant_summaries(db_session))
+    async def tenants(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        q: FromQuery[str | None] = None,
+        after: FromQuery[str | None] = None,
+    ) -> Response[str]:
+        """Tenants, newest first, a page at a time; ``q`` finds them by name."""
+        q = (q or "").strip()[:200] or None
+        tenants, has_more = await tenant_page(db_session, name=q, after=after or None)
+        return _page(request, "operator_tenants.html", tenants=tenants, has_more=has_more, q=q)
 
     @get("/tenants/{tenant_id:str}", opt=_OPERATOR)
     async def tenant(
@@ -98,11 +107,11 @@ class TenantPagesController(Controller):
     async def _tenant_page(
         self, request: Request[Any, Any, Any], db_session: DbSession, tenant_id: str, **context: Any
     ) -> Response[str]:
-        found = await tenant_summaries(db_session, tenant_id=tenant_id)
-        if not found:
+        found = await tenant_summary(db_session, tenant_id)
+        if found is None:
             raise NotFound(f"no tenant {tenant_id!r}", param="tenant_id")
         granted = await credits.list_credits(db_session, tenant_id=tenant_id)
-        return _page(request, "operator_tenant.html", tenant=found[0], credits=list(reversed(granted)), **context)
+        return _page(request, "operator_tenant.html", tenant=found, credits=list(reversed(granted)), **context)
 
     @post("/tenants/{tenant_id:str}/credits", opt=_OPERATOR, status_code=303)
     async def grant_credit(

@@ -12,7 +12,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -20,9 +20,9 @@ from switchyard.platform.billing.money import cost_minor
 from switchyard.platform.billing.periods import month_start
 from switchyard.platform.models import Credit, Member, Tenant, UsageEvent, utc_now
 
-__all__ = ["FleetReplica", "TenantSummary", "fleet_replicas", "tenant_summaries"]
+__all__ = ["FleetReplica", "TenantSummary", "fleet_replicas", "tenant_page", "tenant_summary"]
 
-MAX_TENANTS_LISTED = 500
+TENANTS_PER_PAGE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +45,45 @@ class TenantSummary:
         return "active" if self.month_chip_us > 0 else "idle"
 
 
-async def tenant_summaries(
-    session: AsyncSession, *, tenant_id: str | None = None, now: datetime | None = None
-) -> list[TenantSummary]:
-    """Every tenant (newest first), or only ``tenant_id``, with its members, this month's compute and credits."""
+async def tenant_page(
+    session: AsyncSession, *, name: str | None = None, after: str | None = None, now: datetime | None = None
+) -> tuple[list[TenantSummary], bool]:
+    """A page of tenants, newest first, after the tenant ``after`` (the previous page's last) and with ``name`` in
+    their name (any case) when given; and whether more follow."""
+    newest_first = (col(Tenant.created_at).desc(), col(Tenant.id).desc())
+    statement = select(Tenant).order_by(*newest_first).limit(TENANTS_PER_PAGE + 1)
+    anchor = await session.get(Tenant, after) if after else None
+    if anchor is not None:
+        statement = statement.where(
+            or_(
+                col(Tenant.created_at) < anchor.created_at,
+                and_(col(Tenant.created_at) == anchor.created_at, col(Tenant.id) < anchor.id),
+            )
+        )
+    if name:
+        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        statement = statement.where(col(Tenant.name).ilike(f"%{escaped}%", escape="\\"))
+    tenants = list((await session.execute(statement)).scalars())
+    return await _summaries(session, tenants[:TENANTS_PER_PAGE], now), len(tenants) > TENANTS_PER_PAGE
+
+
+async def tenant_summary(session: AsyncSession, tenant_id: str, now: datetime | None = None) -> TenantSummary | None:
+    """One tenant with its members, this month's compute and credits; None when there is no such tenant."""
+    tenant = await session.get(Tenant, tenant_id)
+    return (await _summaries(session, [tenant], now))[0] if tenant is not None else None
+
+
+async def _summaries(session: AsyncSession, tenants: list[Tenant], now: datetime | None) -> list[TenantSummary]:
+    """``tenants`` with their members, this month's compute and open credits (read for these tenants only)."""
+    ids = [tenant.id for tenant in tenants]
+    if not ids:
+        return []
     period = month_start(now or utc_now())
-    tenants = select(Tenant).order_by(col(Tenant.created_at).desc(), col(Tenant.id)).limit(MAX_TENANTS_LISTED)
-    members = select(col(Member.tenant_id), func.count()).group_by(col(Member.tenant_id))
+    members = (
+        select(col(Member.tenant_id), func.count())
+        .where(col(Member.tenant_id).in_(ids))
+        .group_by(col(Member.tenant_id))
+    )
     usage = (
         select(
             col(UsageEvent.tenant_id),
@@ -59,19 +91,14 @@ async def tenant_summaries(
             col(UsageEvent.price_per_chip_hour),
             func.sum(col(UsageEvent.chip_us)),
         )
-        .where(col(UsageEvent.period_start) == period)
+        .where(col(UsageEvent.period_start) == period, col(UsageEvent.tenant_id).in_(ids))
         .group_by(col(UsageEvent.tenant_id), col(UsageEvent.currency), col(UsageEvent.price_per_chip_hour))
     )
     open_credits = (
         select(col(Credit.tenant_id), col(Credit.currency), func.sum(col(Credit.amount_minor)))
-        .where(col(Credit.invoice_line_id).is_(None))
+        .where(col(Credit.invoice_line_id).is_(None), col(Credit.tenant_id).in_(ids))
         .group_by(col(Credit.tenant_id), col(Credit.currency))
     )
-    if tenant_id is not None:
-        tenants = tenants.where(col(Tenant.id) == tenant_id)
-        members = members.where(col(Member.tenant_id) == tenant_id)
-        usage = usage.where(col(UsageEvent.tenant_id) == tenant_id)
-        open_credits = open_credits.where(col(Credit.tenant_id) == tenant_id)
     member_counts = {tid: int(n) for tid, n in (await session.execute(members)).all()}
     chip_us: dict[str, int] = defaultdict(int)
     priced: dict[str, dict[str, list[tuple[int, Decimal]]]] = defaultdict(lambda: defaultdict(list))
@@ -92,7 +119,7 @@ async def tenant_summaries(
             month_cost_minor={c: cost_minor(items, c) for c, items in sorted(priced.get(tenant.id, {}).items())},
             credit_balance_minor=dict(sorted(credits.get(tenant.id, {}).items())),
         )
-        for tenant in (await session.execute(tenants)).scalars()
+        for tenant in tenants
     ]
 
 
