@@ -6,6 +6,7 @@ rules answer and the same audit rows are written, with the operator account as t
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -24,11 +25,11 @@ from switchyard.platform.billing.schemas import CreditGrant, RateCardCreate
 from switchyard.platform.console.edge import OPERATOR_PREFIX, console_access
 from switchyard.platform.console.operator.edge import operator_actor, operator_user
 from switchyard.platform.console.operator.queries import fleet_replicas, tenant_page, tenant_summary
-from switchyard.platform.console.pages.audit import audit_page_params
+from switchyard.platform.console.pages.audit import audit_rows
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import ApiError, NotFound
-from switchyard.platform.http.pagination import CursorParams
+from switchyard.platform.http.pagination import CursorParams, Page
 from switchyard.platform.models import utc_now
 
 __all__ = ["FleetPageController", "OperatorAuditPageController", "RateCardPagesController", "TenantPagesController"]
@@ -194,10 +195,11 @@ class OperatorAuditPageController(Controller):
         after: FromQuery[str | None] = None,
     ) -> Response[str]:
         """Every operator action, newest first (``GET /v1/admin/audit-log``'s rows), filtered by action."""
-        action = (action or "").strip() or None
-        page = await list_operator_events(db_session, audit_page_params(after), action, OperatorAuditEventPublic.of)
-        context = {"events": page.data, "has_more": page.has_more, "last_id": page.last_id, "action": action}
-        return _page(request, "operator_audit.html", **context)
+
+        def operator_events(params: CursorParams, action: str | None) -> Awaitable[Page[Any]]:
+            return list_operator_events(db_session, params, action, OperatorAuditEventPublic.of)
+
+        return _page(request, "operator_audit.html", **await audit_rows(operator_events, action, after))
 
 
 async def _fleet(request: Request[Any, Any, Any]) -> dict[str, Any]:
