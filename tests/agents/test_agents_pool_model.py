@@ -98,4 +98,5 @@ async def test_an_upstreams_refusal_is_the_agents_answer(fake_upstream: Any) -> 
     assert state.status is RunStatus.COMPLETED
     assert state.final_message is not None
     assert state.final_message.content == REFUSAL  # not an empty answer
+    assert state.final_message.refusal  # and marked as the model's refusal (Responses answer a refusal part)
     assert "".join(e.refusal for e in seen if isinstance(e, TextDelta)) == REFUSAL

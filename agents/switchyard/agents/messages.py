@@ -42,6 +42,7 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = Field(default=None, description="for role='tool': the call this answers")
     id: str | None = Field(default=None, description="the platform's message id, when it has one")
+    refusal: bool = Field(default=False, description="an assistant answer that is the model's refusal (in content)")
 
     @classmethod
     def system(cls, content: str) -> Message:

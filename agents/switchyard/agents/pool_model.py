@@ -95,8 +95,11 @@ class PoolModel:
             raise RuntimeError(f"the pool sent no compute receipt for {request.request_id!r}")
         self.receipts.append(receipt)
         # a model's refusal (an upstream's `refusal`) is the answer when it said nothing else
-        content = "".join(text) or "".join(refusal) or None
-        message = Message.assistant(content, [calls[i] for i in sorted(calls)])
+        refused = not "".join(text) and bool("".join(refusal))
+        content = "".join(refusal if refused else text) or None
+        message = Message(
+            role="assistant", content=content, tool_calls=tuple(calls[i] for i in sorted(calls)), refusal=refused
+        )
         return ModelResponse(
             message=message,
             usage=Usage(input_tokens=receipt.prompt_tokens, output_tokens=receipt.completion_tokens),

@@ -163,6 +163,8 @@ class ResponseStream:
         return events
 
     def _close_text(self, item: dict[str, Any], index: int, *, opened: bool) -> list[Event]:
+        if item["content"] and item["content"][0]["type"] == "refusal":
+            return self._refusal(item, index)
         text = "".join(p["text"] for p in item["content"])
         logprobs = list(item["content"][0].get("logprobs") or []) if item["content"] else []
         where = {"item_id": item["id"], "output_index": index, "content_index": 0}
@@ -176,6 +178,19 @@ class ResponseStream:
         events.append(self._event("response.content_part.done", **where, part=_part(text, logprobs)))
         events.append(self._event("response.output_item.done", output_index=index, item=item))
         return events
+
+    def _refusal(self, item: dict[str, Any], index: int) -> list[Event]:
+        """A message that is the model's refusal: its part and its text, then the item (a refusal is not streamed
+        live, so the part opens here)."""
+        part = item["content"][0]
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        return [
+            self._event("response.content_part.added", **where, part={"type": "refusal", "refusal": ""}),
+            self._event("response.refusal.delta", **where, delta=part["refusal"]),
+            self._event("response.refusal.done", **where, refusal=part["refusal"]),
+            self._event("response.content_part.done", **where, part=part),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
 
     def _item(self, item: dict[str, Any], index: int) -> list[Event]:
         if item["type"] == "message":

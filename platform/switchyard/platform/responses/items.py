@@ -175,12 +175,18 @@ def _label_and_name(call: ToolCall, kind: ToolKind | None) -> tuple[str, str]:
 
 
 def _message_item(message: Message) -> dict[str, Any]:
+    text = message.content or ""
+    part = (
+        {"type": "refusal", "refusal": text}
+        if message.refusal
+        else {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    )
     return {
         "id": message.id or _item_id("message"),
         "type": "message",
         "status": "completed",
         "role": "assistant",
-        "content": [{"type": "output_text", "text": message.content or "", "annotations": [], "logprobs": []}],
+        "content": [part],
     }
 
 
