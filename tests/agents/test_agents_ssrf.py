@@ -60,6 +60,13 @@ HOSTILE_URLS = [
     "http://[64:ff9b::7f00:1]/",
     "http://[64:ff9b::a9fe:a9fe]/",
     "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+    "http://[::ffff:0:127.0.0.1]/",
+    "http://[::ffff:0:7f00:1]/",
+    "http://[::ffff:0:a9fe:a9fe]/",
+    "http://[::ffff:0:8.8.8.8]/",
+    "http://[64:ff9b:1::7f00:1]/",
+    "http://[64:ff9b:1::808:808]/",
+    "http://[::1:7f00:1]/",
     "http://user:pass@example.com/",
     "http://example.com@127.0.0.1/",
     "http://example.com\\@127.0.0.1/",
@@ -105,6 +112,10 @@ HOSTILE_RESOLUTIONS = {
     "mapped.example.com": ["::ffff:10.0.0.1"],
     "sixtofour.example.com": ["2002:c0a8:0101::1"],
     "nat64.example.com": ["64:ff9b::0a00:0001"],
+    "translated.example.com": ["::ffff:0:10.0.0.1"],
+    "translated-loopback.example.com": ["::ffff:0:127.0.0.1"],
+    "nat64-local.example.com": ["64:ff9b:1::a00:1"],
+    "teredo.example.com": ["2001:0:4136:e378:8000:63bf:80ff:fffe"],
     "ula.example.com": ["fd12:3456::1"],
     "linklocal6.example.com": ["fe80::abcd"],
     "zero.example.com": ["0.0.0.0"],
@@ -133,6 +144,24 @@ def test_corpus_is_at_least_fifty() -> None:
 )
 def test_public_addresses_are_admitted(address: str) -> None:
     assert address_block_reason(address) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("::ffff:0:127.0.0.1", "IPv4-translated address"),
+        ("::ffff:0:8.8.8.8", "IPv4-translated address"),
+        ("64:ff9b:1::808:808", "local-use NAT64 address"),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "Teredo address"),
+        ("::1:7f00:1", "IPv6 address outside global unicast (2000::/3)"),
+        ("2002:7f00:1::", "IPv6 address embedding a loopback address"),
+        ("64:ff9b::a9fe:a9fe", "IPv6 address embedding a cloud metadata address"),
+        ("64:ff9b::a00:1", "IPv6 address embedding a private address"),
+    ],
+)
+def test_ipv6_forms_embedding_ipv4_are_refused_with_their_reason(address: str, reason: str) -> None:
+    assert address_block_reason(address) == reason
+    assert address_block_reason(address, allow_loopback=True) == reason
 
 
 def test_loopback_allowance_admits_only_loopback() -> None:

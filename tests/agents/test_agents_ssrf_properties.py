@@ -32,6 +32,16 @@ def _embeddings(v4: ipaddress.IPv4Address) -> list[str]:
         str(ipaddress.IPv6Address((0xFFFF << 32) | n)),
         str(ipaddress.IPv6Address((0x2002 << 112) | (n << 80))),
         str(ipaddress.IPv6Address((0x0064FF9B << 96) | n)),
+        # IPv4-translated (SIIT, ::ffff:0:0:0/96), written both ways
+        f"::ffff:0:{v4}",
+        str(ipaddress.IPv6Address((0xFFFF << 48) | n)),
+        # local-use NAT64 (64:ff9b:1::/48)
+        str(ipaddress.IPv6Address((0x0064FF9B0001 << 80) | n)),
+        # Teredo: the address as the server field, and obfuscated as the client field
+        str(ipaddress.IPv6Address((0x20010000 << 96) | (n << 64) | (n ^ 0xFFFFFFFF))),
+        # IPv4-compatible (deprecated ::/96) and the rest of ::/8
+        f"::{v4}",
+        str(ipaddress.IPv6Address((1 << 32) | n)),
     ]
 
 
@@ -66,3 +76,5 @@ def test_policy_agrees_with_the_standard_library_on_global_addresses(n: int) -> 
     if address_block_reason(v4) is None:
         assert v4.is_global
         assert address_block_reason(f"::ffff:{v4}") is None
+    # IPv4-translated addresses are never a destination, whatever they embed (Python calls them global)
+    assert address_block_reason(f"::ffff:0:{v4}") == "IPv4-translated address"

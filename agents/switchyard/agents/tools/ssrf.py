@@ -111,6 +111,8 @@ _V6_BLOCKS: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
         ("::/128", "unspecified address"),
         ("::1/128", "loopback address"),
         ("::/96", "IPv4-compatible IPv6 address"),
+        # SIIT's IPv4-translated form (RFC 2765): never a destination, though Python calls it global
+        ("::ffff:0:0:0/96", "IPv4-translated address"),
         ("64:ff9b:1::/48", "local-use NAT64 address"),
         ("100::/64", "discard-only address"),
         ("2001::/32", "Teredo address"),
@@ -123,6 +125,9 @@ _V6_BLOCKS: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
 )
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+#: The only IPv6 unicast space routed on the Internet today; anything outside it (bar NAT64) is refused,
+#: so a form that embeds an IPv4 address in some other reserved block cannot slip through.
+_GLOBAL_UNICAST_V6 = ipaddress.IPv6Network("2000::/3")
 _LOOPBACK_V4 = ipaddress.IPv4Network("127.0.0.0/8")
 _LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -142,8 +147,10 @@ def address_block_reason(address: str | IPAddress, *, allow_loopback: bool = Fal
     """Why ``address`` must not be connected to, or ``None`` when it is a public unicast address.
 
     IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry; 6to4 and NAT64 addresses are
-    judged by the IPv4 address they embed as well as by themselves. ``allow_loopback`` admits 127.0.0.0/8
-    and ``::1`` (and their mapped forms) only.
+    judged by the IPv4 address they embed as well as by themselves; IPv4-translated, local-use NAT64,
+    Teredo and IPv4-compatible addresses are refused whatever they embed, and so is every IPv6 address
+    outside 2000::/3 and 64:ff9b::/96. ``allow_loopback`` admits 127.0.0.0/8 and ``::1`` (and their
+    mapped forms) only.
     """
     if isinstance(address, str):
         text = address.strip().strip("[]")
@@ -174,6 +181,8 @@ def address_block_reason(address: str | IPAddress, *, allow_loopback: bool = Fal
             inner = address_block_reason(embedded)
             if inner:
                 return f"IPv6 address embedding a {inner}"
+        if ip not in _GLOBAL_UNICAST_V6 and ip not in _NAT64:
+            return "IPv6 address outside global unicast (2000::/3)"
     else:
         for v4net, reason in _V4_BLOCKS:
             if ip in v4net:
