@@ -172,6 +172,8 @@ async def _drive(
     failure: tuple[str, str] | None = None
     try:
         backend = model_backend(env.pool, spec.model, scope.tenant_id)
+        # an alias is billed under the served name, as chat completions bill it: one model in the books
+        spec = spec.model_copy(update={"model": backend.name})
     except ModelNotFound as exc:
         failure = ("model_not_found", exc.message)
     if failure is None:
