@@ -6,13 +6,14 @@ from these declarations.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "argon2_cost", "load_settings"]
+__all__ = ["Settings", "argon2_cost", "load_settings", "proxy_networks"]
 
 # OWASP's argon2id minimums (Password Storage Cheat Sheet): (memory KiB, passes) pairs of equal strength
 _OWASP_ARGON2_MINIMUMS = ((47_104, 1), (19_456, 2), (12_288, 3), (9_216, 4), (7_168, 5))
@@ -128,11 +129,24 @@ class Settings(BaseSettings):
         "A password hashed at another cost is re-hashed at this one when its owner next signs in.",
     )
 
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or CIDR networks of the reverse proxies in front of the API "
+        "(`10.0.0.5, 172.28.0.0/24`); only a request from one of them has its client address taken from "
+        "`X-Forwarded-For` (the right-most address that is not itself a trusted proxy). Empty: none, the "
+        "client is the connection's peer, whatever headers it sends.",
+    )
+
     @field_validator("password_hash")
     @classmethod
     def _known_hash_cost(cls, value: str) -> str:
         memory, passes, lanes = argon2_cost(value)
         return f"m={memory},t={passes},p={lanes}"
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        return ",".join(str(network) for network in proxy_networks(value))
 
     @model_validator(mode="after")
     def _fill_embedded_defaults(self) -> Settings:
@@ -192,6 +206,20 @@ def _mask_url(url: str) -> str:
     userinfo, _, hostpart = rest.rpartition("@")
     user, has_password, _ = userinfo.partition(":")
     return f"{scheme}://{user}{':***' if has_password else ''}@{hostpart}"
+
+
+def proxy_networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """``SWITCHYARD_TRUSTED_PROXIES`` as networks (an address is its /32 or /128); ValueError naming a bad entry."""
+    networks = []
+    for entry in (part.strip() for part in text.split(",")):
+        if entry:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or CIDR network (e.g. 10.0.0.5 or 172.28.0.0/24)"
+                ) from None
+    return tuple(networks)
 
 
 def argon2_cost(text: str) -> tuple[int, int, int]:
