@@ -54,6 +54,17 @@ class InferenceRequest:
     composes itself, whose fields above are sent)."""
     trace_context: tuple[tuple[str, str], ...] = ()
     """W3C trace-context headers (``traceparent``) of the model call's span, sent on by a remote deployment."""
+    output_ceiling: int | None = None
+    """The most output tokens the answer may have, text, refusal and tool-call arguments together, whatever the
+    request asks: the ``max_tokens`` admission held a budget for (the client's, else the platform's maximum). A
+    backend cuts the answer there (``finish_reason: "length"``); unlike ``max_tokens`` it is never a length to
+    aim for. ``None``: no ceiling but ``max_tokens``."""
+
+    @property
+    def most_output_tokens(self) -> int | None:
+        """Where the answer is cut: the lower of ``max_tokens`` and ``output_ceiling`` (``None``: neither is set)."""
+        bounds = [bound for bound in (self.max_tokens, self.output_ceiling) if bound is not None]
+        return min(bounds) if bounds else None
 
     @property
     def top_logprobs(self) -> int | None:
