@@ -459,6 +459,7 @@ async def test_event_cursors_out_of_range_are_400(client: Any, make_tenant: Any)
         ({}, {"last-event-id": str(2**31)}, "last-event-id"),
         ({}, {"last-event-id": b"\xb2"}, "last-event-id"),  # '²': a digit to str.isdigit(), not to int()
         ({}, {"last-event-id": "-1"}, "last-event-id"),
+        ({}, {"last-event-id": "9" * 5000}, "last-event-id"),  # past int()'s 4,300 digits: a ValueError
     ]:
         response = await client.get(url, params=params, headers={**tenant.headers(), **headers})
         assert response.status_code == 400, (params, headers, response.text)

@@ -10,7 +10,14 @@ from litestar.plugins.pydantic import PydanticInitPlugin
 from litestar.plugins.pydantic.plugins.init import is_pydantic_v2_model_class
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["REQUEST_BODY", "ValidateAsDeclared"]
+from switchyard.platform.http.errors import InvalidRequest
+
+__all__ = ["MAX_STORED_INTEGER", "REQUEST_BODY", "ValidateAsDeclared", "stored_integer"]
+
+MAX_STORED_INTEGER = 2**31 - 1
+"""The largest number an integer column holds on every database (PostgreSQL's ``integer``): a version, a sequence
+number or a position a tenant names is at most this, or PostgreSQL refuses the query (and SQLite's driver refuses
+anything past 64 bits)."""
 
 REQUEST_BODY = ConfigDict(extra="forbid", strict=True)
 """The ``model_config`` of a request body. An unknown field is refused (``additionalProperties: false``), and a value
@@ -19,6 +26,18 @@ for ``7``, none of which the document allows. Enum and time fields say ``Field(s
 strings."""
 
 Decoder = tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]
+
+
+def stored_integer(text: str, *, param: str, minimum: int = 1) -> int:
+    """``text`` as a whole number a column can hold, ``minimum`` to :data:`MAX_STORED_INTEGER`; anything else (a sign,
+    blanks, digits other than ASCII's such as ``²`` or ``٣``, thousands of digits) is a 400 naming ``param``."""
+    if text.isascii() and text.isdigit() and len(text) <= len(str(MAX_STORED_INTEGER)):
+        number = int(text)
+        if minimum <= number <= MAX_STORED_INTEGER:
+            return number
+    raise InvalidRequest(
+        f"{param} is a whole number from {minimum} to {MAX_STORED_INTEGER}", param=param, code="invalid_value"
+    )
 
 
 def _integral(value: Any) -> Any:

@@ -20,6 +20,7 @@ from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentPrincipal, CurrentTenant, DbSession
+from switchyard.platform.http.bodies import MAX_STORED_INTEGER
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited
 from switchyard.platform.http.openapi import answers
 from switchyard.platform.jobs import enqueue, jobs_for
@@ -167,7 +168,7 @@ class ResponseController(Controller):
         stream: Annotated[bool, QueryParameter(description="Stream a background response's events.")] = False,
         starting_after: Annotated[
             int | None,
-            QueryParameter(ge=0, le=2**31 - 1, description="Resume the stream after this sequence number."),
+            QueryParameter(ge=0, le=MAX_STORED_INTEGER, description="Resume the stream after this sequence number."),
         ] = None,
         include: Annotated[list[str] | None, QueryParameter(description="Accepted; ignored.")] = None,
     ) -> Response[Any]:

@@ -33,7 +33,7 @@ async def create(session: AsyncSession, scope: TenantScope, data: ConversationCr
 async def add_items(
     session: AsyncSession, scope: TenantScope, conversation_id: str, items: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    checked = check_items(items)
+    checked = check_items(items, param="items")
     await add_conversation_items(session, scope, conversation_id, checked)
     return checked
 

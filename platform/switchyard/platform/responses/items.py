@@ -48,46 +48,50 @@ def _item_id(kind: str) -> str:
     return f"{_ITEM_PREFIX.get(kind, 'item')}_{secrets.token_hex(12)}"
 
 
-def _bad(index: int, message: str, field: str = "") -> InvalidRequest:
-    return InvalidRequest(message, param=f"input[{index}]{'.' + field if field else ''}", code="invalid_input_item")
+MAX_ITEM_ID_LENGTH = 128
+"""An item id a client gives is stored as the conversation item's id (``conversation_items.id``)."""
 
 
-def _text_of(content: Any, index: int) -> str:
+def _bad(at: str, message: str, field: str = "") -> InvalidRequest:
+    return InvalidRequest(message, param=f"{at}{'.' + field if field else ''}", code="invalid_input_item")
+
+
+def _text_of(content: Any, at: str) -> str:
     """The text of a message's content: a string, or its text parts joined (images and files as placeholders)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _bad(index, "content must be a string or a list of content parts", "content")
+        raise _bad(at, "content must be a string or a list of content parts", "content")
     texts = []
     for part in content:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise _bad(index, "each content part is an object with a type", "content")
+            raise _bad(at, "each content part is an object with a type", "content")
         kind = part["type"]
         if kind in _TEXT_PARTS:
             if not isinstance(part.get("text"), str):
-                raise _bad(index, f"a {kind} part needs a text string", "content")
+                raise _bad(at, f"a {kind} part needs a text string", "content")
             texts.append(part["text"])
         elif kind == "refusal":
             texts.append(str(part.get("refusal", "")))
         elif kind in ("input_image", "input_file", "input_audio"):
             texts.append(f"[{kind.removeprefix('input_')}]")
         else:
-            raise _bad(index, f"unsupported content part type {kind!r}", "content")
+            raise _bad(at, f"unsupported content part type {kind!r}", "content")
     return "".join(texts)
 
 
-def _check(item: Any, index: int) -> dict[str, Any]:
+def _check(item: Any, at: str) -> dict[str, Any]:
     if not isinstance(item, dict):
-        raise _bad(index, "an input item is an object")
+        raise _bad(at, "an input item is an object")
     kind = item.get("type", "message" if "role" in item else None)
     if not isinstance(kind, str):
-        raise _bad(index, "an input item needs a type (or a role, for a message)", "type")
+        raise _bad(at, "an input item needs a type (or a role, for a message)", "type")
     checked = dict(item)
     checked["type"] = kind
     if kind == "message":
         if item.get("role") not in _ROLES:
-            raise _bad(index, f"role must be one of {', '.join(sorted(_ROLES))}", "role")
-        _text_of(item.get("content"), index)
+            raise _bad(at, f"role must be one of {', '.join(sorted(_ROLES))}", "role")
+        _text_of(item.get("content"), at)
         if isinstance(item["content"], str):  # stored and listed as OpenAI lists it: content parts
             part = "output_text" if item["role"] == "assistant" else "input_text"
             text_part: dict[str, Any] = {"type": part, "text": item["content"]}
@@ -98,25 +102,27 @@ def _check(item: Any, index: int) -> dict[str, Any]:
     elif kind in ("function_call", "mcp_call"):
         for key in ("call_id", "name", "arguments") if kind == "function_call" else ("name", "arguments"):
             if not isinstance(item.get(key), str):
-                raise _bad(index, f"a {kind} item needs {key} (a string)", key)
+                raise _bad(at, f"a {kind} item needs {key} (a string)", key)
     elif kind == "function_call_output":
         if not isinstance(item.get("call_id"), str):
-            raise _bad(index, "a function_call_output item needs call_id (a string)", "call_id")
+            raise _bad(at, "a function_call_output item needs call_id (a string)", "call_id")
         output = item.get("output")
-        checked["output"] = output if isinstance(output, str) else _text_of(output, index)
+        checked["output"] = output if isinstance(output, str) else _text_of(output, at)
     elif kind == "mcp_approval_response":
         if not isinstance(item.get("approval_request_id"), str) or not isinstance(item.get("approve"), bool):
-            raise _bad(index, "an mcp_approval_response item needs approval_request_id and approve (a boolean)")
+            raise _bad(at, "an mcp_approval_response item needs approval_request_id and approve (a boolean)")
     elif kind not in _SILENT:
-        raise _bad(index, f"unsupported input item type {kind!r}", "type")
+        raise _bad(at, f"unsupported input item type {kind!r}", "type")
     if not isinstance(checked.get("id"), str):
         checked["id"] = _item_id(kind)
+    elif len(checked["id"]) > MAX_ITEM_ID_LENGTH:
+        raise _bad(at, f"an item id is at most {MAX_ITEM_ID_LENGTH} characters", "id")
     return checked
 
 
-def check_items(items: Sequence[Any]) -> list[dict[str, Any]]:
-    """Items as stored: checked (400 naming the item otherwise), each with an ``id``."""
-    return [_check(item, index) for index, item in enumerate(items)]
+def check_items(items: Sequence[Any], *, param: str = "input") -> list[dict[str, Any]]:
+    """Items as stored: checked (400 naming the item, ``param[i]``, otherwise), each with an ``id``."""
+    return [_check(item, f"{param}[{index}]") for index, item in enumerate(items)]
 
 
 def input_items(value: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -135,7 +141,7 @@ def to_messages(items: Sequence[dict[str, Any]]) -> list[Message]:
         kind = item["type"]
         if kind == "message":
             role: Role = "system" if item["role"] == "developer" else item["role"]
-            messages.append(Message(role=role, content=_text_of(item["content"], index)))
+            messages.append(Message(role=role, content=_text_of(item["content"], f"input[{index}]")))
         elif kind in ("function_call", "mcp_call"):
             call_id = item.get("call_id") or item["id"]
             call = ToolCall(id=call_id, name=_tool_name(item), arguments=item["arguments"])

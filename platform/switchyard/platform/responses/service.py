@@ -23,6 +23,7 @@ from switchyard.platform.admission.service import Admission, Holds
 from switchyard.platform.agent_registry.service import get_version
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.bodies import stored_integer
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord
 from switchyard.platform.responses.definition import ResponseDefinition, define
@@ -72,12 +73,7 @@ class Prepared:
 
 
 def _agent_version(version: str | None) -> int | None:
-    if version is None:
-        return None
-    try:
-        return int(version)
-    except ValueError:
-        raise InvalidRequest("prompt.version is an agent version number", param="prompt.version") from None
+    return None if version is None else stored_integer(version, param="prompt.version")
 
 
 def _seed(previous: ResponseRecord, decisions: dict[str, bool], now_ms: int, response_id: str) -> tuple[RunState, int]:

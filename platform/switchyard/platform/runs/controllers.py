@@ -11,7 +11,8 @@ from switchyard.platform.agent_registry.controllers import model_check
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
-from switchyard.platform.http.errors import InvalidRequest, NotFound
+from switchyard.platform.http.bodies import MAX_STORED_INTEGER, stored_integer
+from switchyard.platform.http.errors import NotFound
 from switchyard.platform.http.openapi import answers
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.jobs import jobs_for
@@ -33,7 +34,6 @@ from switchyard.platform.threads.service import create_thread
 __all__ = ["RunController", "ThreadAndRunController"]
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-_MAX_SEQUENCE_NUMBER = 2**31 - 1  # run_events.sequence_number is a 32-bit integer column
 _EVENTS = answers(HTTP_200_OK, "The run's events as server-sent events.", {"text/event-stream": RunEvent})
 _RUN_OR_STREAM = {
     **answers(HTTP_201_CREATED, "The run (without `stream`).", {"application/json": RunPublic}),
@@ -135,7 +135,7 @@ class RunController(Controller):
         run_id: FromPath[str],
         starting_after: Annotated[
             int | None,
-            QueryParameter(ge=0, le=_MAX_SEQUENCE_NUMBER, description="Replay events after this sequence number."),
+            QueryParameter(ge=0, le=MAX_STORED_INTEGER, description="Replay events after this sequence number."),
         ] = None,
         last_event_id: Annotated[
             str | None, HeaderParameter(name="last-event-id", description="Resume after this event id (SSE).")
@@ -145,12 +145,7 @@ class RunController(Controller):
         await service.run_row(db_session, tenant, thread_id, run_id)
         after = starting_after
         if after is None and last_event_id:
-            sequence = last_event_id.strip()
-            if not (sequence.isascii() and sequence.isdigit()) or int(sequence) > _MAX_SEQUENCE_NUMBER:
-                raise InvalidRequest(
-                    "Last-Event-ID must be a sequence number", param="last-event-id", code="invalid_value"
-                )
-            after = int(sequence)
+            after = stored_integer(last_event_id.strip(), param="last-event-id", minimum=0)
         return _stream(request, tenant, run_id, after or 0)
 
     @post("/{run_id:str}/cancel", opt=access(Role.DEVELOPER), status_code=HTTP_200_OK, summary="Cancel a run")

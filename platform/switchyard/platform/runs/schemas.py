@@ -6,7 +6,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchyard.agents import RunState, Step, StepType
-from switchyard.platform.http.bodies import REQUEST_BODY
+from switchyard.platform.http.bodies import MAX_STORED_INTEGER, REQUEST_BODY
 from switchyard.platform.models import Run
 from switchyard.platform.threads.schemas import ThreadCreate
 
@@ -33,7 +33,7 @@ class RunCreate(BaseModel):
     agent_id: str = Field(examples=["agent_01jd8v0000000000000000000"], description="The agent to run.")
     # versions are 32-bit integers in the database: a larger one was a 500 there
     agent_version: int | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="A version of the agent; default the latest."
+        default=None, ge=1, le=MAX_STORED_INTEGER, description="A version of the agent; default the latest."
     )
     stream: bool = Field(default=False, description="Answer with the run's events as SSE instead of the run.")
     multitask_strategy: MultitaskStrategy = Field(
