@@ -1,4 +1,5 @@
-"""Credits: amounts operators grant a tenant, applied once as a negative line of its next finalized invoice."""
+"""Credits: amounts operators grant a tenant, applied once as a negative line of its next finalized invoice, up to
+what that invoice adds up to (the unused remainder stays open as a new credit: see ``billing.invoices``)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,11 @@ A draft's lines are computed from the ledger whenever it is read. Finalizing (af
 once (half-up) and fixes the total. Events that arrive, or are rated, after their month was finalized are
 still unbilled; they go on the tenant's next invoice as ``adjustment`` lines. Invoices of a tenant are
 finalized in month order, and only the earliest draft carries adjustments.
+
+Credits never make an invoice negative: the earliest draft applies the open credits, oldest first, each up to what
+the invoice still adds up to in the credit's currency. Finalizing claims each credit it applies; a credit applied
+in part leaves its unused remainder as a new open credit (``Unused remainder of <reason>``) for the next invoices,
+so the credits granted always equal the credit lines applied plus the credits still open.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.platform.billing.money import cost_minor
+from switchyard.platform.billing.money import cost_minor, format_minor
 from switchyard.platform.billing.periods import month_start, next_month, period_label
 from switchyard.platform.billing.rates import DEFAULT_CURRENCY
 from switchyard.platform.billing.sql import insert_ignore
@@ -29,6 +34,7 @@ from switchyard.platform.db import UNSCOPED, Database, new_id
 from switchyard.platform.models import Credit, Invoice, InvoiceLine, UsageEvent, utc_now
 
 __all__ = [
+    "CREDIT_REMAINDER_PREFIX",
     "FINALIZE_GRACE",
     "LineDraft",
     "compute_lines",
@@ -41,6 +47,8 @@ log = logging.getLogger(__name__)
 
 FINALIZE_GRACE = timedelta(days=1)
 """How long after a month ends its invoice stays a draft, so late receipts of the month can still land on it."""
+CREDIT_REMAINDER_PREFIX = "Unused remainder of "
+"""The reason of the open credit that carries what an invoice could not use of a credit."""
 
 
 @dataclass
@@ -182,8 +190,9 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
         line.chip_us += int(chip_us)
         line.event_count += int(count)
         line.priced.append((int(chip_us), price))
+    usage = sorted(lines.values(), key=_order_key)
     credits = await _open_credits(session, invoice.tenant_id) if with_adjustments else []
-    return sorted(lines.values(), key=_order_key) + [_credit_line(invoice, credit) for credit in credits]
+    return usage + [_credit_line(invoice, credit, applied) for credit, applied in _apply_credits(usage, credits)]
 
 
 async def _open_credits(session: AsyncSession, tenant_id: str) -> list[Credit]:
@@ -196,10 +205,43 @@ async def _open_credits(session: AsyncSession, tenant_id: str) -> list[Credit]:
     return list((await session.execute(statement)).scalars())
 
 
-def _credit_line(invoice: Invoice, credit: Credit) -> LineDraft:
-    line = LineDraft("credit", "", "", invoice.period_start, credit.currency, note=credit.reason)
-    line.stored_amount_minor = -credit.amount_minor
+def _apply_credits(usage: list[LineDraft], credits: list[Credit]) -> list[tuple[Credit, int]]:
+    """Each credit that applies, with how much of it: oldest first, each up to what the usage lines still add up
+    to in its currency (a credit in a currency the invoice has no usage in, or with nothing left to cover, waits)."""
+    left: dict[str, int] = {}
+    for line in usage:
+        left[line.currency] = left.get(line.currency, 0) + line.amount_minor
+    applied: list[tuple[Credit, int]] = []
+    for credit in credits:
+        amount = min(credit.amount_minor, left.get(credit.currency, 0))
+        if amount > 0:
+            left[credit.currency] -= amount
+            applied.append((credit, amount))
+    return applied
+
+
+def _credit_line(invoice: Invoice, credit: Credit, applied_minor: int) -> LineDraft:
+    note = credit.reason
+    if applied_minor < credit.amount_minor:
+        rest = format_minor(credit.amount_minor - applied_minor, credit.currency)
+        whole = format_minor(credit.amount_minor, credit.currency)
+        note += f" ({format_minor(applied_minor, credit.currency)} of {whole} {credit.currency}; {rest} left for later)"
+    line = LineDraft("credit", "", "", invoice.period_start, credit.currency, note=note)
+    line.stored_amount_minor = -applied_minor
     return line
+
+
+def _remainder(credit: Credit, applied_minor: int) -> Credit:
+    """The open credit that carries what an invoice did not use of ``credit``."""
+    reason = CREDIT_REMAINDER_PREFIX + credit.reason.removeprefix(CREDIT_REMAINDER_PREFIX)
+    return Credit(
+        id=new_id("cred"),
+        tenant_id=credit.tenant_id,
+        amount_minor=credit.amount_minor - applied_minor,
+        currency=credit.currency,
+        reason=reason[:300],  # the column holds 300 characters
+        granted_by=credit.granted_by,
+    )
 
 
 def _from_stored(line: InvoiceLine) -> LineDraft:
@@ -269,7 +311,8 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
             draft.priced.append((int(chip_us), price))
         if draft.event_count:
             lines.append((line_id, draft))
-    for credit in await _open_credits(session, invoice.tenant_id):
+    usage = [draft for _, draft in lines]
+    for credit, applied in _apply_credits(usage, await _open_credits(session, invoice.tenant_id)):
         line_id = new_id("il")
         claimed = await session.execute(
             update(Credit)
@@ -278,7 +321,9 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
             .execution_options(synchronize_session=False)
         )
         if claimed.rowcount == 1:  # type: ignore[attr-defined]
-            lines.append((line_id, _credit_line(invoice, credit)))
+            lines.append((line_id, _credit_line(invoice, credit, applied)))
+            if applied < credit.amount_minor:
+                session.add(_remainder(credit, applied))
     currencies = {draft.currency for _, draft in lines}
     if len(currencies) > 1:
         raise ValueError(f"invoice {invoice.id} mixes currencies {sorted(currencies)}: check the rate cards")
