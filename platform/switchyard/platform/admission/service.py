@@ -41,14 +41,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Holds:
     """What an admitted call holds until :meth:`Admission.finish`: one of its tenant's request slots and, when
-    the tenant has budgets, a budget hold (``reservation_id``, settled by whoever bills the call)."""
+    the tenant has budgets, a budget hold (``reservation_id``, settled by whoever bills the call). ``rates`` is
+    ``None`` for a call whose rates were charged before (when its background job was created)."""
 
     call: ModelCall
-    rates: RateCharges
+    rates: RateCharges | None
     reservation_id: str | None
 
     def rate_limit_headers(self) -> dict[str, str]:
-        return self.rates.headers()
+        return {} if self.rates is None else self.rates.headers()
 
 
 class Admission:
@@ -70,8 +71,9 @@ class Admission:
         self.budgets = BudgetHolds(database)
         self._redis = redis
 
-    async def admit(self, call: ModelCall) -> Holds:
-        """Admit ``call`` or refuse it having changed nothing.
+    async def admit(self, call: ModelCall, *, rates_charged: bool = False) -> Holds:
+        """Admit ``call`` or refuse it having changed nothing. ``rates_charged``: the call's rates were charged
+        when its background job was created (the job's first call), so only its slot and budget hold are taken.
 
         Raises ``RequestExceedsTokenLimit`` (400), :class:`TryLater` (429: a rate, or no request slot free),
         ``BudgetExceeded`` (402), ``NoRateCard`` or :class:`LimitsOutage` (503); and whatever the database raises.
@@ -80,13 +82,15 @@ class Admission:
         refuse_never_fitting(call, settings.tenant_tokens_per_minute)
         async with AsyncExitStack() as undo:
             try:
-                rates = await charge_rates(
-                    self.rates,
-                    undo,
-                    call,
-                    requests_per_minute=settings.key_requests_per_minute,
-                    tokens_per_minute=settings.tenant_tokens_per_minute,
-                )
+                rates = None
+                if not rates_charged:
+                    rates = await charge_rates(
+                        self.rates,
+                        undo,
+                        call,
+                        requests_per_minute=settings.key_requests_per_minute,
+                        tokens_per_minute=settings.tenant_tokens_per_minute,
+                    )
                 await self._take_slot(undo, call, settings.tenant_max_concurrency)
             except LimitsUnavailable as exc:
                 log.warning("cannot admit a model call of tenant %s: %s", call.scope.tenant_id, exc)
