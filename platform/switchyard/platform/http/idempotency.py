@@ -6,7 +6,7 @@ The rules, after the payment APIs that introduced the header:
   the same ``Idempotency-Key``, even of the same tenant, makes a new request.
 - **Authorization first.** The route's guards run before any record is read or claimed: a caller the route
   refuses gets that refusal, never a stored answer.
-- **Only completed outcomes are stored: 2xx.** Every other answer (a 4xx refusal, a 5xx, an answer cut off
+- **Only completed outcomes are stored: 2xx.** Every other answer (a 4xx refusal, a 5xx, a route failing
   mid-stream) releases the claim, so the retry runs again; a refusal changed nothing, so running it again is safe,
   and a 429 or a 402 retried after its cause is gone succeeds.
 - **Sealed at rest.** The stored headers and body are encrypted under a key derived from the caller's key secret
@@ -18,6 +18,15 @@ Same key and same request → the stored status, body and outcome headers (``ide
 with a different body → 422; same key while the first request is still running → 409. The answer is stored before
 its last bytes go out, so a retry sent the moment the answer arrived is replayed.
 
+**The claim lasts as long as the work.** A client that leaves mid-answer (a streamed response dropped after
+``response.created``) does not end the request: the route is never told of the disconnect, so it produces its whole
+answer (as it would have anyway: the response runs to the end and is billed), which is stored like any other. Its
+retry meanwhile gets 409 ``idempotency_key_in_flight``, and afterwards the stored answer (the whole event stream),
+never a second response billed again.
+
+A stored answer that does not open (its sealed bytes were changed in the database) is logged and treated as
+expired: the retry runs again.
+
 A claim left by a crashed process is taken over after ``IN_FLIGHT_LEASE``. It stays long (10 minutes) because no
 route bounds how long it runs (a non-streamed completion of many tokens on the simulated fleet takes minutes), and
 a lease shorter than a live request would run that request twice.
@@ -25,12 +34,15 @@ a lease shorter than a live request would run that request twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
 from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
@@ -48,6 +60,8 @@ from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.models import IdempotencyRecord, utc_now
 
 __all__ = ["IN_FLIGHT_LEASE", "REPLAY_ACTION", "IdempotencyMiddleware"]
+
+log = logging.getLogger(__name__)
 
 IN_FLIGHT_LEASE = timedelta(minutes=10)
 MAX_KEY_LENGTH = 255
@@ -197,13 +211,12 @@ class IdempotencyMiddleware(ASGIMiddleware):
             await _send_json(send, 413, _error("request body too large", "request_too_large"))
             return
         digest = hashlib.sha256(b"\n".join([scope["path"].encode(), scope.get("query_string", b""), body])).hexdigest()
-        claim = await _claim(
-            database,
-            api_key_id=principal.key_id,
-            key=key,
-            request_sha256=digest,
-            ttl=timedelta(seconds=settings.idempotency_ttl_seconds),
-        )
+        ttl = timedelta(seconds=settings.idempotency_ttl_seconds)
+        claim = await _claim(database, api_key_id=principal.key_id, key=key, request_sha256=digest, ttl=ttl)
+        if _unreadable(claim, secret):  # damaged at rest: as if it had expired (not a 500 for its whole lifetime)
+            assert isinstance(claim, IdempotencyRecord)
+            await _release(database, claim.id)
+            claim = await _claim(database, api_key_id=principal.key_id, key=key, request_sha256=digest, ttl=ttl)
         if isinstance(claim, _Claimed):
             await _run_and_store(scope, body, receive, send, next_app, database, claim.record_id, secret)
         elif claim.request_sha256 != digest:
@@ -216,6 +229,19 @@ class IdempotencyMiddleware(ASGIMiddleware):
             answer = unseal(claim.response_sealed, secret=secret, record_id=claim.id, status=claim.status_code)
             await _audit_replay(database, principal, scope, claim)
             await _replay(send, claim.status_code, answer)
+
+
+def _unreadable(claim: _Claimed | IdempotencyRecord, secret: str) -> bool:
+    """Whether ``claim`` holds a stored answer that does not open with the caller's key (its sealed bytes were
+    changed at rest: the same key always opens its own answers); logged."""
+    if isinstance(claim, _Claimed) or claim.status_code is None or claim.response_sealed is None:
+        return False
+    try:
+        unseal(claim.response_sealed, secret=secret, record_id=claim.id, status=claim.status_code)
+    except (InvalidTag, ValueError):
+        log.warning("the stored answer of idempotency record %s could not be opened: treated as expired", claim.id)
+        return True
+    return False
 
 
 async def _replay(send: Send, status: int, answer: StoredAnswer) -> None:
@@ -237,13 +263,21 @@ async def _run_and_store(
 ) -> None:
     """Run the request; store a 2xx answer sealed under ``secret``, release the claim for anything else."""
     replayed = False
+    client_gone = False
+    answered = asyncio.Event()
 
     async def receive_again() -> ReceiveMessage:
-        nonlocal replayed
-        if replayed:  # the body was read; from now on the only message is the client's disconnect
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        nonlocal replayed, client_gone
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # The body was read; from now on the only message is the client's disconnect. The route hears of it only
+        # once its answer is complete: a stream is not cut short, so the answer its retry replays is stored.
+        message = await receive()
+        if message["type"] == "http.disconnect" and not answered.is_set():
+            client_gone = True
+            await answered.wait()
+        return message
 
     status = 500
     outcome_headers: list[tuple[str, str]] = []
@@ -270,7 +304,9 @@ async def _run_and_store(
                 else:
                     await _release(database, record_id)
                 settled = True
-        await send(message)
+                answered.set()
+        if not client_gone:
+            await send(message)
 
     try:
         await next_app(scope, receive_again, capture)

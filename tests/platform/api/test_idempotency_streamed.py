@@ -1,0 +1,67 @@
+"""An ``Idempotency-Key`` guards a streamed response for as long as it runs: a client that drops the stream after
+``response.created`` and retries gets 409 while the response goes on, then the stored stream; never a second
+response billed again. Against a real server (uvicorn on 127.0.0.1) and a real disconnect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from switchyard.platform.app import create_app
+from switchyard.platform.db import UNSCOPED
+from switchyard.platform.models import ResponseRecord, UsageEvent
+from tests.platform.api.live import serve
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+BODY = {"model": MODEL, "input": "Write a long essay about rivers.", "max_output_tokens": 400, "stream": True}
+
+
+async def _first_event(http: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, Any]:
+    """POST the streamed response, read its first event, and drop the connection."""
+    async with http.stream("POST", "/v1/responses", json=BODY, headers=headers) as streamed:
+        assert streamed.status_code == 200
+        async for line in streamed.aiter_lines():
+            if line.startswith("data: "):
+                event: dict[str, Any] = json.loads(line.removeprefix("data: "))
+                assert event["type"] == "response.created"
+                return event
+    raise AssertionError("the stream ended without an event")
+
+
+async def test_a_dropped_stream_retried_with_its_key_is_409_then_replayed_and_runs_once(
+    client: Any, make_tenant: Any, settings: Any
+) -> None:
+    tenant = await make_tenant()
+    headers = {**tenant.headers("developer"), "Idempotency-Key": str(uuid.uuid4())}
+    paced = settings.model_copy(update={"time_scale": 1.0})  # the simulated fleet takes real time per token
+    with serve(create_app(paced)) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            created = await _first_event(http, headers)
+            response_id = created["response"]["id"]
+            retried = await http.post("/v1/responses", json=BODY, headers=headers)
+            assert retried.status_code == 409, retried.text
+            assert retried.json()["error"]["code"] == "idempotency_key_in_flight"
+            deadline = time.monotonic() + 120
+            while retried.status_code == 409:  # until the first request's answer is complete and stored
+                assert time.monotonic() < deadline, "the first response never finished"
+                await asyncio.sleep(0.2)
+                retried = await http.post("/v1/responses", json=BODY, headers=headers)
+            assert retried.status_code == 200, retried.text
+            assert retried.headers["idempotent-replayed"] == "true"
+            assert retried.headers["content-type"].startswith("text/event-stream")
+            events = [json.loads(line[6:]) for line in retried.text.splitlines() if line.startswith("data: ")]
+            assert events[0] == created
+            assert events[-1]["type"] == "response.completed" or events[-1]["type"] == "response.incomplete"
+            assert events[-1]["response"]["id"] == response_id
+            assert events[-1]["response"]["usage"]["output_tokens"] > 0
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        assert [row.id for row in (await session.execute(select(ResponseRecord))).scalars()] == [response_id]
+        usage = (await session.execute(select(UsageEvent))).scalars().all()
+    assert len(usage) == 1  # one model call, billed once
+    assert usage[0].completion_tokens == events[-1]["response"]["usage"]["output_tokens"]
