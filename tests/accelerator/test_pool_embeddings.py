@@ -116,7 +116,7 @@ async def test_vectors_are_deterministic_unit_length_and_cut_to_the_asked_dimens
     # a shorter vector is the start of the longer one, renormalised (as a Matryoshka model's is)
     head = np.array(first.vectors[0][:64])
     assert np.allclose(head / np.linalg.norm(head), short.vectors[0], atol=1e-5)
-    assert receipt.prompt_tokens == 1 + 1 + 3
+    assert receipt.prompt_tokens == 2 + 1 + 3  # "alph" "a", "beta", three token ids
     assert receipt.completion_tokens == 0
 
 

@@ -216,7 +216,10 @@ async def test_the_fleet_process_carries_the_sims_logprobs_across(fleet_url: str
     assert "".join(d.text for d in deltas) == "".join(d.text for d in local_deltas)
     assert all(d.logprobs == () for d in plain_deltas)
     assert not any(isinstance(d, ToolCallDelta) for d in deltas)
-    assert (receipt.chip_us, receipt.completion_tokens) == (plain.chip_us, plain.completion_tokens)
+    # the plain request runs later in the fleet's simulated time, where its iterations' float times may round to
+    # one chip-µs more or less (the same happens without logprobs: two identical requests in a row)
+    assert receipt.completion_tokens == plain.completion_tokens
+    assert abs(receipt.chip_us - plain.chip_us) <= 1
     assert (receipt.chip_us, receipt.completion_tokens) == (local.chip_us, local.completion_tokens)
 
 

@@ -84,7 +84,7 @@ def test_answer_after_tool_result_uses_it() -> None:
 
 def test_prompt_tokens_count_messages_tools_and_overheads() -> None:
     messages = [{"role": "user", "content": "Hello, world!"}]
-    assert count_prompt_tokens(messages) == 3 + 4 + 4  # priming + overhead + "Hello" "," " world" "!"
+    assert count_prompt_tokens(messages) == 3 + 4 + 6  # priming + overhead + "Hell" "o" "," " worl" "d" "!"
     assert count_prompt_tokens(messages, [WEATHER]) > count_prompt_tokens(messages)
 
 

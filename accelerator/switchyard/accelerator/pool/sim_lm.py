@@ -18,13 +18,27 @@ Policy, in order:
    asks for its shape), else ``{"answer": "<words>"}``; it is
    ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
    arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected).
-   JSON longer than ``max_tokens`` is cut there (``finish_reason = "length"``), else ``"stop"``.
 5. Otherwise → text.
-Text is ``max_tokens`` tokens long (``finish_reason = "length"``) when ``max_tokens`` is set, else a length
-drawn from a log-normal fitted to the Azure conversation trace's output lengths (median 129, σ of log 0.86),
-ending with ``"."`` (``finish_reason = "stop"``). With ``stop`` sequences the text or JSON ends just before the
-first one that occurs (``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the
-same request gives the same answer.
+
+Lengths are in the tokens of ``pool/tokens.py`` (at most four characters each), and the whole answer — text, JSON
+or a tool call's name and arguments — is at most ``max_tokens`` of them:
+- Text is ``max_tokens`` tokens long (``finish_reason = "length"``, cut mid-word if the limit falls there) when
+  ``max_tokens`` is set, else about a length drawn from a log-normal fitted to the Azure conversation trace's
+  output lengths (median 129, σ of log 0.86, at most ``MAX_DRAWN_TOKENS``), in whole words ending with ``"."``
+  (``finish_reason = "stop"``).
+- JSON and tool arguments are built within one budget per request (``pool/sim_json.py``: ``MAX_ANSWER_NODES``
+  values and schema steps, ``MAX_ANSWER_CHARS`` characters, one string at most ``MAX_STRING_CHARS``), which no
+  property, ``allOf`` level or ``$ref`` resets. An answer whose budget ran out is cut short of its schema
+  (``finish_reason = "length"``); without ``max_tokens`` that budget is the only bound (so such an answer is at
+  most ``MAX_ANSWER_CHARS`` characters, hence tokens).
+- JSON longer than ``max_tokens`` is cut there (``finish_reason = "length"``), else ``"stop"``.
+- A tool call longer than ``max_tokens`` is cut as OpenAI cuts one: the call is returned with its arguments
+  ending where the limit falls (not valid JSON) and ``finish_reason = "length"``; when not even its name and one
+  token of arguments fit, there is no call (no text either) and ``finish_reason = "length"``.
+``completion_tokens`` counts exactly the tokens returned. With ``stop`` sequences the text or JSON ends just before
+the first one that occurs, without the whitespace before it (``finish_reason = "stop"``). Everything is seeded
+from ``seed`` (or the messages), so the same request gives the same answer. Messages are searched (for a tool's
+name, ``key=value`` hints, a schema in the instructions) in their first ``MAX_SCHEMA_SEARCH_CHARS`` characters.
 
 Logprobs (``logprobs: true``, ``top_logprobs: N``) are synthetic, not a language model's: each text token gets a
 probability drawn in [0.5, 0.999) from a generator seeded by the request's seed, the token's position and the token
@@ -43,10 +57,11 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from switchyard.accelerator.pool.tokens import count_tokens, split_tokens
+from switchyard.accelerator.pool.sim_json import MAX_ANSWER_CHARS, AnswerBudget, SchemaInstance
+from switchyard.accelerator.pool.tokens import CHARS_PER_TOKEN, count_tokens, split_tokens
 from switchyard.accelerator.pool.types import InferenceRequest, TokenLogprob, ToolCall
 
 __all__ = ["Completion", "complete"]
@@ -55,24 +70,8 @@ TRACE_MEDIAN_OUTPUT_TOKENS = 129.0  # Azure LLM inference trace 2023, conversati
 TRACE_LOG_SIGMA = 0.86
 MAX_DRAWN_TOKENS = 1000
 JSON_OBJECT_WORDS = 8  # the length of the answer in a json_object reply
-MAX_SCHEMA_DEPTH = 12  # past this depth (a recursive schema) arrays and optional values are left empty
-MAX_JSON_NODES = 2_000  # the most values one schema-generated reply holds
-MAX_STRING_CHARS = 10_000
 MAX_SCHEMA_SEARCH_CHARS = 200_000  # json_object: how much of a message is searched for a schema of the answer
 MAX_SCHEMA_SEARCH_FAILURES = 64  # ... and how many "{" that start no JSON it tries
-_FORMATS = {
-    "date-time": "2026-01-01T00:00:00Z",
-    "date": "2026-01-01",
-    "time": "00:00:00Z",
-    "email": "user@example.com",
-    "uri": "https://example.com/",
-    "url": "https://example.com/",
-    "uuid": "00000000-0000-4000-8000-000000000000",
-    "ipv4": "192.0.2.1",
-    "ipv6": "2001:db8::1",
-    "hostname": "example.com",
-    "duration": "P1D",
-}
 _WORDS = [
     "the",
     "fleet",
@@ -198,185 +197,69 @@ def _choose_tool(request: InferenceRequest) -> str | None:
     if choice == "required":
         return names[0]
     if last.get("role") == "user":
-        text = _text(last.get("content"))
+        text = _text(last.get("content"))[:MAX_SCHEMA_SEARCH_CHARS]
         mentioned = [n for n in names if re.search(rf"\b{re.escape(n)}\b", text)]
         if mentioned:
             return mentioned[0]
     return None
 
 
-def _value(schema: Any, name: str, hints: Mapping[str, str], root: Any) -> Any:
-    """A tool argument: the user's ``name=value`` hint when there is one, else a value from the schema."""
-    kind = _get(schema, "type")
-    if name in hints:
-        raw = hints[name]
-        if kind in ("integer", "number"):
-            try:
-                return int(raw) if kind == "integer" else float(raw)
-            except ValueError:
-                pass
-        elif kind == "boolean":
-            return raw.lower() in ("true", "yes", "1")
-        else:
-            return raw
-    return _Instance(root).of(schema)
-
-
-def _arguments(schema: Any, hints: Mapping[str, str], root: Any) -> dict[str, Any]:
-    if isinstance(_get(schema, "$ref"), str):  # a pydantic model's schema: {"$ref": "#/$defs/Model", "$defs": ...}
-        schema = _resolve(schema["$ref"], root)
-    properties = _get(schema, "properties")
-    if not isinstance(properties, Mapping):
-        return {}
-    required = _get(schema, "required")
-    if not isinstance(required, list):
-        required = list(properties)
-    return {name: _value(properties[name], name, hints, root) for name in properties if name in required}
-
-
-def _resolve(reference: Any, root: Any) -> Any:
-    """The schema a local ``$ref`` (``#/$defs/Name``) points to, or ``None``."""
-    if not isinstance(reference, str) or not reference.startswith("#"):
-        return None
-    node = root
-    for part in reference[1:].split("/")[1:] if reference != "#" else ():
-        node = _get(node, part.replace("~1", "/").replace("~0", "~"))
-    return node
-
-
-class _Instance:
-    """Builds a JSON value valid against a schema (``root`` holds its ``$defs``): the schema's own ``const``,
-    ``enum``, ``default`` or example when it has one, else the simplest value of its type within its bounds.
-
-    The schema is the client's: at most ``MAX_JSON_NODES`` values are built (past that arrays are left empty and
-    values null, however the schema is shaped), strings are at most ``MAX_STRING_CHARS`` long, and no bound makes
-    it fail."""
-
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.nodes_left = MAX_JSON_NODES
-
-    def of(self, schema: Any, depth: int = 0) -> Any:
-        self.nodes_left -= 1
-        if self.nodes_left < 0 or depth > 4 * MAX_SCHEMA_DEPTH:  # a schema that requires itself without end
-            return None
-        if not isinstance(schema, Mapping):
-            return "sample"
-        if "$ref" in schema:
-            target = _resolve(schema["$ref"], self.root)
-            return None if target is None else self.of(target, depth + 1)
-        if "const" in schema:
-            return schema["const"]
-        if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return schema["enum"][0]
-        if "default" in schema:
-            return schema["default"]
-        if isinstance(schema.get("examples"), list) and schema["examples"]:
-            return schema["examples"][0]
-        for key in ("anyOf", "oneOf"):
-            options = schema.get(key)
-            if isinstance(options, list) and options:
-                # the first concrete option; deep in a recursive schema, null where it is allowed
-                nulls = [o for o in options if _get(o, "type") == "null"]
-                concrete = [o for o in options if _get(o, "type") != "null"]
-                preferred = nulls if depth > MAX_SCHEMA_DEPTH else concrete
-                return self.of((preferred or options)[0], depth + 1)
-        if isinstance(schema.get("allOf"), list):
-            return self.of(self._merged(schema), depth + 1)
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in kind if k != "null"), "null")
-        if kind is None:
-            kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
-        if kind == "object":
-            properties = schema.get("properties")
-            properties = properties if isinstance(properties, Mapping) else {}
-            required = schema.get("required")
-            wanted = required if isinstance(required, list) else list(properties)
-            return {name: self.of(sub, depth + 1) for name, sub in properties.items() if name in wanted}
-        if kind == "array":
-            return self._array(schema, depth)
-        if kind in ("integer", "number"):
-            try:
-                return _number(schema, integer=kind == "integer")
-            except (OverflowError, ValueError, ZeroDivisionError):  # bounds no float can meet
-                return 1
-        if kind == "boolean":
-            return True
-        if kind == "null":
-            return None
-        return _string(schema)
-
-    def _merged(self, schema: Mapping[str, Any]) -> dict[str, Any]:
-        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-        for part in schema["allOf"]:
-            part = _resolve(part["$ref"], self.root) if isinstance(part, Mapping) and "$ref" in part else part
-            if isinstance(part, Mapping):
-                properties = {**(_get(merged, "properties") or {}), **(_get(part, "properties") or {})}
-                merged.update({k: v for k, v in part.items() if k != "properties"})
-                merged["properties"] = properties
-        return merged
-
-    def _array(self, schema: Mapping[str, Any], depth: int) -> list[Any]:
-        given = schema.get("prefixItems")
-        prefix: list[Any] = given if isinstance(given, list) else []
-        size = _bound(schema.get("minItems"), 0 if depth > MAX_SCHEMA_DEPTH else 1)
-        if isinstance(schema.get("maxItems"), int):
-            size = min(size, schema["maxItems"])
-        size = max(size, _bound(schema.get("minItems"), 0), len(prefix))
-        items: list[Any] = []
-        while len(items) < size and self.nodes_left > 0:
-            items.append(
-                self.of(prefix[len(items)] if len(items) < len(prefix) else schema.get("items", {}), depth + 1)
-            )
-        return items
-
-
-def _bound(value: Any, fallback: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else fallback
-
-
-def _number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
-    def limit(key: str) -> float | None:
-        value = schema.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    low, high = limit("minimum"), limit("maximum")
-    above, below = limit("exclusiveMinimum"), limit("exclusiveMaximum")
-    value = 1.0 if low is None else low
-    if above is not None and value <= above:
-        value = math.floor(above) + 1.0 if integer else above + 1.0
-    if high is not None and value > high:
-        value = high
-    if below is not None and value >= below:
-        value = (math.ceil(below) - 1.0) if integer else (below - 1.0 if above is None else (above + below) / 2)
-    step = limit("multipleOf")
-    if step:
-        value = math.ceil(value / step) * step
-    if not integer:
-        return value
-    whole = math.ceil(value)
-    return math.floor(high) if high is not None and whole > high else whole
-
-
-def _string(schema: Mapping[str, Any]) -> str:
-    text = _FORMATS.get(str(schema.get("format")), "sample")
-    shortest, longest = _bound(schema.get("minLength"), 0), schema.get("maxLength")
-    if len(text) < shortest:
-        text += "x" * (min(shortest, MAX_STRING_CHARS) - len(text))
-    if isinstance(longest, int) and len(text) > longest:
-        text = text[: max(longest, 0)]
-    return text
-
-
-def _tool_call(request: InferenceRequest, name: str, rng: random.Random) -> ToolCall:
+def _tool_call(request: InferenceRequest, name: str, rng: random.Random) -> tuple[ToolCall, bool]:
+    """The call to tool ``name`` with arguments from its schema, and whether their budget ran out."""
     tool = next(t for t in request.tools if t.get("function", {}).get("name") == name)
     last = request.messages[-1] if request.messages else {}
-    hints = dict(re.findall(r"(\w+)=([^\s,;]+)", _text(last.get("content"))))
+    hints = dict(re.findall(r"(\w+)=([^\s,;]+)", _text(last.get("content"))[:MAX_SCHEMA_SEARCH_CHARS]))
     parameters = tool["function"].get("parameters") or {}
-    arguments = _arguments(parameters, hints, parameters)
+    budget = AnswerBudget()
+    arguments, exhausted = _serialised(SchemaInstance(parameters, budget).arguments(parameters, hints), budget)
     call_id = f"call_{rng.getrandbits(64):016x}"
-    return ToolCall(id=call_id, name=name, arguments=json.dumps(arguments, separators=(",", ":")))
+    return ToolCall(id=call_id, name=name, arguments=arguments), exhausted
+
+
+def _tool_answer(request: InferenceRequest, name: str, rng: random.Random) -> Completion:
+    """One tool call, cut at ``max_tokens`` as OpenAI cuts one: its arguments end where the limit falls
+    (``finish_reason: "length"``); when not even the name and one token of arguments fit, no call at all."""
+    call, exhausted = _tool_call(request, name, rng)
+    limit = request.max_tokens
+    if limit is not None:
+        name_tokens, arguments = count_tokens(call.name), split_tokens(call.arguments)
+        if name_tokens + len(arguments) > limit:
+            if limit <= name_tokens:
+                return Completion((), (), "length")
+            cut = replace(call, arguments="".join(arguments[: limit - name_tokens]))
+            return Completion((), (cut,), "length")
+    return Completion((), (call,), "length" if exhausted else "tool_calls")
+
+
+def _serialised(value: Any, budget: AnswerBudget, *, compact: bool = True) -> tuple[str, bool]:
+    """A generated value's JSON (never longer than ``MAX_ANSWER_CHARS``) and whether its budget ran out."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":") if compact else None)
+    if len(text) > MAX_ANSWER_CHARS:  # the budget's count is exact but for nulls put in once it ran out
+        text, budget.exhausted = text[:MAX_ANSWER_CHARS], True
+    return text, budget.exhausted
+
+
+def _word(rng: random.Random, *, first: bool) -> list[str]:
+    word = rng.choice(_WORDS)
+    return split_tokens(word.capitalize() if first else " " + word)
+
+
+def _text_tokens(request: InferenceRequest, rng: random.Random) -> tuple[list[str], str]:
+    """Placeholder text: exactly ``max_tokens`` tokens when it is set (cut mid-word if it falls there), else about
+    the drawn length, in whole words and ending with ``"."``."""
+    length, reason = _length(request, rng)
+    tokens = []
+    if request.messages and request.messages[-1].get("role") == "tool":
+        tokens = _tool_results_preamble(request.messages, length)
+    if reason == "length":
+        while len(tokens) < length:
+            tokens += _word(rng, first=not tokens)
+        return tokens[:length], reason
+    while True:
+        word = _word(rng, first=not tokens)
+        if tokens and len(tokens) + len(word) >= length:
+            return [*tokens[: length - 1], "."], reason
+        tokens += word
 
 
 def _length(request: InferenceRequest, rng: random.Random) -> tuple[int, str]:
@@ -386,7 +269,9 @@ def _length(request: InferenceRequest, rng: random.Random) -> tuple[int, str]:
     return max(2, min(MAX_DRAWN_TOKENS, round(drawn))), "stop"
 
 
-def _tool_results_preamble(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+def _tool_results_preamble(messages: Sequence[Mapping[str, Any]], length: int) -> list[str]:
+    """The text quoting the tool results the answer follows, at most ``length`` tokens of it."""
+    most_chars = length * (CHARS_PER_TOKEN + 1)
     names = {
         call.get("id"): call.get("function", {}).get("name", "tool")
         for m in messages
@@ -396,23 +281,29 @@ def _tool_results_preamble(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     for message in reversed(messages):
         if message.get("role") != "tool":
             break
-        results.append(f"Result of {names.get(message.get('tool_call_id'), 'tool')}: {_text(message.get('content'))}.")
-    return re.findall(r"\s*\w+|\s*[^\w\s]", " ".join(reversed(results)))
+        name = names.get(message.get("tool_call_id"), "tool")
+        results.append(f"Result of {name}: {_text(message.get('content'))[:most_chars]}.")
+    return split_tokens(" ".join(reversed(results))[:most_chars])
 
 
-def _json_reply(request: InferenceRequest, rng: random.Random) -> str | None:
-    """The JSON the model says when ``response_format`` asks for JSON, or ``None``: the format asks for text."""
+def _json_reply(request: InferenceRequest, rng: random.Random) -> tuple[str, bool] | None:
+    """The JSON the model says when ``response_format`` asks for JSON, and whether its budget ran out; ``None``:
+    the format asks for text."""
     kind = _get(request.response_format, "type")
+    schema: Any = None
     if kind == "json_object":
         schema = _schema_in_messages(request.messages)
-        if schema is not None:
-            return json.dumps(_Instance(schema).of(schema), ensure_ascii=False)
-        words = [rng.choice(_WORDS) for _ in range(JSON_OBJECT_WORDS)]
-        return json.dumps({"answer": " ".join(words).capitalize() + "."})
-    if kind == "json_schema":
+        if schema is None:
+            words = [rng.choice(_WORDS) for _ in range(JSON_OBJECT_WORDS)]
+            return json.dumps({"answer": " ".join(words).capitalize() + "."}), False
+    elif kind == "json_schema":
         schema = _get(_get(request.response_format, "json_schema"), "schema")
-        return json.dumps(_Instance(schema).of(schema) if isinstance(schema, Mapping) else {}, ensure_ascii=False)
-    return None
+        if not isinstance(schema, Mapping):
+            return "{}", False
+    else:
+        return None
+    budget = AnswerBudget()
+    return _serialised(SchemaInstance(schema, budget).of(schema), budget, compact=False)
 
 
 def _schema_in_messages(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -443,10 +334,11 @@ def _is_schema(part: Any) -> bool:
 
 
 def _until_stop(tokens: list[str], stop: Sequence[str]) -> list[str] | None:
-    """The tokens before the first stop sequence in their text, or ``None`` when none occurs."""
+    """The tokens before the first stop sequence in their text (without the whitespace just before it), or
+    ``None`` when none occurs."""
     text = "".join(tokens)
     found = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return split_tokens(text[: min(found)]) if found else None
+    return split_tokens(text[: min(found)].rstrip()) if found else None
 
 
 def complete(request: InferenceRequest) -> Completion:
@@ -454,23 +346,15 @@ def complete(request: InferenceRequest) -> Completion:
     rng = _rng(request)
     tool = _choose_tool(request)
     if tool is not None:
-        return Completion((), (_tool_call(request, tool, rng),), "tool_calls")
+        return _tool_answer(request, tool, rng)
     reply = _json_reply(request, rng)
     if reply is not None:
-        tokens = split_tokens(reply)
-        reason = "stop"
+        text, exhausted = reply
+        tokens, reason = split_tokens(text), "length" if exhausted else "stop"
         if request.max_tokens is not None and len(tokens) > request.max_tokens:
             tokens, reason = tokens[: request.max_tokens], "length"
     else:
-        length, reason = _length(request, rng)
-        tokens = []
-        if request.messages and request.messages[-1].get("role") == "tool":
-            tokens = _tool_results_preamble(request.messages)
-        while len(tokens) < length:
-            tokens.append(" " + rng.choice(_WORDS) if tokens else rng.choice(_WORDS).capitalize())
-        tokens = tokens[:length]
-        if reason == "stop":
-            tokens[-1] = "."
+        tokens, reason = _text_tokens(request, rng)
     stopped = _until_stop(tokens, request.stop)
     if stopped is not None:
         tokens, reason = stopped, "stop"
