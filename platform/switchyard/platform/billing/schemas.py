@@ -26,6 +26,7 @@ from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard
 from switchyard.platform.models.rate_card import ANY
 
 __all__ = [
+    "MAX_LIMIT_MINOR",
     "BudgetAlertPublic",
     "BudgetPublic",
     "BudgetSet",
@@ -47,6 +48,10 @@ AlertThresholds = Annotated[
     list[Annotated[int, Field(ge=1, le=100)]],
     Field(min_length=1, max_length=MAX_ALERT_THRESHOLDS, json_schema_extra={"uniqueItems": True}),
 ]
+
+
+MAX_LIMIT_MINOR = 10**15
+"""The largest budget limit, in minor units (10 trillion USD)."""
 
 
 def _micros(value: int) -> str:
@@ -120,7 +125,10 @@ class BudgetSet(BaseModel):
     )
 
     limit_minor: int = Field(
-        ge=0, le=10**15, description="Monthly limit in minor units of `currency` (cents for USD).", examples=[10000]
+        ge=0,
+        le=MAX_LIMIT_MINOR,
+        description="Monthly limit in minor units of `currency` (cents for USD).",
+        examples=[10000],
     )
     currency: str = Field(
         default="USD",

@@ -28,6 +28,7 @@ from switchyard.platform.billing.schemas import (
     UsageBucketPublic,
     UsagePage,
 )
+from switchyard.platform.billing.spend import spent_in_period
 from switchyard.platform.billing.usage import BucketWidth, UsageBucket, read_usage
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
@@ -128,9 +129,9 @@ async def _find_budget(session: AsyncSession, scope: TenantScope, budget_id: str
 
 
 async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor, data: BudgetSet) -> BudgetPublic:
-    """Create the budget of (scope, scope_id) or replace its limit, kind and alert thresholds; spend so far this
-    month is kept, and so are the alerts already fired (a threshold added below the spend fires with the next
-    settlement)."""
+    """Create the budget of (scope, scope_id) or replace its limit, kind and alert thresholds. A new budget starts
+    at what its scope has spent since the month began (``billing.spend``); a replaced one keeps its spend, and the
+    alerts already fired are kept (a threshold added below the spend fires with the next settlement)."""
     await check_budget_scope(session, scope, kind=data.scope, scope_id=data.scope_id)
     try:
         currency_exponent(data.currency)
@@ -147,6 +148,7 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
     ).scalar_one_or_none()
     now = utc_now()
     if row is None:
+        period = month_start(now)
         row = Budget(
             id=new_id("bud"),
             tenant_id=scope.tenant_id,
@@ -156,7 +158,17 @@ async def set_budget(session: AsyncSession, *, scope: TenantScope, actor: Actor,
             limit_minor=data.limit_minor,
             hard=data.hard,
             alert_thresholds=data.alert_thresholds,
-            period_start=month_start(now),
+            period_start=period,
+            # its period began on the 1st: what the scope spent since then counts, not only what settles from now on
+            spent_micros=await spent_in_period(
+                session,
+                tenant_id=scope.tenant_id,
+                scope_kind=data.scope,
+                scope_ref=data.scope_id,
+                currency=data.currency,
+                period_start=period,
+                now=now,
+            ),
         )
         session.add(row)
     else:

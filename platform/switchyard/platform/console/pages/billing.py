@@ -27,7 +27,7 @@ from switchyard.platform.billing import render as billing_render
 from switchyard.platform.billing import service
 from switchyard.platform.billing.budgets import ALERT_THRESHOLDS
 from switchyard.platform.billing.money import currency_exponent, format_minor
-from switchyard.platform.billing.schemas import BudgetPublic, BudgetSet
+from switchyard.platform.billing.schemas import MAX_LIMIT_MINOR, BudgetPublic, BudgetSet
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 from switchyard.platform.db import TenantScope
@@ -104,8 +104,11 @@ def _budget_form(form: Any) -> BudgetSet:
         exponent = currency_exponent(currency)
     except (InvalidOperation, ValueError, KeyError):
         raise ValueError("the limit is an amount such as 100 or 12.50 in a known currency") from None
-    if not limit.is_finite():
-        raise ValueError("the limit is an amount such as 100 or 12.50")
+    largest = Decimal(MAX_LIMIT_MINOR).scaleb(-exponent)
+    # bounded before it is scaled: 1e999999 would overflow the decimal context, and 5,000 digits make an int
+    # that pydantic cannot print in its refusal
+    if not limit.is_finite() or limit < 0 or limit > largest:
+        raise ValueError(f"the limit is an amount from 0 to {largest:f} {currency}, such as 100 or 12.50")
     minor = limit.scaleb(exponent)
     if minor != minor.to_integral_value():
         raise ValueError(f"{currency} has {exponent} decimal places")

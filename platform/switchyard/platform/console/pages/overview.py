@@ -50,18 +50,24 @@ def _amount(value: str, currency: str) -> str:
 
 
 def _budget_view(budget: BudgetPublic, known: list[Coverable]) -> dict[str, Any]:
-    limit = Decimal(budget.limit_minor).scaleb(-currency_exponent(budget.currency))
+    """A gauge: the real share of the limit spent (past 100 % too), the bar capped at full, and by how much a budget
+    is over its limit."""
+    places = currency_exponent(budget.currency)
+    limit = Decimal(budget.limit_minor).scaleb(-places)
     spent = Decimal(budget.spent)
     # to a tenth of a per cent, so that the gauge of a large limit still moves
-    percent = min(Decimal(100), spent * 100 / limit).quantize(Decimal("0.1")) if limit > 0 else Decimal(100)
+    percent = (spent * 100 / limit).quantize(Decimal("0.1")) if limit > 0 else Decimal(100)
+    over = spent > limit
     return {
         "id": budget.id,
         "covers": covers_label(budget, known),
         "currency": budget.currency,
-        "limit": f"{limit:,.{currency_exponent(budget.currency)}f}",
+        "limit": f"{limit:,.{places}f}",
         "spent": _amount(budget.spent, budget.currency),
         "hard": budget.hard,
         "percent": percent,
+        "bar": f"{min(percent, Decimal(100)):f}",  # a meter shows no more than its max: the text says the rest
+        "over": f"{spent - limit:,.{places}f}" if over else None,
         "alert_thresholds": budget.alert_thresholds,
         "alerts_fired": budget.alerts_fired,
     }
