@@ -30,6 +30,11 @@ class ModelRequest(BaseModel):
     request_id: str = Field(default="", description="the step id: stable when a call is repeated after a crash")
     tools: tuple[dict[str, Any], ...] = Field(default=(), description="OpenAI-style tools[] entries")
     params: ModelParams = Field(default_factory=ModelParams)
+    output_ceiling: int | None = Field(
+        default=None,
+        description="the most output tokens the answer may have whatever params ask (what the platform's budget "
+        "hold covers): the model cuts the answer there; unlike params.max_tokens never a length to aim for",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="further chat-completions fields of every call, e.g. response_format, tool_choice, "

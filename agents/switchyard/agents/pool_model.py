@@ -76,6 +76,7 @@ class PoolModel:
             response_format=request.options.get("response_format"),
             stop=tuple(request.params.stop or ()),
             parameters=_upstream_parameters(request),
+            output_ceiling=request.output_ceiling,
         )
         text: list[str] = []
         refusal: list[str] = []

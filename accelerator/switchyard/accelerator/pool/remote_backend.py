@@ -31,7 +31,13 @@ log = logging.getLogger(__name__)
 
 
 class RemoteSimulatedDeployment(UpstreamDeployment):
-    """The client side of one simulated deployment served by the fleet process at ``fleet_url``."""
+    """The client side of one simulated deployment served by the fleet process at ``fleet_url``.
+
+    The simulator takes ``max_tokens`` as the length to generate, so a request's ``output_ceiling`` goes in the
+    ``switchyard`` field instead; an answer that passes it anyway is cut here, the request stopped on the fleet,
+    and its stream read on to the compute receipt of what the fleet did."""
+
+    _asks_for_ceiling = False
 
     def __init__(
         self,
@@ -74,8 +80,13 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
             "priority": int(request.priority),
             "weight": request.weight,
             "session": request.session,
+            "output_ceiling": request.output_ceiling,
         }
         return body
+
+    def _read_past_cut(self, request: InferenceRequest) -> bool:
+        self.cancel(request.request_id)
+        return True
 
     def _receipt(self, request: InferenceRequest, answer: _Answer, started: float, finished: float) -> ComputeReceipt:
         compute = answer.usage.get("compute")
@@ -89,7 +100,7 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
             replica=str(compute["replica"]),
             chip_us=int(compute["chip_us"]),
             prompt_tokens=int(answer.usage["prompt_tokens"]),
-            completion_tokens=int(answer.usage["completion_tokens"]),
+            completion_tokens=answer.completion_tokens(),
             queue_ms=float(compute["queue_ms"]),
             ttft_ms=float(compute["ttft_ms"]),
             decode_ms=float(compute["decode_ms"]),

@@ -3,6 +3,12 @@
 One pooled client per deployment; connect errors are retried (the request never reached the upstream), nothing
 else is. Compute is the wall time of the upstream call × the chips the operator declared for the deployment.
 The answer's text, refusal and logprobs are passed on as the upstream sent them (a streamed answer chunk by chunk).
+
+An answer never has more output tokens than the request's ``most_output_tokens`` (what admission held a budget
+for): the upstream is asked for at most that many (``max_tokens``, when the client set no bound itself), and
+what it sends is counted as it arrives, text, refusal and tool-call arguments alike (``tokens.count_tokens``);
+an upstream that goes on past the bound is cut there, mid-chunk if need be, the answer ends with
+``finish_reason: "length"`` and the connection is closed, which stops the upstream's generation.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest, Embeddings, input_tokens
 from switchyard.accelerator.pool.fleet import DeploymentSpec
-from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
+from switchyard.accelerator.pool.tokens import count_prompt_tokens, split_tokens
 from switchyard.accelerator.pool.types import (
     ComputeReceipt,
     InferenceRequest,
@@ -46,6 +52,8 @@ class UpstreamError(RuntimeError):
 
 
 class UpstreamDeployment:
+    _asks_for_ceiling = True  # an upstream treats max_tokens as a bound: it is asked for the ceiling as one
+
     def __init__(self, spec: DeploymentSpec, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.spec = spec
         self._cancelled: dict[str, asyncio.Event] = {}
@@ -102,6 +110,10 @@ class UpstreamDeployment:
         a streamed answer always asks for the usage chunk (compute is metered from it)."""
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
         body |= _parameters(request) if request.parameters is None else request.parameters
+        ceiling = request.output_ceiling
+        unbounded = body.get("max_tokens") is None and body.get("max_completion_tokens") is None
+        if ceiling is not None and unbounded and self._asks_for_ceiling:
+            body["max_tokens"] = ceiling  # the most admission held a budget for: the upstream stops there itself
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
@@ -145,7 +157,7 @@ class UpstreamDeployment:
 
     async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         started = time.monotonic()
-        answer = _Answer()
+        answer = _Answer(request.most_output_tokens)
         response = await self._open(request)
         if request.stream:
             async for delta in self._read_stream(request, response, answer):
@@ -173,7 +185,7 @@ class UpstreamDeployment:
             replica=f"{self.spec.name}/upstream",
             chip_us=round((finished - started) * 1e6) * self.spec.chips,
             prompt_tokens=int(usage.get("prompt_tokens") or count_prompt_tokens(request.messages, request.tools)),
-            completion_tokens=int(usage.get("completion_tokens") or answer.text_tokens),
+            completion_tokens=answer.completion_tokens(),
             queue_ms=0.0,
             ttft_ms=(first - started) * 1e3,
             decode_ms=(finished - first) * 1e3,
@@ -195,11 +207,19 @@ class UpstreamDeployment:
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
+                was_cut = answer.cut
                 for delta in answer.read_chunk(json.loads(data)):
                     yield delta
+                if answer.cut and not was_cut and not self._read_past_cut(request):
+                    break  # closing the connection stops the upstream's generation
         finally:
             self._cancelled.pop(request.request_id, None)
             await response.aclose()
+
+    def _read_past_cut(self, request: InferenceRequest) -> bool:
+        """The answer was just cut: whether to read on (dropping what comes). An upstream's answer is not needed
+        past the cut, so no (a fleet process sends its compute receipt last, so it stops the request and reads on)."""
+        return False
 
     def _embedding_body(self, request: EmbeddingRequest) -> dict[str, Any]:
         inputs = [item if isinstance(item, str) else list(item) for item in request.inputs]
@@ -280,36 +300,66 @@ def _parameters(request: InferenceRequest) -> dict[str, Any]:
 
 
 class _Answer:
-    """What an upstream answered, from SSE chunks or from one non-streamed completion."""
+    """What an upstream answered, from SSE chunks or from one non-streamed completion, cut at ``most_tokens``
+    output tokens (``None``: never cut).
 
-    def __init__(self) -> None:
+    Every piece of output, text, refusal or a tool call's arguments, is counted as it arrives; the piece that
+    would pass the bound keeps the tokens that fit and the answer is ``cut``: ``finish_reason`` is ``length``
+    and nothing more is taken. A piece that fits is passed on exactly as the upstream sent it."""
+
+    def __init__(self, most_tokens: int | None = None) -> None:
         self.first_token_at: float | None = None
-        self.text_tokens = 0
+        self.output_tokens = 0  # counted as they arrived, cut pieces included
+        self.most_tokens = most_tokens
+        self.cut = False
         self.usage: dict[str, Any] = {}
         self.finish_reason = "stop"
         self._calls: dict[int, dict[str, str]] = {}
+
+    def completion_tokens(self) -> int:
+        """The answer's output tokens: the upstream's count unless the answer was cut (then what was passed on),
+        never more than the bound."""
+        counted = self.output_tokens if self.cut else int(self.usage.get("completion_tokens") or self.output_tokens)
+        return counted if self.most_tokens is None else min(counted, self.most_tokens)
+
+    def _take(self, piece: str) -> tuple[str, int | None]:
+        """The part of ``piece`` that fits under the bound, and how many of its tokens were kept when it was
+        cut (``None``: all of it was taken, unchanged)."""
+        if self.cut:
+            return "", 0
+        tokens = split_tokens(piece)
+        room = None if self.most_tokens is None else self.most_tokens - self.output_tokens
+        if room is None or len(tokens) <= room:
+            self.output_tokens += len(tokens)
+            return piece, None
+        self.output_tokens += room
+        self.cut = True
+        self.finish_reason = "length"
+        return "".join(tokens[:room]), room
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(self._calls.items()))
 
     def _add_call(self, index: int, call: dict[str, Any]) -> None:
+        if self.cut:
+            return
         slot = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
         slot["id"] = call.get("id") or slot["id"]
         function = call.get("function") or {}
         slot["name"] = function.get("name") or slot["name"]
-        slot["arguments"] += function.get("arguments") or ""
+        slot["arguments"] += self._take(function.get("arguments") or "")[0]
 
     def _deltas(self, content: Any, refusal: Any, logprobs: Any) -> list[TextDelta]:
         """The text and refusal of one chunk (or of a whole answer) with their logprobs, as deltas."""
         deltas: list[TextDelta] = []
-        text = content if isinstance(content, str) else ""
-        content_logprobs = _token_logprobs(logprobs, "content")
+        text, kept = self._take(content if isinstance(content, str) else "")
+        content_logprobs = _token_logprobs(logprobs, "content")[:kept]
         if text or content_logprobs:
-            self.text_tokens += count_tokens(text)
             deltas.append(TextDelta(text, content_logprobs))
-        refusal_logprobs = _token_logprobs(logprobs, "refusal")
-        if (isinstance(refusal, str) and refusal) or refusal_logprobs:
-            deltas.append(TextDelta("", refusal_logprobs, refusal if isinstance(refusal, str) else ""))
+        refused, kept = self._take(refusal if isinstance(refusal, str) else "")
+        refusal_logprobs = _token_logprobs(logprobs, "refusal")[:kept]
+        if refused or refusal_logprobs:
+            deltas.append(TextDelta("", refusal_logprobs, refused))
         return deltas
 
     def read_chunk(self, chunk: dict[str, Any]) -> list[TextDelta]:
@@ -325,7 +375,8 @@ class _Answer:
             deltas += self._deltas(delta.get("content"), delta.get("refusal"), choice.get("logprobs"))
             for call in delta.get("tool_calls") or ():
                 self._add_call(int(call.get("index", 0)), call)
-            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+            if not self.cut:
+                self.finish_reason = choice.get("finish_reason") or self.finish_reason
         return deltas
 
     def read_completion(self, response: httpx.Response) -> list[TextDelta]:
@@ -336,10 +387,12 @@ class _Answer:
         self.usage = completion.get("usage") or {}
         choice = (completion.get("choices") or [{}])[0]
         message = choice.get("message") or {}
+        deltas = self._deltas(message.get("content"), message.get("refusal"), choice.get("logprobs"))
         for index, call in enumerate(message.get("tool_calls") or ()):
             self._add_call(index, call)
-        self.finish_reason = choice.get("finish_reason") or self.finish_reason
-        return self._deltas(message.get("content"), message.get("refusal"), choice.get("logprobs"))
+        if not self.cut:
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return deltas
 
 
 def _token_logprobs(logprobs: Any, part: str) -> tuple[TokenLogprob, ...]:

@@ -138,7 +138,7 @@ class InferenceGateway:
             holder=f"{request_id}/{secrets.token_hex(6)}",
         )
         holds = await self.admission.admit(call)
-        request = self._request(body, request_id, scope, backend, messages, tools, output_cap)
+        request = self._request(body, request_id, scope, backend, messages, tools, output_cap, call.output_tokens)
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     @staticmethod
@@ -150,6 +150,7 @@ class InferenceGateway:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         output_cap: int | None,
+        output_ceiling: int,
     ) -> InferenceRequest:
         return InferenceRequest(
             request_id=request_id,
@@ -166,6 +167,7 @@ class InferenceGateway:
             response_format=body.wire_response_format(),
             stop=body.stop_sequences,
             parameters=body.forwarded_parameters(),
+            output_ceiling=output_ceiling,  # what the budget hold covers: no backend answers more
         )
 
     async def admit_embeddings(self, *, principal: Principal, backend: Backend, request: EmbeddingRequest) -> Admitted:

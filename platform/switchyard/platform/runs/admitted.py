@@ -4,10 +4,18 @@ Before each model call a run takes what ``/v1/chat/completions`` takes, from the
 are shared by the API and worker processes through Redis when ``SWITCHYARD_REDIS_URL`` is set, per process
 otherwise): a request from its API key's per-minute rate, the call's prompt plus most output tokens from the
 tenant's per-minute token rate, one of the tenant's requests in flight, and a hold on every budget that applies
-(tenant, API key, agent). A run is a background job, so what time cures is waited out (``admit_waiting``:
-rates, request slots, an unreachable Redis), within the run's time limit (the run then stops as
-``incomplete``); any other refusal fails the run with its code (``request_exceeds_token_limit`` for a call that
-can never fit the tenant's token rate, ``budget_exceeded`` naming the budget), before any work.
+(tenant, API key, agent). A run is a background job, so what time cures (rates, request slots, an unreachable
+Redis) is waited for, within the run's time limit (the run then stops as ``incomplete``); any other refusal fails
+the run with its code (``request_exceeds_token_limit`` for a call that can never fit the tenant's token rate,
+``budget_exceeded`` naming the budget), before any work.
+
+Where it waits depends on who drives it. In a worker (``defer``) the call raises :class:`AdmissionDeferred`
+instead: the job stops at its last checkpoint and gives its worker slot back until the time the refusal names
+(the executor puts it aside; see ``runs/lease.py``). Elsewhere (a foreground response in its API process) it
+waits in place (``admit_waiting``).
+
+A background job's first model call had its rates charged when the job was created (``POST`` answers 429 then,
+as a chat completion does): ``rates_charged`` makes that call take only its request slot and budget hold.
 
 The request slot is held under the call's step id (a crashed worker's call, repeated, takes over its dead
 predecessor's slot) and given back when the call ends. The budget hold is settled to the step's actual compute
@@ -20,16 +28,58 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from switchyard.accelerator.pool import Backend, count_prompt_tokens
-from switchyard.agents import Model, ModelCallInterrupted, ModelCallRefused, ModelRequest, ModelResponse
-from switchyard.platform.admission import Admission, Holds, ModelCall, admit_waiting, most_output_tokens
+from switchyard.agents import (
+    AgentSpec,
+    Model,
+    ModelCallInterrupted,
+    ModelCallRefused,
+    ModelRequest,
+    ModelResponse,
+    RunState,
+)
+from switchyard.platform.admission import (
+    Admission,
+    Holds,
+    LimitsOutage,
+    ModelCall,
+    TryLater,
+    admit_waiting,
+    most_output_tokens,
+)
+from switchyard.platform.admission.waiting import retry_in_s
 from switchyard.platform.db import TenantScope
 from switchyard.platform.http.errors import ApiError
+from switchyard.platform.models import utc_now
 
-__all__ = ["AdmittedModel"]
+__all__ = ["AdmissionDeferred", "AdmittedModel", "time_limit_of"]
+
+
+def time_limit_of(spec: AgentSpec, state: RunState) -> datetime | None:
+    """When the run's time limit passes (``None`` before it started)."""
+    if state.started_at_ms is None:
+        return None
+    return datetime.fromtimestamp(state.started_at_ms / 1000 + spec.limits.timeout_s, tz=UTC)
+
+
+class AdmissionDeferred(ModelCallInterrupted):
+    """A worker's model call must wait (``code``: the refusal's, e.g. ``rate_limit_exceeded``) until ``until``:
+    driving stops at the last checkpoint and the job is put aside, holding nothing, until then."""
+
+    def __init__(self, code: str, until: datetime) -> None:
+        super().__init__(f"admission deferred ({code}) until {until.isoformat()}")
+        self.code = code
+        self.until = until
+
+    def capped(self, deadline: datetime | None) -> AdmissionDeferred:
+        """The same deferral, ending at the job's time limit if that comes first (the job then stops there)."""
+        if deadline is None or deadline >= self.until:
+            return self
+        return AdmissionDeferred(self.code, deadline)
 
 
 class AdmittedModel:
@@ -37,7 +87,9 @@ class AdmittedModel:
 
     ``reservations`` maps the step ids of successful calls to their budget holds, for the checkpoint to settle;
     ``admitted`` is the first call's admission when the caller took it already (a foreground response is
-    refused at once, as a chat completion is, rather than waiting).
+    refused at once, as a chat completion is, rather than waiting); ``rates_charged`` says the first call's rates
+    were charged when the job was created; ``defer`` raises :class:`AdmissionDeferred` instead of waiting, and
+    ``waiting_since`` is when the job last made progress (how long it has waited sets how often a slot is asked).
     """
 
     def __init__(
@@ -52,6 +104,9 @@ class AdmittedModel:
         reservations: dict[str, str] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         admitted: Holds | None = None,
+        rates_charged: bool = False,
+        defer: bool = False,
+        waiting_since: datetime | None = None,
     ) -> None:
         self.inner = inner
         self.admission = admission
@@ -62,6 +117,9 @@ class AdmittedModel:
         self.reservations = reservations if reservations is not None else {}
         self.sleep = sleep
         self.admitted = admitted
+        self.rates_charged = rates_charged
+        self.defer = defer
+        self.waiting_since = waiting_since
 
     def _call(self, request: ModelRequest) -> ModelCall:
         prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
@@ -77,8 +135,16 @@ class AdmittedModel:
         )
 
     async def _admit(self, call: ModelCall) -> Holds:
+        rates_charged, self.rates_charged = self.rates_charged, False
         try:
-            return await admit_waiting(self.admission, call, sleep=self.sleep)
+            if not self.defer:
+                return await admit_waiting(self.admission, call, sleep=self.sleep, rates_charged=rates_charged)
+            return await self.admission.admit(call, rates_charged=rates_charged)
+        except (TryLater, LimitsOutage) as refused:  # (only when deferring: admit_waiting waits these out)
+            now = utc_now()
+            waited_s = (now - self.waiting_since).total_seconds() if self.waiting_since is not None else 0.0
+            until = now + timedelta(seconds=retry_in_s(refused, waited_s=waited_s))
+            raise AdmissionDeferred(refused.code or "try_later", until) from None
         except ApiError as refused:
             raise ModelCallRefused(refused.code or "refused", refused.message) from refused
         except (OperationalError, InterfaceError) as exc:  # the database went away: the run is not to blame
@@ -88,6 +154,9 @@ class AdmittedModel:
         holds, self.admitted = self.admitted, None
         if holds is None:
             holds = await self._admit(self._call(request))
+        # the call may produce no more than its budget hold covers (the most output tokens admission sized it by)
+        request = request.model_copy(update={"output_ceiling": holds.call.output_tokens})
+        self.waiting_since = None  # admitted: the next refusal waits from now
         billed = False
         try:
             response = await self.inner.request(request)
