@@ -185,3 +185,21 @@ async def test_usage_buckets_groups_and_pages(client: Any, make_tenant: Any) -> 
         ("b", "trn2.48xlarge", "200"),
         ("a", "trn2.48xlarge", "400"),
     ]
+
+
+async def test_a_rate_card_names_a_catalog_instance_type_or_a_custom_one(
+    client: Any, operator_headers: dict[str, str]
+) -> None:
+    for bogus in ("trn9.bogus", "custom:", "custom: spaces", "TRN2.48XLARGE"):
+        body = {"instance_type": bogus, "price_per_chip_hour": "1.5"}
+        refused = await client.post("/v1/admin/rate-cards", json=body, headers=operator_headers)
+        assert refused.status_code == 400, (bogus, refused.text)
+        error = refused.json()["error"]
+        assert (error["param"], error["code"]) == ("instance_type", "invalid_value")
+        assert "custom:" in error["message"]
+    for known in ("trn2.48xlarge", "custom:h100-rack.1"):
+        body = {"instance_type": known, "price_per_chip_hour": "1.5"}
+        made = await client.post("/v1/admin/rate-cards", json=body, headers=operator_headers)
+        assert made.status_code == 201, (known, made.text)
+    listed = await client.get("/v1/admin/rate-cards?instance_type=trn9.bogus", headers=operator_headers)
+    assert listed.json()["data"] == []

@@ -6,10 +6,15 @@ cards the latest ``effective_from``. Cards are never edited; operators add a new
 type the hardware catalog publishes an hourly price for has a baseline card (``*`` model and tier, effective
 from 2000-01-01) at ``price_usd_per_hour / chips`` rounded half-up to 15 places, inserted on first use, so
 the database stays the one place prices are read from. No applicable card raises ``NoApplicablePrice``.
+
+A card names an instance type of the hardware catalog, or ``custom:<name>`` for hardware outside it (an
+``openai-compatible`` deployment declares its ``instance`` the same way): a misspelt type would never price
+anything, so it is refused (``check_instance_type``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -27,9 +32,11 @@ from switchyard.platform.models import RateCard, utc_now
 from switchyard.platform.models.rate_card import ANY
 
 __all__ = [
+    "CUSTOM_INSTANCE_PREFIX",
     "DEFAULTS_EFFECTIVE_FROM",
     "DEFAULT_CURRENCY",
     "DEFAULT_TIER",
+    "check_instance_type",
     "choose_card",
     "create_rate_card",
     "default_prices",
@@ -47,6 +54,28 @@ DEFAULTS_EFFECTIVE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 Catalog instance types with a published price always have this baseline card (``*`` model and tier); cards
 added by operators override it from their ``effective_from`` on."""
 _QUANTUM = Decimal(1).scaleb(-PRICE_DECIMAL_PLACES)
+CUSTOM_INSTANCE_PREFIX = "custom:"
+"""Instance types outside the hardware catalog are spelt ``custom:<name>`` (letters, digits, ``.``, ``_``, ``-``)."""
+_CUSTOM_INSTANCE = re.compile(r"custom:[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@cache
+def catalog_instance_types() -> frozenset[str]:
+    """The instance types of the accelerator's hardware catalog."""
+    from switchyard.accelerator import list_instances
+
+    return frozenset(instance.name for instance in list_instances())
+
+
+def check_instance_type(name: str) -> str:
+    """``name`` if a rate card may name it (a catalog instance type or ``custom:<name>``); else ``ValueError``."""
+    if name in catalog_instance_types() or _CUSTOM_INSTANCE.fullmatch(name):
+        return name
+    known = ", ".join(sorted(catalog_instance_types()))
+    raise ValueError(
+        f"unknown instance type {name!r}: name one of the hardware catalog's ({known}), or "
+        f"{CUSTOM_INSTANCE_PREFIX}<name> for hardware outside it"
+    )
 
 
 @cache

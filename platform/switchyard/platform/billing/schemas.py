@@ -65,7 +65,12 @@ class RateCardCreate(BaseModel):
     model_config = REQUEST_BODY
 
     instance_type: str = Field(
-        min_length=1, max_length=64, description="Instance type as AWS spells it.", examples=["trn2.48xlarge"]
+        min_length=1,
+        max_length=64,
+        description="An instance type of the hardware catalog as AWS spells it, or `custom:<name>` (letters, digits, "
+        "`.`, `_`, `-`) for hardware outside it, as an openai-compatible deployment's `instance` names it; any other "
+        "is refused (400).",
+        examples=["trn2.48xlarge"],
     )
     price_per_chip_hour: str = Field(
         pattern=PRICE_PATTERN,

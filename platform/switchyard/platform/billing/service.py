@@ -17,6 +17,7 @@ from switchyard.platform.billing.budgets import check_budget_scope
 from switchyard.platform.billing.invoices import compute_lines
 from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
 from switchyard.platform.billing.periods import month_start
+from switchyard.platform.billing.rates import check_instance_type
 from switchyard.platform.billing.rates import create_rate_card as add_rate_card
 from switchyard.platform.billing.schemas import (
     BudgetAlertPublic,
@@ -64,13 +65,18 @@ async def list_rate_cards(
 
 
 async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCardCreate) -> RateCardPublic:
-    """Add a rate card version (operator). Backdating is refused: events already rated keep their price."""
+    """Add a rate card version (operator). Backdating is refused: events already rated keep their price; an instance
+    type outside the hardware catalog must be spelt ``custom:<name>`` (a misspelt one would never price anything)."""
     now = utc_now()
     effective_from = data.effective_from or now
     if effective_from < now - BACKDATE_TOLERANCE:
         raise InvalidRequest(
             "effective_from is in the past: prices of usage already rated cannot change", param="effective_from"
         )
+    try:
+        check_instance_type(data.instance_type)
+    except ValueError as error:
+        raise InvalidRequest(str(error), param="instance_type", code="invalid_value") from None
     try:
         currency_exponent(data.currency)
     except UnknownCurrency as error:
