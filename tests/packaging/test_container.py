@@ -138,6 +138,20 @@ def test_services_wait_for_their_dependencies_and_restart() -> None:
     assert services["proxy"]["ports"]
 
 
+def test_the_api_believes_x_forwarded_for_from_the_proxy_s_fixed_address_only() -> None:
+    import ipaddress
+
+    compose = _compose()
+    services = compose["services"]
+    proxy_address = services["proxy"]["networks"]["default"]["ipv4_address"]
+    subnet = compose["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(proxy_address) in ipaddress.ip_network(subnet)
+    assert services["api"]["environment"]["SWITCHYARD_TRUSTED_PROXIES"] == proxy_address
+    assert "X-Forwarded-For $$proxy_add_x_forwarded_for" in compose["configs"]["proxy"]["content"]
+    for name in SWITCHYARD_PROCESSES - {"api"}:  # nothing else reads a client address
+        assert "SWITCHYARD_TRUSTED_PROXIES" not in services[name]["environment"], name
+
+
 def test_migrate_runs_the_migrations_then_makes_the_first_operator_key_once() -> None:
     command = " ".join(_compose()["services"]["migrate"]["command"])
     assert "switchyard db upgrade && switchyard key create --operator --if-none" in command

@@ -156,19 +156,27 @@ def _stop_when_asked(_signum: int, _frame: object) -> None:
     raise SystemExit(0)
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How an API process's uvicorn is configured. Its proxy-header handling is off: uvicorn would believe
+    ``X-Forwarded-For`` from any loopback peer by default, and the app reads that header itself, from the
+    proxies ``SWITCHYARD_TRUSTED_PROXIES`` names only (``switchyard.platform.http.client_address``)."""
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+        "proxy_headers": False,
+    }
+
+
 def _serve(settings: Settings, workers: int = 1) -> None:
     import uvicorn
 
     from switchyard.platform.app import create_app
     from switchyard.platform.observability import prepare_multiprocess_dir
 
-    options: dict[str, Any] = {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": settings.log_level,
-        "access_log": False,
-        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
-    }
+    options = uvicorn_options(settings)
     if workers == 1:
         uvicorn.run(create_app(settings), **options)
     else:  # each worker process builds its app from the same SWITCHYARD_* environment

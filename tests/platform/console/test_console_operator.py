@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from switchyard.platform.cli import main
-from switchyard.platform.console.attempts import FAILURES_PER_EMAIL
+from switchyard.platform.console.attempts import FAILURES_PER_ACCOUNT_AND_CLIENT
 from switchyard.platform.console.edge import SESSION_COOKIE
 from switchyard.platform.console.operator.accounts import create_operator_account
 from switchyard.platform.console.operator.edge import OPERATOR_SESSION_COOKIE
@@ -106,7 +106,7 @@ async def test_failed_operator_sign_ins_are_refused_audited_and_rate_limited(con
         (operator_id, OPERATOR_EMAIL),
         ("", "nobody@nowhere.example"),
     }
-    for _ in range(FAILURES_PER_EMAIL - 1):
+    for _ in range(FAILURES_PER_ACCOUNT_AND_CLIENT - 1):
         assert (await _operator_sign_in(console, password="guess guess guess")).status_code == 401
     locked = await _operator_sign_in(console)  # even the right password, until the window passes
     assert locked.status_code == 429

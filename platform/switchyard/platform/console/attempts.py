@@ -1,7 +1,16 @@
-"""The allowance of sign-in attempts, per email and per client address, shared by members' and operators' sign-in.
+"""The allowance of password attempts, shared by members' and operators' sign-in and the password-change form.
 
-Each attempt spends one unit of both allowances before the password is checked; a success gives its units back,
-so only failures count. The limiter is the process's own (the admission's: in Redis when
+Each attempt spends one unit of three allowances before the password is checked; a success gives its units back,
+so only failures count:
+
+- per account *and* client address (:data:`FAILURES_PER_ACCOUNT_AND_CLIENT`): one address guesses an account's
+  password a few times a window, and the account's owner, signing in from elsewhere, is not refused for it;
+- per client address (:data:`FAILURES_PER_CLIENT`): one address sprays few guesses over many accounts;
+- per account (:data:`FAILURES_PER_ACCOUNT`): many addresses together guess one account's password at most this
+  often. It is ten addresses' worth, so locking the owner out takes an attacker at least that many addresses.
+
+The client address is :func:`~switchyard.platform.http.client_address.client_address`'s (``X-Forwarded-For``
+only from ``SWITCHYARD_TRUSTED_PROXIES``). The limiter is the process's own (the admission's: in Redis when
 ``SWITCHYARD_REDIS_URL`` is set), so every API process counts the same attempts.
 """
 
@@ -13,23 +22,34 @@ from typing import Any
 
 from litestar import Request
 
+from switchyard.platform.http.client_address import client_address
 from switchyard.platform.limits import RateLimiter
 
-__all__ = ["FAILURES_PER_CLIENT", "FAILURES_PER_EMAIL", "FAILURE_WINDOW_S", "Attempt", "spend_attempt"]
+__all__ = [
+    "FAILURES_PER_ACCOUNT",
+    "FAILURES_PER_ACCOUNT_AND_CLIENT",
+    "FAILURES_PER_CLIENT",
+    "FAILURE_WINDOW_S",
+    "Attempt",
+    "spend_attempt",
+]
 
-FAILURES_PER_EMAIL = 5  # attempts per email address per window; a success gives its attempt back
-FAILURES_PER_CLIENT = 30  # attempts per client address per window
+FAILURES_PER_ACCOUNT_AND_CLIENT = 5  # failed attempts per account per client address per window
+FAILURES_PER_CLIENT = 30  # failed attempts per client address per window, all accounts together
+FAILURES_PER_ACCOUNT = 10 * FAILURES_PER_ACCOUNT_AND_CLIENT  # failed attempts per account per window, all addresses
 FAILURE_WINDOW_S = 300.0
 
 
 @dataclass
 class Attempt:
-    """One sign-in attempt's spending: refused (``retry_after_s``, nothing spent) or counted until ``succeeded``."""
+    """One password attempt's spending: refused (``retry_after_s``, nothing spent) or counted until ``succeeded``."""
 
     limiter: RateLimiter
+    client: str
+    """The client address the attempt was counted against."""
     spent: list[tuple[str, int]] = field(default_factory=list)
     refused_by: str | None = None
-    """Which allowance refused it: ``email`` or ``client``."""
+    """Which allowance refused it: ``client``, ``account_and_client`` or ``account``."""
     retry_after_s: int = 0
 
     async def succeeded(self) -> None:
@@ -39,15 +59,16 @@ class Attempt:
 
 
 async def spend_attempt(request: Request[Any, Any, Any], kind: str, email: str) -> Attempt:
-    """Spend one attempt of ``kind`` (``console-sign-in``, ``operator-sign-in``) for ``email`` and the client;
-    raises ``LimitsUnavailable`` when the limiter cannot be reached."""
+    """Spend one attempt of ``kind`` (``console-sign-in``, ``operator-sign-in``) at ``email``'s password from
+    this request's client; raises ``LimitsUnavailable`` when the limiter cannot be reached."""
     limiter: RateLimiter = request.app.state.gateway.admission.rates
-    client = request.client.host if request.client else "unknown"
-    digest = hashlib.sha256(email.encode()).hexdigest()[:32]
-    attempt = Attempt(limiter)
+    client = client_address(request)
+    account = hashlib.sha256(email.encode()).hexdigest()[:32]
+    attempt = Attempt(limiter, client)
     for by, key, rate in (
-        ("email", f"{kind}:email:{digest}", FAILURES_PER_EMAIL),
         ("client", f"{kind}:client:{client}", FAILURES_PER_CLIENT),
+        ("account_and_client", f"{kind}:account-client:{account}:{client}", FAILURES_PER_ACCOUNT_AND_CLIENT),
+        ("account", f"{kind}:account:{account}", FAILURES_PER_ACCOUNT),
     ):
         decision = await limiter.hit(key, rate=rate, period_s=FAILURE_WINDOW_S)
         if not decision.allowed:

@@ -1,9 +1,19 @@
-"""Console passwords: argon2id hashes (``argon2-cffi``), one per member; the plaintext is never stored."""
+"""Console passwords: argon2id hashes (``argon2-cffi``), one per member; the plaintext is never stored.
+
+Hashing and verifying take ~150 ms of CPU and 64 MiB each at the default cost, so they run in worker threads,
+never on the event loop that serves every tenant's requests, and at most :data:`HASHING_THREADS` at a time per
+process: a flood of sign-ins waits its turn (as coroutines, holding no thread) instead of taking the thread pool
+that other requests need.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import weakref
 
+import anyio
+import anyio.to_thread
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
@@ -16,6 +26,7 @@ from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.models import Member, MemberPassword, utc_now
 
 __all__ = [
+    "HASHING_THREADS",
     "MAX_PASSWORD_LENGTH",
     "MIN_PASSWORD_LENGTH",
     "check_new_password",
@@ -31,6 +42,11 @@ __all__ = [
 
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one request can ask for
+HASHING_THREADS = 2  # argon2 runs per process at once: 2 x 64 MiB, and threads left for everything else
+
+_hashing_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
 
 _hasher = PasswordHasher()  # argon2id, RFC 9106's second recommendation (m=65536,t=3,p=4) until configured
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
@@ -46,16 +62,31 @@ def configure_password_hashing(memory_kib: int, passes: int, lanes: int) -> None
     _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))  # an unknown email costs what a known one does
 
 
-def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+def _slots() -> anyio.CapacityLimiter:
+    """This event loop's hashing threads (a limiter belongs to the loop that made it)."""
+    loop = asyncio.get_running_loop()
+    slots = _hashing_slots.get(loop)
+    if slots is None:
+        slots = _hashing_slots[loop] = anyio.CapacityLimiter(HASHING_THREADS)
+    return slots
 
 
-def verify_password(password_hash: str | None, password: str) -> bool:
-    """Whether ``password`` matches; with no hash it still spends the same time (no timing hint of unknown emails)."""
+def _verify(password_hash: str | None, password: str) -> bool:
     try:
         return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
+
+
+async def hash_password(password: str) -> str:
+    """An argon2id hash of ``password`` at today's cost, computed off the event loop."""
+    return await anyio.to_thread.run_sync(_hasher.hash, password, limiter=_slots())
+
+
+async def verify_password(password_hash: str | None, password: str) -> bool:
+    """Whether ``password`` matches; with no hash it still spends the same time (no timing hint of unknown emails).
+    Computed off the event loop."""
+    return await anyio.to_thread.run_sync(_verify, password_hash, password, limiter=_slots())
 
 
 def password_needs_rehash(password_hash: str) -> bool:
@@ -78,7 +109,7 @@ async def set_password(session: AsyncSession, *, scope: TenantScope, member_id: 
     if row is None:
         row = MemberPassword(tenant_id=scope.tenant_id, member_id=member_id, password_hash="")
         session.add(row)
-    row.password_hash = hash_password(password)
+    row.password_hash = await hash_password(password)
     row.updated_at = utc_now()
     await session.flush()
 
@@ -90,7 +121,7 @@ async def rehash_member_password(
     if password_needs_rehash(password_hash):
         row = await _password_row(session, scope, member_id)
         if row is not None:
-            row.password_hash = hash_password(password)
+            row.password_hash = await hash_password(password)
             await session.flush()
 
 

@@ -43,7 +43,7 @@ async def create_operator_account(
         raise Conflict(f"an operator account for {email} exists already", param="email")
     password = password if password is not None else secrets.token_urlsafe(18)
     check_new_password(password)
-    account = OperatorAccount(id=new_id("opa"), email=email, password_hash=hash_password(password))
+    account = OperatorAccount(id=new_id("opa"), email=email, password_hash=await hash_password(password))
     session.add(account)
     record_operator(
         session,
@@ -63,7 +63,7 @@ async def reset_operator_password(session: AsyncSession, *, actor: Actor, email:
     if account is None:
         raise NotFound(f"no operator account for {email}", param="email")
     password = secrets.token_urlsafe(18)
-    account.password_hash = hash_password(password)
+    account.password_hash = await hash_password(password)
     record_operator(
         session,
         actor=actor,

@@ -95,11 +95,11 @@ class OperatorSignInController(Controller):
         email = str(form.get("email", "")).strip().lower()[:320]
         password = str(form.get("password", ""))[:MAX_PASSWORD_LENGTH]
         next_path = _safe_next(form.get("next"))
-        client = request.client.host if request.client else None
         try:
             attempt = await spend_attempt(request, "operator-sign-in", email)
         except LimitsUnavailable:
             return _sign_in_page(request, status_code=503, error="Sign-in is unavailable right now.", email=email)
+        client = attempt.client
         if attempt.refused_by is not None:
             log.warning("operator sign-in refused: too many attempts (%s)", attempt.refused_by)
             record_operator(
@@ -119,7 +119,7 @@ class OperatorSignInController(Controller):
                 headers={"retry-after": str(attempt.retry_after_s)},
             )
         account = await find_operator_account(db_session, email) if email else None
-        matches = verify_password(account.password_hash if account else None, password)  # same work either way
+        matches = await verify_password(account.password_hash if account else None, password)  # same work either way
         if account is None or not matches or account.disabled_at is not None:
             record_operator(
                 db_session,
@@ -134,7 +134,7 @@ class OperatorSignInController(Controller):
             )
         await attempt.succeeded()
         if password_needs_rehash(account.password_hash):  # hashed at another cost than today's
-            account.password_hash = hash_password(password)
+            account.password_hash = await hash_password(password)
         token, session_id = await start_operator_session(db_session, account=account)
         record_operator(
             db_session,

@@ -1,4 +1,5 @@
-"""Sign-in and sign-out. Failed sign-ins are rate-limited (per email and per client address) and audited."""
+"""Sign-in and sign-out. Failed sign-ins are rate-limited (per account and client address, per client address and
+per account: :mod:`~switchyard.platform.console.attempts`) and audited."""
 
 from __future__ import annotations
 
@@ -134,11 +135,11 @@ class SignInController(Controller):
         candidates = await find_sign_in_candidates(db_session, email) if email else []
         member, member_hash = None, ""
         for candidate, password_hash in candidates:
-            if verify_password(password_hash, password):
+            if await verify_password(password_hash, password):
                 member, member_hash = candidate, password_hash or ""
                 break
         if not candidates:
-            verify_password(None, password)  # the same work as for a known email: no timing hint
+            await verify_password(None, password)  # the same work as for a known email: no timing hint
         actor = Actor(key_id=member.id if member else "console", request_id=request_id_of(request.scope))
         if member is None:
             for candidate, _ in candidates:  # each tenant sees the failed attempts on its members
@@ -149,7 +150,7 @@ class SignInController(Controller):
                     action="console.sign_in_failed",
                     target_type="member",
                     target_id=candidate.id,
-                    details={"client": request.client.host if request.client else None},
+                    details={"client": attempt.client},
                 )
             if not candidates:
                 log.info("console sign-in failed for an unknown email")

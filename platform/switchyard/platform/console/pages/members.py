@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
+from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.pages.invitations import invitation_url
 from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password, verify_password
@@ -23,6 +24,7 @@ from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.limits import LimitsUnavailable
 from switchyard.platform.members import invitations, service
 from switchyard.platform.members.invitations import IssuedInvitation
 from switchyard.platform.members.schemas import MemberCreate
@@ -146,13 +148,24 @@ class PasswordController(Controller):
 
     @post("/", opt=console_access("signed_in"), status_code=200)
     async def change(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
-        """Change one's own password: the current one is asked again (a left-open browser cannot change it)."""
+        """Change one's own password: the current one is asked again (a left-open browser cannot change it), and
+        wrong guesses spend the sign-in's allowance of the member's email (a stolen session guesses no faster)."""
         user = console_user(request)
         form = await request.form()
         current = str(form.get("current_password", ""))[:MAX_PASSWORD_LENGTH]
         new = str(form.get("new_password", ""))
-        if not verify_password(await password_hash_of(db_session, scope=user.scope, member_id=user.member_id), current):
+        try:
+            attempt = await spend_attempt(request, "console-sign-in", user.email)
+        except LimitsUnavailable:
+            return render(request, "password.html", status_code=503, error="Password changes are unavailable now.")
+        if attempt.refused_by is not None:
+            error = f"Too many wrong passwords. Try again in {attempt.retry_after_s} seconds."
+            retry_after = {"retry-after": str(attempt.retry_after_s)}
+            return render(request, "password.html", status_code=429, headers=retry_after, error=error)
+        stored = await password_hash_of(db_session, scope=user.scope, member_id=user.member_id)
+        if not await verify_password(stored, current):
             return render(request, "password.html", status_code=400, error="The current password is wrong.")
+        await attempt.succeeded()
         try:
             check_new_password(new)
         except InvalidRequest as error:
