@@ -511,3 +511,23 @@ async def test_drive_run_honours_a_cancel_request_between_steps() -> None:
     assert action == RunFinished(status=RunStatus.CANCELLED)
     assert len(model.requests) == 1
     assert state.chip_us == 100
+
+
+async def test_a_tool_call_cut_at_max_tokens_is_not_run_and_the_run_stops_incomplete() -> None:
+    """An answer cut at its max_tokens (finish_reason length) holds tool calls whose arguments are not whole: running
+    them, or asking the model again about them, would spend past what the call was allowed."""
+    loop = make_loop([CalculatorTool()])
+    cut = ModelResponse(
+        message=Message.assistant(None, [ToolCall(id="c1", name="calculator", arguments='{"expression": "6 *')]),
+        usage=Usage(input_tokens=10, output_tokens=16),
+        chip_us=100,
+        finish_reason="length",
+    )
+    model = FunctionModel(lambda request: cut)
+    state, action = await drive_run(loop, loop.new_run("r", now_ms=0), thread=THREAD, model=model, clock_ms=Clock())
+    assert action == RunFinished(status=RunStatus.INCOMPLETE)
+    assert state.incomplete_reason == "max_tokens"
+    assert [s.type for s in state.steps] == [StepType.MODEL_CALL]
+    assert len(model.requests) == 1
+    assert state.usage.output_tokens == 16
+    assert state.messages[-1].tool_calls == ()  # a call the model never finished is no call: nothing awaits its output

@@ -178,6 +178,12 @@ class RunLoop:
         if step.status is not StepStatus.COMPLETED or state.status is not RunStatus.IN_PROGRESS:
             return state  # the run stopped while the model worked: the compute is billed, the answer dropped
         message = response.message.model_copy(update={"id": f"msg_{step_id}"})
+        if response.finish_reason == "length" and message.tool_calls:
+            # cut at max_tokens: its tool calls' arguments are not whole, and running them or asking the model
+            # again would spend past what the call was allowed, so the run stops with what it has
+            state.messages.append(message.model_copy(update={"tool_calls": ()}))
+            state, _ = self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="max_tokens")
+            return state
         state.messages.append(message)
         if not message.tool_calls:
             state.status = RunStatus.COMPLETED
