@@ -5,12 +5,16 @@ least 2,000 items each, and a chat completion with `max_tokens: 1` and the same 
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
-from switchyard.platform.db import UNSCOPED
+from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool
+from switchyard.platform.admission import ModelCall, exceeds_hold
+from switchyard.platform.db import UNSCOPED, TenantScope
 from switchyard.platform.models import UsageEvent
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -80,3 +84,25 @@ async def test_a_chat_tool_call_stops_at_max_tokens_within_a_hard_budget(client:
     assert completion["choices"][0]["finish_reason"] == "length"
     assert [event.completion_tokens for event in await _usage(client)] == [completion["usage"]["completion_tokens"]]
     assert await _spent(client, tenant, budget_id) <= Decimal("0.05")
+
+
+def test_a_call_that_used_more_than_its_hold_is_logged_as_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    backend = AcceleratorPool.from_specs(DEFAULT_FLEET, time_scale=0).backend(MODEL)
+    call = ModelCall(
+        scope=TenantScope("t1"),
+        api_key_id=None,
+        agent_id=None,
+        backend=backend,
+        prompt_tokens=20,
+        output_tokens=16,
+        holder="chatcmpl-1",
+    )
+    bound = backend.max_chip_us(20, 16)
+    with caplog.at_level(logging.ERROR):
+        assert not exceeds_hold(call, chip_us=bound, completion_tokens=16)
+        assert caplog.records == []
+        assert exceeds_hold(call, chip_us=bound, completion_tokens=17)
+        assert exceeds_hold(call, chip_us=bound + 1, completion_tokens=1)
+    assert len(caplog.records) == 2
+    assert "chatcmpl-1" in caplog.records[0].getMessage()
+    assert "17 output tokens of 16 allowed" in caplog.records[0].getMessage()

@@ -5,6 +5,10 @@ whether one has is cached for ``BUDGET_CACHE_S`` per process, so a call of a ten
 database round trip (a new budget applies within that time). Whoever bills the call settles its hold (the
 gateway's metering, the run checkpoint that bills the step); a call that ends unbilled releases it; a process
 that dies leaves it to expire (``billing.budgets.RESERVATION_TTL``).
+
+A hold is sized for the most the call may produce (``ModelCall.output_tokens``), and every backend cuts its answer
+there (``InferenceRequest.output_ceiling``), so a settlement never passes its hold: :func:`exceeds_hold` is the
+check that says so in the logs if one ever does (a backend that did not cut, an upstream slower than estimated).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.db import Database, TenantScope
 
-__all__ = ["BUDGET_CACHE_S", "BudgetHolds"]
+__all__ = ["BUDGET_CACHE_S", "BudgetHolds", "exceeds_hold"]
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +76,24 @@ class BudgetHolds:
             found = await budgets.tenant_has_budgets(session, scope=scope)
         self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
         return found
+
+
+def exceeds_hold(call: ModelCall, *, chip_us: int, completion_tokens: int) -> bool:
+    """Whether a call used more than its budget hold was sized for: more output tokens than it was allowed, or
+    more compute than the backend's bound for them. Logs an error naming the call when it did (its settlement
+    then records the actual spend, past the hold: the work was done)."""
+    bound_chip_us = call.backend.max_chip_us(call.prompt_tokens, call.output_tokens)
+    if completion_tokens <= call.output_tokens and chip_us <= bound_chip_us:
+        return False
+    log.error(
+        "model call %s of tenant %s on %s used more than its budget hold: %d output tokens of %d allowed, "
+        "%d chip-us of %d estimated",
+        call.holder,
+        call.scope.tenant_id,
+        call.backend.name,
+        completion_tokens,
+        call.output_tokens,
+        chip_us,
+        bound_chip_us,
+    )
+    return True

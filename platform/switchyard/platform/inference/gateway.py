@@ -38,6 +38,7 @@ from switchyard.platform.admission import (
     Admission,
     Holds,
     ModelCall,
+    exceeds_hold,
     model_backend,
     most_output_tokens,
     refuse_oversized,
@@ -229,6 +230,8 @@ class InferenceGateway:
 
     async def _meter(self, admitted: Admitted, receipt: ComputeReceipt) -> None:
         """The usage event and the budget settlement of a finished request, committed with others in a batch."""
+        if admitted.holds.reservation_id is not None:
+            exceeds_hold(admitted.holds.call, chip_us=receipt.chip_us, completion_tokens=receipt.completion_tokens)
         event = UsageEventCreate(
             event_id=admitted.request.request_id,
             api_key_id=admitted.api_key_id,
