@@ -58,6 +58,8 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 _CANCEL = re.compile(r"^/v1/requests/(?P<request_id>[^/]+)/cancel$")
 MAX_BODY_BYTES = 16 * 1024 * 1024
+LOOP_JSON_BYTES = 64 * 1024  # JSON this large or smaller is read and written on the event loop; larger, in a thread
+EVENTS_PER_TURN = 64  # a stream gives the loop to other requests after this many events
 
 
 class FleetServer:
@@ -144,7 +146,7 @@ class FleetServer:
     ) -> tuple[_Request, Backend] | None:
         """The request and the deployment it is for, or ``None`` once it was refused (404, 400, 503 at shutdown)."""
         try:
-            request = parse(json.loads(await _body(receive)))
+            request = parse(await _loads(await _body(receive)))
             backend = self.pool.backend(request.model)
         except UnknownNameError as exc:
             await _error(send, 404, str(exc), "model_not_found")
@@ -182,12 +184,16 @@ class FleetServer:
         async with self._running_as_own(request.request_id, backend, receive) as (own_id, gone):
             stream = _ChunkWriter(send, request.model, gone) if request.stream else _WholeWriter(send, request.model)
             await stream.start()
+            events = 0
             async for event in backend.generate(replace(request, request_id=own_id)):
                 if isinstance(event, ComputeReceipt):
                     receipt = replace(event, request_id=request.request_id)
                     self._issued.add(receipt)
                 else:
                     await stream.delta(event)
+                events += 1
+                if events % EVENTS_PER_TURN == 0:  # a long answer streamed at once must not hold the loop
+                    await asyncio.sleep(0)
             assert receipt is not None
             await stream.finish(receipt)
             if gone.is_set():
@@ -211,7 +217,7 @@ class FleetServer:
             data = [{"object": "embedding", "index": i, "embedding": list(v)} for i, v in enumerate(vectors)]
             answer = {"object": "list", "data": data, "model": request.model, "usage": receipt.usage()}
             with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
-                await _json(send, 200, answer)
+                await _json(send, 200, answer, large=sum(len(v) for v in vectors) > LOOP_JSON_BYTES // 32)
 
     @staticmethod
     async def _watch(receive: Receive, gone: asyncio.Event, backend: Backend, own_id: str) -> None:
@@ -295,7 +301,7 @@ class _WholeWriter:
             choice["logprobs"] = {"content": self._logprobs, "refusal": None}
         completion = {"object": "chat.completion", "model": self._model, "choices": [choice], "usage": receipt.usage()}
         with contextlib.suppress(OSError):  # the gateway is gone: the watcher has seen it
-            await _json(self._send, 200, completion)
+            await _json(self._send, 200, completion, large=len(self._text) + len(self._logprobs) > EVENTS_PER_TURN)
 
 
 def _inference_request(body: dict[str, Any]) -> InferenceRequest:
@@ -350,8 +356,14 @@ async def _body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload).encode()
+async def _loads(body: bytes) -> Any:
+    """A request body's JSON, read in a thread when it is large (up to ``MAX_BODY_BYTES``: a tenth of a second)."""
+    return json.loads(body) if len(body) <= LOOP_JSON_BYTES else await asyncio.to_thread(json.loads, body)
+
+
+async def _json(send: Send, status: int, payload: dict[str, Any], *, large: bool = False) -> None:
+    """Answer ``payload`` as JSON; ``large``: serialised in a thread (a long answer with logprobs is megabytes)."""
+    body = (await asyncio.to_thread(json.dumps, payload) if large else json.dumps(payload)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -3,6 +3,14 @@
 ``time_scale`` maps simulated seconds to wall seconds: 1.0 waits out the simulated latency, 0 answers as soon
 as the simulation is done while still reporting simulated timings (tests use 0). Requests that arrive in the
 same event-loop tick share the simulated batch.
+
+The sim model's answer and the prompt's token count are worked out before the request joins the simulation. For a
+light request (``light``: plain text of at most ``LIGHT_OUTPUT_TOKENS`` tokens without logprobs, after a prompt of
+at most ``LIGHT_PROMPT_CHARS`` characters of plain strings: well under a millisecond) that happens on the event
+loop; every other request's (tools, JSON, logprobs, long answers or prompts: up to tens of milliseconds within the
+sim model's budget, more for a prompt of megabytes) in one of the deployment's ``ANSWER_THREADS`` worker threads,
+so the loop goes on serving everyone else meanwhile. A request stopped while its answer is being worked out never
+runs: its receipt is ``cancelled`` with no compute.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import itertools
 import math
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -40,9 +49,39 @@ from switchyard.accelerator.pool.types import (
 )
 from switchyard.accelerator.requests import FinishedRequest
 
-__all__ = ["SimulatedDeployment", "max_chip_us"]
+__all__ = ["SimulatedDeployment", "light", "max_chip_us"]
 
 TICK_S = 0.002
+ANSWER_THREADS = 4
+LIGHT_OUTPUT_TOKENS = 1_000
+LIGHT_PROMPT_CHARS = 32_768
+LIGHT_PROMPT_MESSAGES = 256
+
+
+def light(request: InferenceRequest) -> bool:
+    """Whether the sim model answers ``request`` cheaply enough to do it on the event loop (module docstring)."""
+    if request.tools or request.top_logprobs is not None or len(request.messages) > LIGHT_PROMPT_MESSAGES:
+        return False
+    if request.response_format is not None and request.response_format.get("type") != "text":
+        return False
+    if request.max_tokens is not None and request.max_tokens > LIGHT_OUTPUT_TOKENS:
+        return False
+    chars = 0
+    for message in request.messages:
+        content = message.get("content")
+        if message.get("tool_calls") or not isinstance(content, str | None):
+            return False
+        chars += len(content or "")
+    return chars <= LIGHT_PROMPT_CHARS
+
+
+def _vectors(model: str, request: EmbeddingRequest, dimensions: int) -> tuple[tuple[float, ...], ...]:
+    return tuple(embedding_vector(model, item, dimensions) for item in request.inputs)
+
+
+def _answer(request: InferenceRequest) -> tuple[Completion, int]:
+    """The sim model's answer and the prompt's tokens: the request's CPU-heavy part."""
+    return complete(request), count_prompt_tokens(request.messages, request.tools)
 
 
 class SimulatedDeployment:
@@ -68,6 +107,8 @@ class SimulatedDeployment:
         self._driver: asyncio.Task[None] | None = None
         self._drain_scheduled = False
         self._issued = IssuedReceipts()
+        self._preparing: dict[str, list[asyncio.Event]] = {}  # by request id: answers being worked out, to stop
+        self._answer_threads = ThreadPoolExecutor(max_workers=ANSWER_THREADS, thread_name_prefix="sim-answer")
 
     @property
     def name(self) -> str:
@@ -76,6 +117,10 @@ class SimulatedDeployment:
     @property
     def context_window(self) -> int:
         return int(self.deployment.model.max_position_embeddings)
+
+    async def aclose(self) -> None:
+        """Let the answer threads go once the answers being worked out are done (in the background)."""
+        self._answer_threads.shutdown(wait=False)
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
         return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
@@ -103,8 +148,19 @@ class SimulatedDeployment:
 
     async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         """Stream the simulated model's answer, paced by the simulation, then its ``ComputeReceipt``."""
-        completion = complete(request)
-        prompt_tokens = count_prompt_tokens(request.messages, request.tools)
+        stopped = asyncio.Event()  # set by cancel() while the answer is worked out in a thread
+        if light(request):
+            completion, prompt_tokens = _answer(request)
+        else:
+            preparing = self._preparing.setdefault(request.request_id, [])
+            preparing.append(stopped)
+            try:
+                loop = asyncio.get_running_loop()
+                completion, prompt_tokens = await loop.run_in_executor(self._answer_threads, _answer, request)
+            finally:
+                preparing.remove(stopped)
+                if not preparing:
+                    self._preparing.pop(request.request_id, None)
         job = Job(
             job_id=next(self._ids),
             tenant=request.tenant,
@@ -120,8 +176,11 @@ class SimulatedDeployment:
         self._jobs.setdefault(request.request_id, []).append(job)
         progressed = asyncio.Event()
         self._progress[job.job_id] = (0, progressed)
-        self.dispatcher.offer(job, job.arrival_s)
-        self._wake()
+        if stopped.is_set():  # stopped before it reached the pool: it ends at once, with no compute
+            future.set_result(self._never_ran(job))
+        else:
+            self.dispatcher.offer(job, job.arrival_s)
+            self._wake()
         sent = 0
         try:
             # On a wall clock, text streams as the simulated replica generates it; tool calls come whole at the end.
@@ -188,7 +247,10 @@ class SimulatedDeployment:
         timed = list(zip(jobs, results, strict=True))
         if not cancelled:
             dimensions = request.dimensions or EMBEDDING_SHAPES[self.spec.model].dimensions
-            yield Embeddings(tuple(embedding_vector(self.spec.model, item, dimensions) for item in request.inputs))
+            loop = asyncio.get_running_loop()
+            # 2,048 inputs take a quarter of a second and more: never on the loop
+            vectors = await loop.run_in_executor(self._answer_threads, _vectors, self.spec.model, request, dimensions)
+            yield Embeddings(vectors)
         receipt = ComputeReceipt(
             tenant=request.tenant,
             request_id=request.request_id,
@@ -207,15 +269,24 @@ class SimulatedDeployment:
         yield receipt
 
     def cancel(self, request_id: str) -> None:
-        """Stop a request whose client went away; its receipt then carries the compute used so far."""
+        """Stop a request whose client went away; its receipt then carries the compute used so far (none when its
+        answer was still being worked out)."""
+        for stopped in self._preparing.get(request_id, ()):
+            stopped.set()
         for job in list(self._jobs.get(request_id, ())):
-            queued = self.dispatcher.abort(job.job_id)
-            if queued is not None:  # never reached the cluster: nothing was computed
-                now = self._sim_now()
-                never_ran = FinishedRequest(job.job_id, -1, job.arrival_s, now, now, now, job.prompt_tokens, 0, 0)
-                self._resolve([(job, replace(never_ran, cancelled=True))])
-            else:
-                self._wake()
+            self._stop(job)
+
+    def _stop(self, job: Job) -> None:
+        queued = self.dispatcher.abort(job.job_id)
+        if queued is not None:  # never reached the cluster: nothing was computed
+            self._resolve([(job, self._never_ran(job))])
+        else:
+            self._wake()
+
+    def _never_ran(self, job: Job) -> FinishedRequest:
+        now = self._sim_now()
+        never_ran = FinishedRequest(job.job_id, -1, job.arrival_s, now, now, now, job.prompt_tokens, 0, 0)
+        return replace(never_ran, cancelled=True)
 
     @staticmethod
     def _deltas(completion: Completion) -> list[PoolEvent]:

@@ -218,14 +218,14 @@ class SchemaInstance:
         properties = schema.get("properties")
         properties = properties if isinstance(properties, Mapping) else {}
         required = schema.get("required")
-        wanted = {n for n in required if isinstance(n, str)} if isinstance(required, list) else None
         value: dict[str, Any] = {}
         if not self.budget.step(len(properties) + (len(required) if isinstance(required, list) else 0)):
             return value
+        wanted = {n for n in required if isinstance(n, str)} if isinstance(required, list) else None
         if not self.budget.chars(2):
             return value
         for name, sub in properties.items():
-            if wanted is not None and name not in wanted:
+            if not isinstance(name, str) or (wanted is not None and name not in wanted):
                 continue
             if not self.budget.chars(len(json.dumps(name, ensure_ascii=False)) + 4):  # "name": value,
                 break
