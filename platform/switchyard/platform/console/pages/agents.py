@@ -20,11 +20,15 @@ from switchyard.platform.auth.roles import Role
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
+from switchyard.platform.http.bodies import MAX_STORED_INTEGER
 from switchyard.platform.http.errors import ApiError, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
 
 __all__ = ["AgentPagesController", "version_diff"]
+
+MAX_TOKENS_DIGITS = len(str(MAX_STORED_INTEGER))
+"""More digits than this is past any ``max_tokens`` the API takes: refused before ``int()`` reads it."""
 
 
 def _actor(request: Request[Any, Any, Any]) -> Actor:
@@ -37,15 +41,30 @@ def _models(request: Request[Any, Any, Any]) -> list[str]:
     return sorted(b.name for b in backends if getattr(b.spec, "task", "chat") == "chat")  # no embedding models
 
 
+class FormProblem(ValueError):
+    """A form field that is not what it must be; ``values`` are the fields as typed, to show the form again."""
+
+    def __init__(self, message: str, values: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.values = values
+
+
 def _fields(form: Any) -> dict[str, Any]:
-    """The agent fields of a submitted form, as the API's schemas take them."""
+    """The agent fields of a submitted form, as the API's schemas take them. ``max_tokens`` is empty (the model's
+    default) or ASCII digits a column can hold: ``²`` passes ``str.isdigit`` but not ``int()``, and ``int()`` of
+    5,000 digits raises; each is a ``FormProblem``, not a 500. Its range is the API schema's."""
     fields: dict[str, Any] = {
         "name": str(form.get("name", "")).strip(),
         "model": str(form.get("model", "")),
         "instructions": str(form.get("instructions", "")),
     }
     max_tokens = str(form.get("max_tokens", "")).strip()
-    fields["model_params"] = {"max_tokens": int(max_tokens)} if max_tokens.isdigit() else {}
+    if max_tokens and not (max_tokens.isascii() and max_tokens.isdigit() and len(max_tokens) <= MAX_TOKENS_DIGITS):
+        raise FormProblem(
+            "max tokens is a whole number such as 1024, or empty for the model's default",
+            {**fields, "max_tokens": max_tokens[:MAX_TOKENS_DIGITS]},
+        )
+    fields["model_params"] = {"max_tokens": int(max_tokens)} if max_tokens else {}
     return fields
 
 
@@ -112,7 +131,10 @@ class AgentPagesController(Controller):
     @post("/", opt=console_access(Role.DEVELOPER), status_code=303)
     async def create_agent(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[Any]:
         user = console_user(request)
-        fields = _fields(await request.form())
+        try:
+            fields = _fields(await request.form())
+        except FormProblem as problem:
+            return self._form(request, values=problem.values, error=str(problem))
         try:
             created = await service.create_agent(
                 db_session,
@@ -164,7 +186,10 @@ class AgentPagesController(Controller):
     ) -> Response[Any]:
         user = console_user(request)
         agent = await service.get_agent(db_session, scope=user.scope, agent_id=agent_id)
-        fields = _fields(await request.form())
+        try:
+            fields = _fields(await request.form())
+        except FormProblem as problem:
+            return self._form(request, values=problem.values, agent=agent, error=str(problem))
         current_params = dict(agent.model_params)
         current_params.pop("max_tokens", None)
         fields["model_params"] = {**current_params, **fields["model_params"]}
@@ -193,6 +218,8 @@ class AgentPagesController(Controller):
         scope = console_user(request).scope
         if version < 2:
             raise NotFound("version 1 has no version before it", param="version")
+        if version > MAX_STORED_INTEGER:  # no agent has that many versions, and the database cannot be asked
+            raise NotFound(f"agent {agent_id!r} has no version {version}", param="version")
         _, newer = await service.get_version(db_session, scope=scope, agent_id=agent_id, version=version)
         agent, older = await service.get_version(db_session, scope=scope, agent_id=agent_id, version=version - 1)
         lines = version_diff(AgentVersionPublic.of(older), AgentVersionPublic.of(newer))
