@@ -114,7 +114,18 @@ class Settings(BaseSettings):
         default=2_000_000, ge=1, description="Prompt + requested output tokens per tenant per minute."
     )
     key_requests_per_minute: int = Field(default=6_000, ge=1, description="Inference requests per API key per minute.")
-    max_output_tokens: int = Field(default=16_384, ge=1, description="Largest `max_tokens` a request may ask for.")
+    max_output_tokens: int = Field(
+        default=16_384,
+        ge=1,
+        description="Largest `max_tokens` a request may ask for, and the `max_tokens` of a request that sets none: "
+        "its budget hold covers that many output tokens and the answer is cut there.",
+    )
+    max_embeddings_answer_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Largest answer one `/v1/embeddings` call may have, counted as inputs x dimensions x 24 bytes "
+        "a value (`float`) or x 16/3 (`base64`); a call past it is refused with 400 naming `input`.",
+    )
     agent_run_lease_seconds: float = Field(
         default=120.0,
         gt=0,

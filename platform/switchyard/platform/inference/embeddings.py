@@ -4,14 +4,21 @@ An embedding call is admitted and metered as a chat completion is (the one admis
 prompt tokens and no completion tokens, ``usage.compute`` and ``x-switchyard-chip-us``); on the fleet each input
 is one prefill-only pass. The simulator's vectors are deterministic: the same input to the same model always
 gets the same unit vector, but similar texts do not get similar vectors (see ``switchyard.accelerator.pool``).
+
+An answer is bounded before anything runs: inputs x dimensions x bytes a value (``VALUE_BYTES``) plus each item's
+wrapper must fit ``SWITCHYARD_MAX_EMBEDDINGS_ANSWER_BYTES``, else the call is refused with 400 naming ``input``
+(``answer_too_large``); the answer is encoded off the event loop, so another tenant's requests on the process go on
+while it is. An ``openai-compatible`` deployment's dimensions are known only when the call names them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 from typing import Annotated, Any, Literal
 
+import msgspec
 import numpy as np
 from litestar import Controller, Request, Response, post
 from litestar.params import JSONBody
@@ -38,9 +45,14 @@ from switchyard.platform.inference.gateway import InferenceGateway
 from switchyard.platform.inference.responses import compute_headers
 from switchyard.platform.inference.schemas import ComputeUsage
 
-__all__ = ["CreateEmbeddingResponse", "EmbeddingController", "EmbeddingCreate"]
+__all__ = ["VALUE_BYTES", "CreateEmbeddingResponse", "EmbeddingController", "EmbeddingCreate", "answer_bytes"]
 
 MAX_INPUTS = 2048  # OpenAI's limit on the inputs of one call
+VALUE_BYTES = {"float": 24.0, "base64": 16 / 3}
+"""Bytes of one vector value in an answer: a JSON float with its comma at most (a float32 written as a double,
+``-0.00012345678901234567,``; 21.5 on average), or four bytes of base64 (16/3 characters)."""
+ITEM_BYTES = 64  # {"object":"embedding","index":2047,"embedding":[...]}, around each vector
+LIST_BYTES = 1024  # the list, the model's name and the usage around all of them
 _PRIORITIES = {"batch": Priority.BATCH, "standard": Priority.STANDARD, "interactive": Priority.INTERACTIVE}
 
 Text = Annotated[str, Field(min_length=1)]
@@ -105,9 +117,36 @@ class CreateEmbeddingResponse(BaseModel):
     usage: EmbeddingUsage
 
 
-def embedding_backend(gateway: InferenceGateway, body: EmbeddingCreate, tenant_id: str) -> Backend:
+def answer_bytes(inputs: int, dimensions: int, encoding_format: str) -> int:
+    """The most bytes an answer of ``inputs`` vectors of ``dimensions`` values may take in ``encoding_format``."""
+    return int(inputs * (dimensions * VALUE_BYTES[encoding_format] + ITEM_BYTES)) + LIST_BYTES
+
+
+def refuse_huge_answer(body: EmbeddingCreate, dimensions: int | None, max_answer_bytes: int) -> None:
+    """400 naming ``input`` (``answer_too_large``) when the answer to ``body`` could pass ``max_answer_bytes``
+    (``dimensions``: the vectors' length, ``None`` when the deployment does not say)."""
+    if dimensions is None:
+        return
+    inputs = len(body.inputs())
+    size = answer_bytes(inputs, dimensions, body.encoding_format)
+    if size <= max_answer_bytes:
+        return
+    fits = max(0, int((max_answer_bytes - LIST_BYTES) / (dimensions * VALUE_BYTES[body.encoding_format] + ITEM_BYTES)))
+    raise InvalidRequest(
+        f"{inputs} inputs x {dimensions} dimensions as {body.encoding_format} make an answer of up to {size:,} bytes; "
+        f"one call may answer at most {max_answer_bytes:,} (SWITCHYARD_MAX_EMBEDDINGS_ANSWER_BYTES): send at most "
+        f"{fits} inputs a call, fewer dimensions, or encoding_format base64",
+        param="input",
+        code="answer_too_large",
+    )
+
+
+def embedding_backend(
+    gateway: InferenceGateway, body: EmbeddingCreate, tenant_id: str, *, max_answer_bytes: int
+) -> Backend:
     """The deployment for ``body``: an embedding model the tenant may use (404, or 400 naming ``model``), which
-    encodes every input (400 naming ``input``) at the asked ``dimensions`` (400 naming ``dimensions``)."""
+    encodes every input (400 naming ``input``) at the asked ``dimensions`` (400 naming ``dimensions``), in an
+    answer of at most ``max_answer_bytes`` (400 naming ``input``)."""
     backend = model_backend(gateway.pool, body.model, tenant_id, task="embeddings")
     shape = EMBEDDING_SHAPES.get(backend.spec.model) if backend.spec.backend == "trainium-sim" else None
     if body.dimensions is not None and shape is not None:
@@ -123,6 +162,7 @@ def embedding_backend(gateway: InferenceGateway, body: EmbeddingCreate, tenant_i
                 param="dimensions",
                 code="invalid_value",
             )
+    refuse_huge_answer(body, body.dimensions or (shape.dimensions if shape is not None else None), max_answer_bytes)
     limit = shape.max_input_tokens if shape is not None else backend.context_window
     for index, tokens in enumerate(input_tokens(body.inputs())):
         if tokens > limit:
@@ -182,7 +222,8 @@ class EmbeddingController(Controller):
         gateway: InferenceGateway = request.app.state.gateway
         scope = principal.scope
         assert scope is not None  # the route's guard admits tenant keys only
-        backend = embedding_backend(gateway, data, scope.tenant_id)
+        max_answer_bytes = request.app.state.settings.max_embeddings_answer_bytes
+        backend = embedding_backend(gateway, data, scope.tenant_id, max_answer_bytes=max_answer_bytes)
         call = EmbeddingRequest(
             request_id=f"emb-{secrets.token_hex(12)}",  # ours: it keys the call's one usage event
             tenant=scope.tenant_id,
@@ -203,7 +244,11 @@ class EmbeddingController(Controller):
         assert receipt is not None  # the events end with the receipt, or raise
         if vectors is None:  # the fleet stopped the call (it is shutting down): what it used is on its receipt
             raise ServiceUnavailable("the fleet stopped the call before its vectors were ready", code="cancelled")
-        body = embedding_list(
-            model=backend.name, vectors=vectors, receipt=receipt, encoding_format=data.encoding_format
-        )
-        return Response(body, headers=admitted.headers | compute_headers(receipt))
+        # encoded in a thread: up to SWITCHYARD_MAX_EMBEDDINGS_ANSWER_BYTES of JSON, while the loop serves others
+        content = await asyncio.to_thread(_encoded_answer, backend.name, vectors, receipt, data.encoding_format)
+        return Response(content, media_type="application/json", headers=admitted.headers | compute_headers(receipt))
+
+
+def _encoded_answer(model: str, vectors: Embeddings, receipt: ComputeReceipt, encoding_format: str) -> bytes:
+    answer = embedding_list(model=model, vectors=vectors, receipt=receipt, encoding_format=encoding_format)
+    return msgspec.json.encode(answer)
