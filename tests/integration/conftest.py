@@ -162,6 +162,9 @@ def production_layout(
             "SWITCHYARD_REDIS_URL": redis_url,
             "SWITCHYARD_TIME_SCALE": "1",
             "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": str(lease_s),
+            # each worker simulates its own fleet (no fleet process): these tests are about leases, brokers and
+            # recovery, not about reconciling the fleet's busy time (tests/system runs the layout with one)
+            "SWITCHYARD_SIMULATE_IN_PROCESS": "1",
         }
         settings = Settings(
             data_dir=tmp_path / "data",

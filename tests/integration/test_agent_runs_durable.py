@@ -148,6 +148,7 @@ def chaos_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
         "SWITCHYARD_TIME_SCALE": "0",
         "SWITCHYARD_AGENT_RUN_LEASE_SECONDS": "2",
         "SWITCHYARD_LOG_LEVEL": "warning",
+        "SWITCHYARD_SIMULATE_IN_PROCESS": "1",  # each worker its own simulated fleet: runs are checked, not busy time
     }
 
 

@@ -77,6 +77,7 @@ async def _scenario(tmp_path: Path, start_process: Any, redis_server: RedisServe
         "SWITCHYARD_BROKER_URL": f"{base}/0",  # the production layout: one Redis for the broker and the limits
         "SWITCHYARD_REDIS_URL": f"{base}/1",
         "SWITCHYARD_TIME_SCALE": "1",  # tokens take their simulated time: requests are in flight for seconds
+        "SWITCHYARD_SIMULATE_IN_PROCESS": "1",  # one API process, its own simulated fleet: no reconciliation here
     }
     data_dir.mkdir()
     upgrade = start_process("db", "upgrade", env=env)

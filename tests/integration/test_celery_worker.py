@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
     ]
 )
 def worker_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data")}
+    env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_SIMULATE_IN_PROCESS": "1"}  # no model calls
     if request.param == "redis":
         env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_url")
     if request.param == "amqp":

@@ -58,6 +58,7 @@ def test_a_worker_goes_on_after_its_broker_drops_mid_acknowledgement(
     broker = f"redis://127.0.0.1:{port}/0"
     server = _redis(port, tmp_path / "redis.log")
     env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_BROKER_URL": broker}
+    env["SWITCHYARD_SIMULATE_IN_PROCESS"] = "1"  # one worker, its own simulated fleet
     worker = start_process("worker", "--concurrency", "4", env=env)
     app = create_celery(Settings(data_dir=tmp_path / "data", broker_url=broker))
     try:
@@ -96,6 +97,7 @@ def test_a_worker_goes_on_after_rabbitmq_closes_its_connections(
         "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
         "SWITCHYARD_BROKER_URL": rabbitmq_vhost,
         "SWITCHYARD_RESULT_BACKEND": results,
+        "SWITCHYARD_SIMULATE_IN_PROCESS": "1",  # one worker, its own simulated fleet
     }
     worker = start_process("worker", "--concurrency", "4", env=env)
     app = create_celery(Settings(data_dir=tmp_path / "data", broker_url=rabbitmq_vhost, result_backend=results))

@@ -70,3 +70,44 @@ def test_every_command_has_help(runner: CliRunner) -> None:
         result = runner.invoke(main, [*args, "--help"])
         assert result.exit_code == 0, args
         assert "Usage:" in result.output
+
+
+@pytest.mark.parametrize("command", ["api", "worker"])
+@pytest.mark.parametrize(
+    ("variables", "shared"),
+    [
+        ({"SWITCHYARD_DATABASE_URL": "postgresql://app@127.0.0.1:1/switchyard"}, "PostgreSQL database"),
+        ({"SWITCHYARD_BROKER_URL": "redis://127.0.0.1:1/0"}, "Redis broker"),
+    ],
+)
+def test_api_and_worker_beside_other_processes_refuse_to_simulate_their_own_fleet(
+    runner: CliRunner, command: str, variables: dict[str, str], shared: str
+) -> None:
+    """Each would simulate a fleet of its own, and reconcile would then fail for good: they exit naming
+    SWITCHYARD_FLEET_URL before serving anything (the ports and hosts above answer nothing)."""
+    refused = runner.invoke(main, [command], env={**variables, "SWITCHYARD_FLEET_URL": ""})
+    assert refused.exit_code != 0, refused.output
+    assert "SWITCHYARD_FLEET_URL" in refused.output
+    assert shared in refused.output
+
+
+def test_in_process_simulation_is_refused_only_beside_other_processes(tmp_path: Path) -> None:
+    """`switchyard up`'s embedded layout (SQLite, its SQLite broker) may simulate in-process; so may a process with a
+    fleet process, a fleet with no trainium-sim deployment, or one that says SWITCHYARD_SIMULATE_IN_PROCESS."""
+    from switchyard.platform.inference.runtime import in_process_fleet_problem
+    from switchyard.platform.settings import Settings
+
+    postgres = "postgresql://app@127.0.0.1:1/switchyard"
+    upstreams = tmp_path / "fleet.json"
+    upstreams.write_text(
+        '{"deployments": [{"name": "gpt", "backend": "openai-compatible", "base_url": "http://127.0.0.1:1/v1"}]}'
+    )
+    assert in_process_fleet_problem(Settings(data_dir=tmp_path)) is None
+    assert in_process_fleet_problem(Settings(data_dir=tmp_path, database_url=postgres))
+    assert in_process_fleet_problem(Settings(data_dir=tmp_path, broker_url="amqp://127.0.0.1:1//"))
+    for fine in (
+        {"fleet_url": "http://127.0.0.1:1"},
+        {"fleet_file": str(upstreams)},
+        {"simulate_in_process": True},
+    ):
+        assert in_process_fleet_problem(Settings(data_dir=tmp_path, database_url=postgres, **fine)) is None, fine

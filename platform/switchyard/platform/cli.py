@@ -184,6 +184,15 @@ def _serve(settings: Settings, workers: int = 1) -> None:
         uvicorn.run("switchyard.platform.app:create_app", factory=True, workers=workers, **options)
 
 
+def _refuse_in_process_fleet(settings: Settings) -> None:
+    """Exit (status 2, naming SWITCHYARD_FLEET_URL) when this process would simulate a fleet of its own beside
+    other processes: see ``inference.runtime.in_process_fleet_problem``."""
+    from switchyard.platform.inference.runtime import in_process_fleet_problem
+
+    if problem := in_process_fleet_problem(settings):
+        raise click.UsageError(problem)
+
+
 SHUTDOWN_GRACE_S = 5
 """Seconds an API process waits on SIGTERM for open responses before it closes them and exits."""
 
@@ -201,6 +210,7 @@ SHUTDOWN_GRACE_S = 5
 def api(host: str | None, port: int | None, workers: int) -> None:
     """Run the API server only (production: several of these behind a load balancer)."""
     settings = _settings(host=host, port=port)
+    _refuse_in_process_fleet(settings)
     if workers > 1 and not settings.fleet_url:
         from switchyard.accelerator.pool import load_fleet
 
@@ -255,6 +265,7 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
     if unknown or not chosen:
         raise click.BadParameter(f"choose among {', '.join(QUEUES)} (got {queues!r})", param_hint="--queues")
     settings = _settings()
+    _refuse_in_process_fleet(settings)
     if pool == "prefork" and settings.metrics_port:
         prepare_multiprocess_dir()  # the pool's processes write their values where the metrics port reads them
     observe_process(settings, service="switchyard-worker", metrics=True)

@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         "for all API processes and workers, and the address `switchyard fleet` binds to; empty simulates them "
         "in-process (`switchyard up` starts a fleet process and sets it).",
     )
+    simulate_in_process: bool = Field(
+        default=False,
+        description="Let `switchyard api` and `switchyard worker` on a shared database or broker (PostgreSQL, Redis, "
+        "RabbitMQ) simulate `trainium-sim` deployments in-process when `fleet_url` is empty. Off, they refuse to "
+        "start: each would simulate a fleet of its own beside the others and reconciliation would fail. For tests "
+        "that run such a process alone; never in production.",
+    )
     fleet_token: SecretStr | None = Field(
         default=None,
         description="Shared secret the fleet process requires from API processes and workers (`Authorization: "

@@ -56,6 +56,7 @@ def run(url: str, job: Callable[[Database], Awaitable[T]]) -> T:
 @pytest.fixture(params=["sqlite-broker", pytest.param("redis-broker", marks=pytest.mark.redis)])
 def worker_env(request: pytest.FixtureRequest, database_url: str, tmp_path: Path) -> dict[str, str]:
     env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": database_url}
+    env["SWITCHYARD_SIMULATE_IN_PROCESS"] = "1"  # the worker rates and finalizes; it serves no model
     if request.param == "redis-broker":
         env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_url")
     return env

@@ -18,7 +18,7 @@ from switchyard.platform.jobs import enqueue, jobs_for
 from switchyard.platform.observability.instrument import instrument_pool
 from switchyard.platform.settings import Settings
 
-__all__ = ["build_pool", "reload_pool", "start_gateway", "stop_gateway"]
+__all__ = ["build_pool", "in_process_fleet_problem", "reload_pool", "start_gateway", "stop_gateway"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,37 @@ def build_pool(settings: Settings) -> AcceleratorPool:
         fleet_token=settings.fleet_token_value,
     )
     return instrument_pool(pool)  # a span and latency metrics per model call
+
+
+def _server(url: str) -> str:
+    scheme = url.partition(":")[0].partition("+")[0]
+    names = {"postgresql": "PostgreSQL", "redis": "Redis", "rediss": "Redis", "amqp": "RabbitMQ", "amqps": "RabbitMQ"}
+    return names.get(scheme, scheme)
+
+
+def in_process_fleet_problem(settings: Settings) -> str | None:
+    """Why an API process or worker with these settings must not start, or ``None``.
+
+    Without ``SWITCHYARD_FLEET_URL`` a process simulates the ``trainium-sim`` deployments itself. That is right for
+    one process (``switchyard up`` on SQLite and its SQLite broker starts a fleet process anyway); beside other
+    processes on a shared database or broker each would simulate a fleet of its own, with replicas, queues and
+    busy time no other process sees, and reconciliation would fail for good. ``SWITCHYARD_SIMULATE_IN_PROCESS``
+    allows it explicitly (tests of one process)."""
+    if settings.fleet_url or settings.simulate_in_process:
+        return None
+    shared = []
+    if not settings.uses_sqlite:
+        shared.append(f"{_server(settings.database_url)} database")
+    if not settings.broker_url.startswith("sqla+sqlite"):  # `switchyard up`'s embedded broker is a SQLite file
+        shared.append(f"{_server(settings.broker_url)} broker")
+    if not shared or not any(spec.backend == "trainium-sim" for spec in load_fleet(settings.fleet_file)):
+        return None
+    return (
+        f"SWITCHYARD_FLEET_URL is not set, so this process would simulate the trainium-sim fleet itself, beside the "
+        f"other processes of its {' and '.join(shared)}: each would simulate a fleet of its own and reconciliation "
+        "would fail. Run `switchyard fleet` once and set SWITCHYARD_FLEET_URL (and SWITCHYARD_FLEET_TOKEN) for every "
+        "API process and worker, or use `switchyard up` for a single-machine installation."
+    )
 
 
 async def reload_pool(state: Any, pool: AcceleratorPool) -> None:
