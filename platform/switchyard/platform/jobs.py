@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from switchyard.platform.settings import Settings
 
-__all__ = ["BrokerSender", "JobSender", "enqueue", "jobs_for"]
+__all__ = ["BrokerSender", "JobSender", "enqueue", "enqueue_after", "jobs_for"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,12 @@ def enqueue(jobs: JobSender, task: str, *args: Any, session: AsyncSession | None
         jobs.send_task(task, list(args))
         return
     _pending(session.sync_session).append((jobs, task, list(args)))
+
+
+def enqueue_after(app: Any, task: str, *args: Any, delay_s: float) -> None:
+    """Send job ``task(*args)`` now, for a worker to run ``delay_s`` seconds from now (a Celery ``countdown``:
+    the worker holding it until then keeps its slots free). Workers only: ``app`` is their Celery app."""
+    app.send_task(task, args=list(args), countdown=max(0.0, delay_s))
 
 
 def _pending(session: Session) -> list[tuple[JobSender, str, list[Any]]]:

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from switchyard.platform.db import TenantScope
-from switchyard.platform.models import BudgetReservation, UsageEvent
+from switchyard.platform.models import BudgetReservation, Run, Thread, UsageEvent
 from tests.platform.agents_api.factories import make_agent, wait_for_run
 
 FINAL = {"completed", "failed", "cancelled", "incomplete", "expired"}
@@ -34,11 +34,14 @@ async def test_budgets_hold_and_settle_each_model_call(client: Any, make_tenant:
     assert Decimal(row["reserved"]) == 0
     async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
         holds = (await session.execute(select(BudgetReservation))).scalars().all()
-    assert sorted(h.status for h in holds) == ["settled", "settled"]  # one per model call
+    # the run's creation checked its first call's budget (held and given back at once), then one per model call
+    assert sorted(h.status for h in holds) == ["released", "settled", "settled"]
     assert sum(h.actual_chip_us or 0 for h in holds) == run["chip_us"]
 
 
-async def test_a_hard_agent_budget_refuses_the_model_call(client: Any, make_tenant: Any, inline_runs: Any) -> None:
+async def test_a_hard_agent_budget_refuses_the_run_when_it_is_created(
+    client: Any, make_tenant: Any, inline_runs: Any
+) -> None:
     tenant = await make_tenant()
     headers = tenant.headers("developer")
     agent = await make_agent(client, tenant)
@@ -48,12 +51,11 @@ async def test_a_hard_agent_budget_refuses_the_model_call(client: Any, make_tena
         headers=tenant.headers("admin"),
     )
     assert refused.status_code in (200, 201), refused.text
-    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)).json()
-    run = await wait_for_run(client, run["thread_id"], run["id"], headers, statuses=FINAL)
-    assert run["status"] == "failed"
-    assert run["last_error"]["code"] == "budget_exceeded"
-    assert "budget" in run["last_error"]["message"].lower()
-    assert run["chip_us"] == 0
+    run = await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=headers)
+    assert run.status_code == 402, run.text  # its first model call is admitted when it is created
+    assert run.json()["error"]["code"] == "budget_exceeded"
+    assert "budget" in run.json()["error"]["message"].lower()
     async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
-        usage = (await session.execute(select(UsageEvent).where(UsageEvent.run_id == run["id"]))).scalars().all()
-    assert usage == []
+        assert (await session.execute(select(Run))).scalars().all() == []
+        assert (await session.execute(select(Thread))).scalars().all() == []
+        assert (await session.execute(select(UsageEvent))).scalars().all() == []

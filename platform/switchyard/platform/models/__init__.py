@@ -29,6 +29,7 @@ from switchyard.platform.models.response import ResponseEventRecord, ResponseRec
 from switchyard.platform.models.run import Run
 from switchyard.platform.models.run_event import RunEventRecord
 from switchyard.platform.models.tenant import Tenant
+from switchyard.platform.models.tenant_turn import TenantTurn
 from switchyard.platform.models.thread import Thread
 from switchyard.platform.models.thread_message import ThreadMessage
 from switchyard.platform.models.usage_aggregate import UsageAggregate
@@ -65,6 +66,7 @@ __all__ = [
     "RunEventRecord",
     "Tenant",
     "TenantOwned",
+    "TenantTurn",
     "Thread",
     "ThreadMessage",
     "UsageAggregate",

@@ -6,6 +6,9 @@ way each transition is one transaction: the state, the output derived from it, t
 completed (one usage event per step, so a step repeated after a crash is billed once), its stream events (background
 responses) and, when the response finishes, its output appended to its conversation. A process that dies leaves
 the last checkpoint and its lease; ``responses.recover`` hands the response to a worker once the lease passed.
+In a worker, a model call that must wait for admission puts the response aside (``lease.postpone``) and raises
+``AdmissionDeferred`` for the worker to send it again for then; its first call's rates were charged when it was
+created.
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ from switchyard.platform.responses.events import ResponseStream, stored_logprobs
 from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
 from switchyard.platform.responses.store import add_conversation_items, chain_items, conversation_items
-from switchyard.platform.runs.admitted import AdmittedModel
+from switchyard.platform.runs.admitted import AdmissionDeferred, AdmittedModel, time_limit_of
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, postpone, release, take
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
+from switchyard.platform.runs.turns import take_turn
 
 __all__ = ["EXECUTE_TASK", "Listener", "execute_response"]
 
@@ -75,6 +79,8 @@ async def _claim(env: RunEnvironment, scope: TenantScope, response_id: str, owne
         values = {"lease_expires_at": now + timedelta(seconds=env.lease_s)}
         if not await take(session, scope, ResponseRecord, row, owner, values):
             return "leased"
+        if env.worker:
+            await take_turn(session, scope)
         return row
 
 
@@ -143,16 +149,23 @@ async def execute_response(
     row = claimed
     beating = heartbeat(env.database, scope, ResponseRecord, response_id, owner, env.lease_s)
     heartbeat_task = asyncio.get_running_loop().create_task(beating)
+    deferred: AdmissionDeferred | None = None
     try:
         return await _drive(env, scope, row, owner, listener, admitted)
     except StaleRun as exc:
         log.info("response %s: %s", response_id, exc)
         return "stale"
+    except AdmissionDeferred as exc:
+        deferred = exc
+        raise
     finally:
         heartbeat_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat_task
-        await release(env.database, scope, ResponseRecord, response_id, owner)
+        if deferred is not None:
+            await postpone(env.database, scope, ResponseRecord, response_id, owner, deferred.until)
+        else:
+            await release(env.database, scope, ResponseRecord, response_id, owner)
 
 
 async def _drive(
@@ -289,16 +302,23 @@ async def _drive(
         agent_id=row.agent_id,
         reservations=reservations,
         admitted=admitted,
+        # its first call's rates were charged when it was created (POST /v1/responses)
+        rates_charged=admitted is None and not any(step.usage is not None for step in state.steps),
+        defer=env.worker,
+        waiting_since=row.updated_at,
     )
-    final, _action = await drive_run(
-        loop,
-        state,
-        thread=history,
-        model=model,
-        checkpoint=checkpoint,
-        tenant_id=scope.tenant_id,
-        cancel_requested=cancel_requested if row.background else None,
-    )
+    try:
+        final, _action = await drive_run(
+            loop,
+            state,
+            thread=history,
+            model=model,
+            checkpoint=checkpoint,
+            tenant_id=scope.tenant_id,
+            cancel_requested=cancel_requested if row.background else None,
+        )
+    except AdmissionDeferred as deferred:
+        raise deferred.capped(time_limit_of(spec, current)) from None
     if final.status is RunStatus.REQUIRES_ACTION:
         return "completed"
     return response_status(final)[0]

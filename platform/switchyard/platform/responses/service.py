@@ -3,8 +3,8 @@
 In order, each refusal changing nothing: the definition (``prompt``'s agent, tools, ``text.format``; 400/404), the
 history it continues (``previous_response_id`` or ``conversation``, not both; 404 for another tenant's), the input
 items (400 naming the item), the model (404) and the context window (400). The first model call is then admitted
-as a chat completion is (429/402), and only then the response is stored, queued, its input appended to its
-conversation.
+as a chat completion is (429/402), background or not, and only then the response is stored, queued, its input
+appended to its conversation.
 """
 
 from __future__ import annotations
@@ -147,26 +147,31 @@ async def prepare(
     prompt_tokens = count_prompt_tokens(wire, [])
     output_cap = definition.spec.model_params.max_tokens
     refuse_oversized(backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens)
-    call = None
-    if not data.background:
-        call = ModelCall(
-            scope=scope,
-            api_key_id=None,
-            agent_id=definition.agent_id,
-            backend=backend,
-            prompt_tokens=prompt_tokens,
-            output_tokens=most_output_tokens(backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens),
-            holder=f"{response_id}/{secrets.token_hex(6)}",
-        )
+    call = ModelCall(
+        scope=scope,
+        api_key_id=None,
+        agent_id=definition.agent_id,
+        backend=backend,
+        prompt_tokens=prompt_tokens,
+        output_tokens=most_output_tokens(backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens),
+        holder=f"{response_id}/{secrets.token_hex(6)}",
+    )
     prepared = Prepared(data, definition, backend, items, state, seeded, conversation_up_to, call)
     return prepared, response_id
 
 
 async def admit(admission: Admission, prepared: Prepared, principal: Principal) -> Holds | None:
-    """The first model call of a foreground response, admitted now: refused as a chat completion would be."""
+    """The response's first model call, admitted now, foreground or background: refused as a chat completion
+    would be (429, 402), before anything is stored. A foreground response keeps what it holds for the call it
+    makes next; a background one keeps only the charge to its rates (the worker's first call is not charged
+    again) and gives back its request slot and budget hold, which its worker takes when it makes the call."""
     if prepared.call is None:
         return None
-    return await admission.admit(replace(prepared.call, api_key_id=principal.key_id))
+    holds = await admission.admit(replace(prepared.call, api_key_id=principal.key_id))
+    if prepared.data.background:
+        await admission.finish(holds, billed=False)
+        return None
+    return holds
 
 
 async def store(

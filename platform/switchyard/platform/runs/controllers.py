@@ -91,6 +91,7 @@ class RunController(Controller):
             data=data,
             check_model=model_check(request, tenant),
             jobs=jobs_for(request.app.state),
+            admission=request.app.state.gateway.admission,
         )
         return _run_or_stream(request, tenant, run, data.stream, HTTP_201_CREATED)
 
@@ -251,14 +252,28 @@ class ThreadAndRunController(Controller):
         actor: CurrentActor,
         data: JSONBody[ThreadAndRunCreate],
     ) -> Response[Any]:
-        thread = await create_thread(db_session, scope=tenant, actor=actor, data=data.thread or ThreadCreate())
+        thread_data = data.thread or ThreadCreate()
+        run_data = RunCreate.model_validate(data.model_dump(exclude={"thread"}))
+        await service.admit_run(  # before the thread is written (429/402 store nothing)
+            db_session,
+            scope=tenant,
+            actor=actor,
+            agent_id=run_data.agent_id,
+            agent_version=run_data.agent_version,
+            thread_id=None,
+            new_messages=thread_data.messages,
+            check_model=model_check(request, tenant),
+            admission=request.app.state.gateway.admission,
+        )
+        thread = await create_thread(db_session, scope=tenant, actor=actor, data=thread_data)
         run = await service.create_run(
             db_session,
             scope=tenant,
             actor=actor,
             thread_id=thread.id,
-            data=RunCreate.model_validate(data.model_dump(exclude={"thread"})),
+            data=run_data,
             check_model=model_check(request, tenant),
             jobs=jobs_for(request.app.state),
+            admission=None,
         )
         return _run_or_stream(request, tenant, run, data.stream, HTTP_201_CREATED)

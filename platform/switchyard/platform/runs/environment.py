@@ -43,3 +43,6 @@ class RunEnvironment:
     """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
     usage_committed: Callable[[], None] | None = None
     """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
+    worker: bool = False
+    """A worker's environment: a model call that must wait puts its job aside instead of holding the worker slot
+    (``AdmissionDeferred``), and each job taken counts as its tenant's turn (``runs/turns.py``)."""

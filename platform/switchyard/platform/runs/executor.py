@@ -2,8 +2,9 @@
 
 Called by the Celery task ``runs.execute`` (and in-process by the inline dispatcher). Safe to call any number
 of times for one run: a run that is finished or waits for the client is left alone, a run leased by another
-live worker is skipped, and a worker killed mid-run leaves the last checkpoint for the next one (see
-``docs/agents.md``, "Durability").
+live worker or put aside is skipped, and a worker killed mid-run leaves the last checkpoint for the next one
+(see ``docs/agents.md``, "Durability"). In a worker, a model call that must wait for admission puts the run
+aside (``lease.postpone``) and raises :class:`AdmissionDeferred` for the worker to send it again for then.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from switchyard.platform.admission import ModelNotFound, model_backend
 from switchyard.platform.db import TenantScope
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.observability.instrument import traced_run, traced_tools
-from switchyard.platform.runs.admitted import AdmittedModel
+from switchyard.platform.runs.admitted import AdmissionDeferred, AdmittedModel, time_limit_of
 from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, release, take
+from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, postpone, release, take
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
+from switchyard.platform.runs.turns import take_turn
 from switchyard.platform.threads.service import history
 
 __all__ = ["execute_run"]
@@ -95,6 +97,8 @@ async def _claim(env: RunEnvironment, scope: TenantScope, run_id: str, owner: st
             values["history_position"] = -1 if last is None else int(last)
         if not await take(session, scope, Run, run, owner, values):
             return "leased"
+        if env.worker:
+            await take_turn(session, scope)
         version = (
             await session.execute(
                 select(AgentVersion).where(
@@ -118,16 +122,23 @@ async def execute_run(env: RunEnvironment, *, tenant_id: str, run_id: str) -> st
     run, version = claimed
     beating = heartbeat(env.database, scope, Run, run_id, owner, env.lease_s)
     heartbeat_task = asyncio.get_running_loop().create_task(beating)
+    deferred: AdmissionDeferred | None = None
     try:
         outcome = await _drive(env, scope, run, version, owner)
     except StaleRun as exc:
         log.info("run %s: %s", run_id, exc)
         return "stale"
+    except AdmissionDeferred as exc:
+        deferred = exc
+        raise
     finally:
         heartbeat_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat_task
-        await release(env.database, scope, Run, run_id, owner)
+        if deferred is not None:
+            await postpone(env.database, scope, Run, run_id, owner, deferred.until)
+        else:
+            await release(env.database, scope, Run, run_id, owner)
     if outcome in {s.value for s in TERMINAL_STATUSES} and env.dispatch is not None:
         next_run = await _next_queued(env, scope, run.thread_id)
         if next_run is not None:
@@ -224,6 +235,9 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         api_key_id=run.api_key_id,
         agent_id=run.agent_id,
         reservations=reservations,
+        rates_charged=_billed_steps(state) == 0,  # charged when the run was created
+        defer=env.worker,
+        waiting_since=run.updated_at,
     )
     try:
         final, _action = await drive_run(
@@ -235,6 +249,8 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
             tenant_id=scope.tenant_id,
             cancel_requested=cancel_requested,
         )
+    except AdmissionDeferred as deferred:
+        raise deferred.capped(time_limit_of(spec, current)) from None
     finally:
         await deltas.close()
     return final.status.value

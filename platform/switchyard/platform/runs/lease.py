@@ -1,5 +1,9 @@
 """The lease a process holds on a run or a response while it drives it: extended while it works, released when
-the work pauses or ends; a process that dies stops extending it, and the recovery job hands the work on."""
+the work pauses or ends; a process that dies stops extending it, and the recovery job hands the work on.
+
+A job whose model call must wait (a rate, a request slot) is *put aside* (:func:`postpone`): no process holds it
+(``lease_owner`` is null) and none may take it before ``lease_expires_at``. Its worker sends it again for then;
+should that message be lost, the recovery job finds it as it finds a lease that passed."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_, select, update
@@ -17,7 +21,7 @@ from sqlmodel import col
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.models import utc_now
 
-__all__ = ["cancel_flag", "heartbeat", "holder", "release", "take"]
+__all__ = ["cancel_flag", "heartbeat", "holder", "postpone", "release", "take"]
 
 log = logging.getLogger(__name__)
 
@@ -93,5 +97,17 @@ async def release(database: Database, scope: TenantScope, table: Any, row_id: st
         await session.execute(
             _held(table, scope, row_id, owner)
             .values(lease_owner=None, lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
+
+
+async def postpone(
+    database: Database, scope: TenantScope, table: Any, row_id: str, owner: str, until: datetime
+) -> None:
+    """Give the lease back, letting no process take the row before ``until`` (it waits for admission)."""
+    async with database.unit_of_work(scope) as session:
+        await session.execute(
+            _held(table, scope, row_id, owner)
+            .values(lease_owner=None, lease_expires_at=until)
             .execution_options(synchronize_session=False)
         )

@@ -1,15 +1,25 @@
-"""Runs from the API's side: create, read, steps, cancel, tool outputs and approvals (client transitions)."""
+"""Runs from the API's side: create, read, steps, cancel, tool outputs and approvals (client transitions).
+
+A run is admitted when it is created: its first model call (the thread's messages and the agent's instructions,
+and the most output the agent may ask for) takes its API key's request rate and its tenant's token rate, and is
+checked against the tenant's request slots and budgets, as a chat completion is (429, 402), before anything is
+stored. Its worker then takes only the slot and the budget hold for that call (the rates stay charged).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import secrets
+from collections.abc import Sequence
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from switchyard.accelerator.pool import count_prompt_tokens
 from switchyard.agents import TERMINAL_STATUSES, AgentSpec, RunState, RunStatus, ToolOutputsError
 from switchyard.agents.runner import wall_clock_ms
+from switchyard.platform.admission import Admission, ModelCall, most_output_tokens
 from switchyard.platform.agent_registry.service import ModelCheck, get_version
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
@@ -27,9 +37,11 @@ from switchyard.platform.runs.schemas import (
     SubmitApprovals,
     SubmitToolOutputs,
 )
-from switchyard.platform.threads.service import active_run_id, thread_row
+from switchyard.platform.threads.schemas import MessageCreate
+from switchyard.platform.threads.service import active_run_id, history, thread_row
 
 __all__ = [
+    "admit_run",
     "cancel_run",
     "create_run",
     "get_run",
@@ -80,21 +92,35 @@ async def create_run(
     data: RunCreate,
     check_model: ModelCheck,
     jobs: JobSender,
+    admission: Admission | None,
 ) -> Run:
-    """A queued run of the agent over the thread, sent to the workers after the commit."""
+    """A queued run of the agent over the thread, sent to the workers after the commit; its first model call
+    admitted first (``admission``: see :func:`admit_run`; ``None`` when the caller admitted it, before it wrote
+    the thread or a message)."""
     await thread_row(session, scope, thread_id)
     agent, version = await get_version(session, scope=scope, agent_id=data.agent_id, version=data.agent_version)
     spec = AgentSpec.model_validate(version.definition)
     check_model(spec.model)
     active = await active_run_id(session, scope, thread_id)
-    if active is not None:
-        if data.multitask_strategy == "reject":
-            raise Conflict(
-                f"thread {thread_id!r} has an active run {active!r}", param="thread_id", code="thread_has_active_run"
-            )
-        if data.multitask_strategy == "interrupt":
-            await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active, jobs=None)
+    if active is not None and data.multitask_strategy == "reject":
+        raise Conflict(
+            f"thread {thread_id!r} has an active run {active!r}", param="thread_id", code="thread_has_active_run"
+        )
+    if admission is not None:
+        await admit_run(
+            session,
+            scope=scope,
+            actor=actor,
+            agent_id=agent.id,
+            agent_version=version.version,
+            thread_id=thread_id,
+            new_messages=(),
+            check_model=check_model,
+            admission=admission,
+        )
     run_id = new_id("run")
+    if active is not None and data.multitask_strategy == "interrupt":
+        await cancel_run(session, scope=scope, actor=actor, thread_id=thread_id, run_id=active, jobs=None)
     state = client_loop(spec).new_run(run_id, now_ms=wall_clock_ms())
     history_position = -1  # fixed when a worker first picks the run up (after any run ahead of it)
     if active is None:
@@ -135,6 +161,47 @@ async def create_run(
     # Behind another run, the worker leaves it queued; the run ahead starts it when it ends (or the sweeper).
     enqueue(jobs, EXECUTE_TASK, scope.tenant_id, run_id, session=session)
     return run
+
+
+async def admit_run(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    actor: Actor,
+    agent_id: str,
+    agent_version: int | None,
+    thread_id: str | None,
+    new_messages: Sequence[MessageCreate],
+    check_model: ModelCheck,
+    admission: Admission,
+) -> None:
+    """Admit the first model call of a run about to be created, over the thread's messages (``thread_id``; none
+    for a new thread) and ``new_messages`` added with it: its rates are charged, its request slot and budgets
+    checked (429, 402), the slot and budget hold given back at once (its worker takes them for the call).
+
+    Call it before the request writes anything (on SQLite the budget hold is another transaction's write).
+    """
+    _, version = await get_version(session, scope=scope, agent_id=agent_id, version=agent_version)
+    spec = AgentSpec.model_validate(version.definition)
+    backend = check_model(spec.model)
+    messages = []
+    if thread_id is not None:
+        messages = await history(session, scope=scope, thread_id=thread_id, up_to_position=2**31 - 1)
+    wire = [m.to_openai() for m in messages] + [{"role": m.role, "content": m.content} for m in new_messages]
+    if spec.instructions:
+        wire.insert(0, {"role": "system", "content": spec.instructions})
+    prompt_tokens = count_prompt_tokens(wire, [])
+    cap = admission.settings.max_output_tokens
+    call = ModelCall(
+        scope=scope,
+        api_key_id=actor.key_id if actor.key_id.startswith("key_") else None,
+        agent_id=version.agent_id,
+        backend=backend,
+        prompt_tokens=prompt_tokens,
+        output_tokens=most_output_tokens(backend, prompt_tokens, spec.model_params.max_tokens, max_output_tokens=cap),
+        holder=f"run-admission/{secrets.token_hex(8)}",
+    )
+    await admission.finish(await admission.admit(call), billed=False)
 
 
 async def get_run(session: AsyncSession, *, scope: TenantScope, thread_id: str, run_id: str) -> RunPublic:
@@ -198,7 +265,8 @@ async def cancel_run(
         .values(cancel_requested=True)
         .execution_options(synchronize_session=False)
     )
-    leased = run.lease_expires_at is not None and run.lease_expires_at > utc_now()
+    # a run put aside for admission has no holder: nothing would see the flag before its time comes
+    leased = run.lease_owner is not None and run.lease_expires_at is not None and run.lease_expires_at > utc_now()
     if state.status is RunStatus.REQUIRES_ACTION or not leased:  # no live worker holds it: cancel it now
         cancelled = client_loop(await _spec(session, scope, run)).cancel(state, now_ms=wall_clock_ms())
         # A refused write changes nothing (the conditional UPDATE matched no row): a worker moved the run

@@ -1,9 +1,11 @@
-"""Celery jobs of runs: ``runs.execute`` (drive one run), ``runs.recover`` (re-enqueue runs whose worker died, as
-``runs.resume``) and ``runs.sweep`` (re-enqueue runs never picked up; expire waits past their deadline).
+"""Celery jobs of runs: ``runs.resume`` (drive one run whose worker died), ``runs.recover`` (re-enqueue runs whose
+worker died, as ``runs.resume``) and ``runs.sweep`` (re-enqueue runs never picked up, and runs put aside for
+admission whose time passed, should their worker's message be lost; expire waits past their deadline).
+``runs.execute`` itself, which serves tenants in turn, is ``switchyard.platform.background``'s.
 
 Tasks are synchronous; each worker thread keeps one event loop, one database and one accelerator pool, so the
 pool's state (queues, replicas) lives across tasks. Delivery is at-least-once: a redelivered
-``runs.execute`` finds the run finished, waiting for the client, or leased, and does nothing; otherwise it
+``runs.resume`` finds the run finished, waiting for the client, or leased, and does nothing; otherwise it
 resumes from the last checkpoint.
 """
 
@@ -27,8 +29,9 @@ from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
-from switchyard.platform.jobs import enqueue
+from switchyard.platform.jobs import enqueue, enqueue_after
 from switchyard.platform.models import Run, utc_now
+from switchyard.platform.runs.admitted import AdmissionDeferred
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
 from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.executor import execute_run
@@ -36,7 +39,7 @@ from switchyard.platform.settings import Settings, load_settings
 
 __all__ = [
     "TOOL_OPTIONS",
-    "execute_run_task",
+    "drive_run_in_worker",
     "recover_task",
     "resume_run_task",
     "run_in_worker",
@@ -94,6 +97,7 @@ def worker_environment() -> tuple[asyncio.AbstractEventLoop, RunEnvironment]:
             dispatch=_send,
             tool_options=TOOL_OPTIONS,
             usage_committed=_ask_for_rating,
+            worker=True,
         )
         cached = (loop, env)
         _local.env = cached
@@ -109,19 +113,29 @@ _driving: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[str]]] = {}
 """The run each worker thread is driving, so that a stopping worker can interrupt them."""
 
 
-def _drive(tenant_id: str, run_id: str) -> str:
+def drive_run_in_worker(tenant_id: str, run_id: str) -> str:
+    """Drive the run on this worker thread (``run_in_worker``); what ``execute_run`` answers, or why it stopped."""
     _, env = worker_environment()
-    return run_in_worker(execute_run(env, tenant_id=tenant_id, run_id=run_id), tenant_id, run_id, resume=RESUME_TASK)
+    work = execute_run(env, tenant_id=tenant_id, run_id=run_id)
+    return run_in_worker(work, tenant_id, run_id, resume=RESUME_TASK, later=EXECUTE_TASK)
 
 
-def run_in_worker(work: Awaitable[str], tenant_id: str, owner_id: str, *, resume: str) -> str:
+def run_in_worker(work: Awaitable[str], tenant_id: str, owner_id: str, *, resume: str, later: str) -> str:
     """Drive a run or a response (``work``) on this thread's loop; when the worker stops or the database goes
-    away mid-call, send ``resume`` for another worker to go on from the last checkpoint."""
+    away mid-call, send ``resume`` for another worker to go on from the last checkpoint; when a model call must
+    wait for admission (the job was put aside), send ``later`` for when it may go on, and return ``"deferred"``."""
     loop, _ = worker_environment()
     task = asyncio.ensure_future(work, loop=loop)
     _driving[threading.get_ident()] = (loop, task)
     try:
         return loop.run_until_complete(task)
+    except AdmissionDeferred as deferred:  # (the sweepers find it if this send fails: its lease passes)
+        delay_s = (deferred.until - utc_now()).total_seconds()
+        log.info(
+            "%s waits %.1f s for admission (%s); its worker slot is free meanwhile", owner_id, delay_s, deferred.code
+        )
+        enqueue_after(current_app, later, tenant_id, owner_id, delay_s=delay_s)
+        return "deferred"
     except asyncio.CancelledError:  # the worker is stopping: the lease is released, another worker goes on
         enqueue(current_app, resume, tenant_id, owner_id)
         log.info("%s interrupted by the worker's shutdown; sent for another worker to resume", owner_id)
@@ -146,22 +160,21 @@ def _interrupt_runs(**_: Any) -> None:
         loop.call_soon_threadsafe(task.cancel)
 
 
-@shared_task(name="runs.execute")
-def execute_run_task(tenant_id: str, run_id: str) -> str:
-    """Drive the run until it finishes or waits for the client. Redelivery: resumes from the last checkpoint,
-    or does nothing when the run is finished, waiting, or leased by a live worker."""
-    return _drive(tenant_id, run_id)
-
-
 @shared_task(name="runs.resume")
 def resume_run_task(tenant_id: str, run_id: str) -> str:
-    """``runs.execute`` for a run whose worker died, sent by ``runs.recover`` to the queue workers take first, so
-    it resumes ahead of every queued run. Redelivery: as ``runs.execute``."""
-    return _drive(tenant_id, run_id)
+    """Drive a run whose worker died (this run, not the next in turn: ``runs.execute`` serves tenants in turn),
+    sent by ``runs.recover`` to the queue workers take first, so it resumes ahead of every queued run.
+    Redelivery: resumes from the last checkpoint, or does nothing when the run is finished, waiting, or leased."""
+    return drive_run_in_worker(tenant_id, run_id)
 
 
 def _lease_passed(now: datetime) -> ColumnElement[bool]:
     return col(Run.lease_expires_at) < now
+
+
+def _set_aside_passed(now: datetime) -> ColumnElement[bool]:
+    """Put aside for admission (no holder) and its time came."""
+    return and_(_lease_passed(now), col(Run.lease_owner).is_(None))
 
 
 def _never_picked_up(now: datetime, grace_s: float) -> ColumnElement[bool]:
@@ -193,9 +206,10 @@ async def _due(database: Database, now: datetime, condition: ColumnElement[bool]
 
 async def runs_to_recover(database: Database) -> list[tuple[str, str]]:
     """Active runs whose lease passed: their worker died (a live one extends the lease, and releases it when the
-    run pauses or ends). Returns ``(tenant_id, run_id)`` pairs."""
+    run pauses or ends; a run put aside for admission has no holder, and ``runs.sweep`` finds it). Returns
+    ``(tenant_id, run_id)`` pairs."""
     now = utc_now()
-    return await _due(database, now, _lease_passed(now))
+    return await _due(database, now, and_(_lease_passed(now), col(Run.lease_owner).is_not(None)))
 
 
 async def sweep_runs(database: Database, *, grace_s: float) -> list[tuple[str, str]]:
@@ -221,11 +235,12 @@ def recover_task() -> int:
 @shared_task(name="runs.sweep")
 def sweep_task() -> int:
     """Re-enqueue runs never picked up within a lease (their dispatch was lost, or they waited behind another run
-    of their thread) and waits past their deadline; ``runs.recover`` handles leases that passed. Redelivery: at
+    of their thread), runs put aside for admission whose time passed (their worker's message was lost, or waits
+    in the queue), and waits past their deadline; ``runs.recover`` handles leases that passed. Redelivery: at
     worst a run is enqueued twice; the lease lets one worker in."""
     _, env = worker_environment()
     now = utc_now()
-    due = _run(_due(env.database, now, _never_picked_up(now, env.lease_s)))
+    due = _run(_due(env.database, now, or_(_never_picked_up(now, env.lease_s), _set_aside_passed(now))))
     for tenant_id, run_id in due:
         enqueue(current_app, EXECUTE_TASK, tenant_id, run_id)
     if due:

@@ -33,6 +33,7 @@ TASK_PACKAGES = [
     "switchyard.platform.billing",
     "switchyard.platform.runs",
     "switchyard.platform.responses",
+    "switchyard.platform.background",
 ]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
 

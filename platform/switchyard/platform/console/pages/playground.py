@@ -144,8 +144,31 @@ class PlaygroundController(Controller):
             run_data = RunCreate.model_validate({"agent_id": _text(form, "agent_id")})
         except ValidationError:
             return await self._page(request, db_session, None, status_code=400, error="Write a message.")
+        await self._admit(request, db_session, None, run_data, thread_data.messages)
         thread = await create_thread(db_session, scope=user.scope, actor=_actor(request), data=thread_data)
         return await self._run(request, db_session, thread.id, run_data)
+
+    async def _admit(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        thread_id: str | None,
+        data: RunCreate,
+        messages: list[MessageCreate],
+    ) -> None:
+        """The run's first model call, admitted before the page writes its thread or message (429/402)."""
+        scope = console_user(request).scope
+        await runs.admit_run(
+            db_session,
+            scope=scope,
+            actor=_actor(request),
+            agent_id=data.agent_id,
+            agent_version=data.agent_version,
+            thread_id=thread_id,
+            new_messages=messages,
+            check_model=model_check(request, scope),
+            admission=request.app.state.gateway.admission,
+        )
 
     async def _run(
         self, request: Request[Any, Any, Any], db_session: DbSession, thread_id: str, data: RunCreate
@@ -159,6 +182,7 @@ class PlaygroundController(Controller):
             data=data,
             check_model=model_check(request, scope),
             jobs=jobs_for(request.app.state),
+            admission=None,  # admitted before its thread or message was written
         )
         return Redirect(f"{CONSOLE_PREFIX}/playground/{run.id}", status_code=303)
 
@@ -178,6 +202,7 @@ class PlaygroundController(Controller):
         except ValidationError:
             result = await _result(db_session, scope, run_id)
             return await self._page(request, db_session, result, status_code=400, error="Write a message.")
+        await self._admit(request, db_session, thread_id, run_data, [message])
         await add_message(db_session, scope=scope, actor=_actor(request), thread_id=thread_id, data=message)
         return await self._run(request, db_session, thread_id, run_data)
 

@@ -1,0 +1,65 @@
+"""``runs.execute`` and ``responses.execute``: a free worker slot serves the tenant served least recently.
+
+Each message names a job, but a worker taking it serves the next job in turn (``runs.turns.fair_order``): the
+oldest job, that can go on now, of the tenant whose job a worker took least recently. So with one worker slot,
+tenant X's backlog of ten jobs delays tenant Y's one by at most one of X's jobs, whatever the broker's order. A
+message whose own job cannot be taken in turn (waiting for the client, put aside, behind another run of its
+thread, leased, finished) first does what it did before for its own job (expire a wait, say, or nothing); when
+that takes nothing, the message serves the next job in turn all the same. A job chosen that another worker took
+meanwhile is passed over for the next one.
+
+Delivery is at-least-once, and a message spent on another job leaves that job's message for this one: a
+redelivered or duplicate message serves whatever is next, or nothing. Runs whose worker died resume through
+``runs.resume`` (their own run, ahead of every queue), as before.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
+from switchyard.platform.responses.tasks import drive_response_in_worker
+from switchyard.platform.runs.dispatch import EXECUTE_TASK as RUN_TASK
+from switchyard.platform.runs.tasks import drive_run_in_worker, worker_environment
+from switchyard.platform.runs.turns import RESPONSE, RUN, Job, can_go_on, fair_order
+
+__all__ = ["NOT_TAKEN", "execute_response_task", "execute_run_task", "serve_in_turn"]
+
+NOT_TAKEN = frozenset({"missing", "finished", "awaiting_client", "behind_another_run", "leased"})
+"""What an executor answers for a job it did not take: the slot goes on to the next job in turn."""
+
+
+@shared_task(name=RUN_TASK)
+def execute_run_task(tenant_id: str, run_id: str) -> str:
+    """Serve the next job in turn; this run when it is the next, or cannot be taken in turn (see the module)."""
+    return serve_in_turn(Job(RUN, tenant_id, run_id))
+
+
+@shared_task(name=RESPONSE_TASK)
+def execute_response_task(tenant_id: str, response_id: str) -> str:
+    """Serve the next job in turn; this background response when it is the next (see the module)."""
+    return serve_in_turn(Job(RESPONSE, tenant_id, response_id))
+
+
+def serve_in_turn(sent: Job) -> str:
+    """Drive the next job in turn on this worker thread; what its executor answers. A message is a unit of
+    capacity: when its own job needs nothing (finished, held), it serves the next job in turn all the same, so
+    that every job keeps a message."""
+    loop, env = worker_environment()
+    if not loop.run_until_complete(can_go_on(env.database, sent)):
+        outcome = _drive(sent)  # what only its own message does: expire a wait, finish a dead process's response
+        if outcome not in NOT_TAKEN:
+            return outcome
+    in_turn = loop.run_until_complete(fair_order(env.database))
+    outcome = "missing"
+    for job in [*in_turn, *([] if sent in in_turn else [sent])]:
+        outcome = _drive(job)
+        if outcome not in NOT_TAKEN:
+            break
+    return outcome
+
+
+def _drive(job: Job) -> str:
+    if job.kind == RUN:
+        return drive_run_in_worker(job.tenant_id, job.id)
+    return drive_response_in_worker(job.tenant_id, job.id)
