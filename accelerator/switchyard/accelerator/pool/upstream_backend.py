@@ -238,11 +238,8 @@ class UpstreamDeployment:
         body = json.dumps(self._embedding_body(request)).encode()
         response = await self._post(self._embeddings_url, body, read=True, trace_context=request.trace_context)
         finished = time.monotonic()
-        body = response.content
-        try:
-            answer = json.loads(body)
-            rows = sorted(answer["data"], key=lambda row: int(row["index"]))
-            vectors = tuple(tuple(float(x) for x in row["embedding"]) for row in rows)
+        try:  # in a thread: an answer of many long vectors takes a while to parse, and the loop serves others
+            answer, vectors = await asyncio.to_thread(_parse_embeddings, response.content)
         except (ValueError, KeyError, TypeError) as exc:
             raise UpstreamError(f"upstream {self.spec.base_url} sent no embeddings: {exc!r}") from exc
         if len(vectors) != len(request.inputs):
@@ -279,6 +276,13 @@ class UpstreamDeployment:
             "chips": self.spec.chips,
             "replicas": [],
         }
+
+
+def _parse_embeddings(body: bytes) -> tuple[dict[str, Any], tuple[tuple[float, ...], ...]]:
+    """An upstream's embedding list and its vectors in input order."""
+    answer = json.loads(body)
+    rows = sorted(answer["data"], key=lambda row: int(row["index"]))
+    return answer, tuple(tuple(float(x) for x in row["embedding"]) for row in rows)
 
 
 def _parameters(request: InferenceRequest) -> dict[str, Any]:
