@@ -108,7 +108,8 @@ class Settings(BaseSettings):
     fleet_token: SecretStr | None = Field(
         default=None,
         description="Shared secret the fleet process requires from API processes and workers (`Authorization: "
-        "Bearer`); unset: none (bind the fleet process to a private interface).",
+        "Bearer`). Required when the fleet process listens on any but a loopback address (`switchyard fleet` "
+        "refuses to start without it); unset: none, on loopback only.",
     )
     time_scale: float = Field(
         default=1.0,

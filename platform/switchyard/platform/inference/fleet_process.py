@@ -5,11 +5,15 @@ its replicas' busy time and every receipt it issues in the database every second
 reconciliation can name the compute of requests whose gateway died before it committed their usage. On SIGTERM
 it stops taking requests and cancels those still running, so each gateway receives the receipt of what its
 request used, then records the last busy time.
+
+It fails closed: without ``SWITCHYARD_FLEET_TOKEN`` it listens on loopback addresses only (anything that reaches
+it gets completions nobody meters and can reload the fleet), and ``serve_fleet`` exits naming the variable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from typing import Any
 
@@ -18,7 +22,7 @@ from switchyard.platform.db import Database
 from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.settings import Settings
 
-__all__ = ["FleetProcess", "fleet_address", "serve_fleet"]
+__all__ = ["FleetProcess", "exposed_without_token", "fleet_address", "serve_fleet"]
 
 log = logging.getLogger(__name__)
 DEFAULT_FLEET_URL = "http://127.0.0.1:8001"
@@ -31,6 +35,24 @@ def fleet_address(settings: Settings) -> tuple[str, int]:
 
     url = httpx.URL(settings.fleet_url or DEFAULT_FLEET_URL)
     return url.host, url.port or 80
+
+
+def exposed_without_token(host: str, token: str) -> str | None:
+    """Why the fleet process must not listen on ``host`` with ``token`` (empty: none), or ``None``: it may. Only a
+    loopback address (or ``localhost``) goes without a token; a host name could resolve to anything."""
+    if token or host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return (
+        f"switchyard fleet: refusing to listen on {host or 'every interface'!r} without SWITCHYARD_FLEET_TOKEN: "
+        "anything that reaches the fleet process would get completions nobody meters and could reload the fleet. "
+        "Set SWITCHYARD_FLEET_TOKEN to the same secret on every process (e.g. `openssl rand -hex 24`), or listen "
+        "on 127.0.0.1."
+    )
 
 
 class FleetProcess:
@@ -82,7 +104,11 @@ class FleetProcess:
 
 
 def serve_fleet(settings: Settings, host: str, port: int) -> None:
-    """Serve the fleet process until SIGTERM/SIGINT."""
+    """Serve the fleet process until SIGTERM/SIGINT; exits with status 1 when ``host`` is not loopback and no
+    ``SWITCHYARD_FLEET_TOKEN`` is set (``exposed_without_token``)."""
+    refusal = exposed_without_token(host, settings.fleet_token_value)
+    if refusal is not None:
+        raise SystemExit(refusal)
     import uvicorn
 
     from switchyard.platform.observability import observe_fleet
