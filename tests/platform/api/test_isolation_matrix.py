@@ -143,7 +143,7 @@ FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tena
 # Resources shared by every tenant (the served models): "another tenant's id" is then one that does not exist.
 SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
-FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id
+FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id, rate_card_id
 FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id
 FACTORIES.update(RESPONSE_FACTORIES)  # response_id, conversation_id, item_id
 BODY_REFS = {"agent_id"}

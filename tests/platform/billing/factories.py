@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from switchyard.platform.billing.ledger import UsageEventCreate, rate_events, record_usage
@@ -97,5 +98,17 @@ async def make_budget(client: Any, tenant: Any) -> str:
     return str(response.json()["id"])
 
 
-BILLING_FACTORIES = {"budget_id": make_budget, "invoice_id": make_invoice}
+async def make_rate_card(client: Any, tenant: Any) -> str:
+    """A rate card id that priced nothing (an isolation-matrix factory; cards are the operators', no tenant's)."""
+    from switchyard.platform.billing.rates import create_rate_card
+
+    database: Database = client.app.state.database
+    async with database.unit_of_work(UNSCOPED) as session:
+        card = await create_rate_card(
+            session, instance_type="trn2.48xlarge", price_per_chip_hour=Decimal(1), model=f"matrix-{next(_events)}"
+        )
+        return card.id
+
+
+BILLING_FACTORIES = {"budget_id": make_budget, "invoice_id": make_invoice, "rate_card_id": make_rate_card}
 """Path parameters of the billing routes → factories, merged into the isolation matrix's ``FACTORIES``."""

@@ -203,3 +203,43 @@ async def test_a_rate_card_names_a_catalog_instance_type_or_a_custom_one(
         assert made.status_code == 201, (known, made.text)
     listed = await client.get("/v1/admin/rate-cards?instance_type=trn9.bogus", headers=operator_headers)
     assert listed.json()["data"] == []
+
+
+async def test_a_rate_card_that_priced_nothing_can_be_deleted_one_that_did_cannot(
+    client: Any, operator_headers: dict[str, str], make_tenant: Any
+) -> None:
+    """A mistaken card (a future price with a typo) can be withdrawn; a card that priced usage stays, so the invoices
+    it priced can be explained; catalog baseline cards stay (they would be seeded again)."""
+    from switchyard.platform.billing.rates import DEFAULTS_EFFECTIVE_FROM
+
+    future = {
+        "instance_type": "trn2.48xlarge",
+        "price_per_chip_hour": "29.3625",
+        "effective_from": "2031-01-01T00:00:00Z",
+    }
+    mistaken = (await client.post("/v1/admin/rate-cards", json=future, headers=operator_headers)).json()
+    deleted = await client.delete(f"/v1/admin/rate-cards/{mistaken['id']}", headers=operator_headers)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"object": "rate_card.deleted", "id": mistaken["id"], "deleted": True}
+    listed = (await client.get("/v1/admin/rate-cards?instance_type=trn2.48xlarge", headers=operator_headers)).json()
+    assert mistaken["id"] not in [card["id"] for card in listed["data"]]
+    again = await client.delete(f"/v1/admin/rate-cards/{mistaken['id']}", headers=operator_headers)
+    assert (again.status_code, again.json()["error"]["param"]) == (404, "rate_card_id")
+    audit = (await client.get("/v1/admin/audit-log?action=rate_card.delete", headers=operator_headers)).json()
+    assert [event["target_id"] for event in audit["data"]] == [mistaken["id"]]
+
+    # a card for one model, in effect now, that then prices a tenant's usage
+    card = {"instance_type": "trn2.48xlarge", "price_per_chip_hour": "3", "model": "priced-model"}
+    used = (await client.post("/v1/admin/rate-cards", json=card, headers=operator_headers)).json()
+    tenant = await make_tenant()
+    event = receipt(model="priced-model", occurred_at=datetime.now(UTC))
+    await rated_usage(client.app.state.database, TenantScope(tenant.id), event)
+    refused = await client.delete(f"/v1/admin/rate-cards/{used['id']}", headers=operator_headers)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["code"] == "rate_card_in_use"
+
+    baseline = [c for c in listed["data"] if c["effective_from"].startswith(str(DEFAULTS_EFFECTIVE_FROM.year))]
+    assert baseline, listed
+    kept = await client.delete(f"/v1/admin/rate-cards/{baseline[0]['id']}", headers=operator_headers)
+    assert kept.status_code == 409
+    assert kept.json()["error"]["code"] == "rate_card_baseline"

@@ -86,6 +86,19 @@ class RateCardAdminController(Controller):
         """A new price per chip-hour from `effective_from` on; usage already rated keeps its price."""
         return await service.create_rate_card(db_session, actor=actor, data=data)
 
+    @delete(
+        "/{rate_card_id:str}",
+        opt=access("operator"),
+        status_code=HTTP_200_OK,
+        summary="Delete a rate card that priced nothing",
+    )
+    async def delete_rate_card(
+        self, db_session: DbSession, actor: CurrentActor, rate_card_id: FromPath[str]
+    ) -> dict[str, Any]:
+        """Withdraw a mistaken card; one that priced usage, or a catalog baseline card, stays (409)."""
+        removed = await service.delete_rate_card(db_session, actor=actor, rate_card_id=rate_card_id)
+        return {"object": "rate_card.deleted", "id": removed, "deleted": True}
+
 
 class BudgetController(Controller):
     path = "/v1/budgets"

@@ -42,6 +42,7 @@ __all__ = [
     "default_prices",
     "ensure_default_rate_cards",
     "find_rate_card",
+    "is_baseline",
     "price_chip_us",
     "tenant_tier_of",
 ]
@@ -174,7 +175,8 @@ def choose_card(cards: Sequence[RateCard], *, model: str, tenant_tier: str, at: 
     return max(candidates, key=lambda c: (c.model != ANY, c.tenant_tier != ANY, c.effective_from, c.id))
 
 
-def _is_baseline(card: RateCard) -> bool:
+def is_baseline(card: RateCard) -> bool:
+    """Whether ``card`` is a catalog instance type's baseline card (seeded again on first use when missing)."""
     return card.model == ANY and card.tenant_tier == ANY and card.effective_from == DEFAULTS_EFFECTIVE_FROM
 
 
@@ -182,7 +184,7 @@ async def cards_for(session: AsyncSession, *, instance_type: str) -> list[RateCa
     """Every card of an instance type, seeding the catalog baseline card when it is missing."""
     statement = select(RateCard).where(col(RateCard.instance_type) == instance_type)
     cards = list((await session.execute(statement)).scalars())
-    if not any(map(_is_baseline, cards)) and instance_type in default_prices():
+    if not any(map(is_baseline, cards)) and instance_type in default_prices():
         # Another transaction may have seeded it since our read: read again whether or not we inserted.
         await ensure_default_rate_cards(session, instance_types=[instance_type])
         cards = list((await session.execute(statement)).scalars())

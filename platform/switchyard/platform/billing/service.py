@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -17,7 +17,7 @@ from switchyard.platform.billing.budgets import check_budget_scope
 from switchyard.platform.billing.invoices import compute_lines
 from switchyard.platform.billing.money import UnknownCurrency, currency_exponent
 from switchyard.platform.billing.periods import month_start
-from switchyard.platform.billing.rates import check_instance_type
+from switchyard.platform.billing.rates import check_instance_type, is_baseline
 from switchyard.platform.billing.rates import create_rate_card as add_rate_card
 from switchyard.platform.billing.schemas import (
     BudgetAlertPublic,
@@ -35,11 +35,12 @@ from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.http.timestamps import MAX_UNIX_SECONDS
-from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard, utc_now
+from switchyard.platform.models import Budget, BudgetAlert, Invoice, RateCard, UsageEvent, utc_now
 
 __all__ = [
     "create_rate_card",
     "delete_budget",
+    "delete_rate_card",
     "get_budget",
     "get_invoice",
     "list_budget_alerts",
@@ -111,6 +112,45 @@ async def create_rate_card(session: AsyncSession, *, actor: Actor, data: RateCar
         details=public.model_dump(mode="json", exclude={"object", "id", "created_at"}),
     )
     return public
+
+
+async def delete_rate_card(session: AsyncSession, *, actor: Actor, rate_card_id: str) -> str:
+    """Withdraw a rate card that has priced nothing (operator), e.g. a future price with a typo: versions are never
+    edited, and one at the same ``effective_from`` is refused, so without this a mistaken card stays. A card that
+    priced usage stays (409 ``rate_card_in_use``: its invoices must stay explainable; add a newer version), and so
+    does a catalog baseline card (409 ``rate_card_baseline``: it would be seeded again)."""
+    card = await session.get(RateCard, rate_card_id)
+    if card is None:
+        raise NotFound(f"no rate card {rate_card_id!r}", param="rate_card_id")
+    if is_baseline(card):
+        raise Conflict(
+            f"rate card {card.id} is the hardware catalog's baseline price of {card.instance_type}: add a newer "
+            "version to change it",
+            param="rate_card_id",
+            code="rate_card_baseline",
+        )
+    priced = await session.execute(
+        select(func.count()).select_from(UsageEvent).where(col(UsageEvent.rate_card_id) == card.id)
+    )
+    if count := int(priced.scalar_one()):
+        raise Conflict(
+            f"rate card {card.id} priced {count} usage events: it stays so that their invoices can be explained; "
+            "add a newer version to change the price",
+            param="rate_card_id",
+            code="rate_card_in_use",
+        )
+    public = RateCardPublic.of(card)
+    await session.delete(card)
+    record_operator(
+        session,
+        actor=actor,
+        action="rate_card.delete",
+        target_type="rate_card",
+        target_id=card.id,
+        details=public.model_dump(mode="json", exclude={"object", "id", "created_at"}),
+    )
+    await session.flush()
+    return card.id
 
 
 async def _budget_public(session: AsyncSession, row: Budget) -> BudgetPublic:
