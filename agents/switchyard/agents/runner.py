@@ -92,6 +92,9 @@ async def drive_run(
                 state = loop.fail(state, code=code, message=message, now_ms=clock_ms())
                 await checkpoint(state)
                 return state, RunFinished(status=state.status)
+            if response.finish_reason == "cancelled":
+                # the model call was stopped because the run was cancelled: the run ends so, the call's compute billed
+                state = loop.cancel(state, now_ms=clock_ms())
             state = loop.record_model_response(state, action.step_id, response, now_ms=clock_ms())
             await checkpoint(state)
         elif isinstance(action, ExecuteTools):

@@ -11,11 +11,7 @@ from typing import Annotated, Any, Literal
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
-from sqlalchemy import update
-from sqlmodel import col
 
-from switchyard.agents import RunState
-from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import TenantScope
@@ -25,7 +21,7 @@ from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimite
 from switchyard.platform.http.openapi import answers
 from switchyard.platform.jobs import enqueue, jobs_for
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
-from switchyard.platform.responses import conversations, service
+from switchyard.platform.responses import cancellation, conversations, service
 from switchyard.platform.responses.events import Event
 from switchyard.platform.responses.executor import EXECUTE_TASK, execute_response
 from switchyard.platform.responses.objects import FINISHED, conversation_object, response_object
@@ -37,7 +33,6 @@ from switchyard.platform.responses.schemas import (
 )
 from switchyard.platform.responses.store import response_row
 from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.persist import client_loop
 from switchyard.platform.runs.stream import follow_events
 
 __all__ = ["ConversationController", "ResponseController"]
@@ -185,8 +180,11 @@ class ResponseController(Controller):
     async def delete_response(
         self, db_session: DbSession, tenant: CurrentTenant, response_id: FromPath[str]
     ) -> dict[str, Any]:
-        """Hide the response from every read and from `previous_response_id` (its books stay)."""
+        """Hide the response from every read and from `previous_response_id` (its books stay); a background
+        response still running is cancelled (what it used is billed)."""
         row = await response_row(db_session, tenant, response_id)
+        if row.background:
+            await cancellation.cancel(db_session, tenant, row)
         row.stored = False
         row.input_items = []
         return {"id": response_id, "object": "response.deleted", "deleted": True}
@@ -197,34 +195,11 @@ class ResponseController(Controller):
     async def cancel_response(
         self, db_session: DbSession, tenant: CurrentTenant, response_id: FromPath[str]
     ) -> dict[str, Any]:
-        """A queued response is cancelled at once; a running one at its next step (what it used is billed)."""
+        """A queued response is cancelled at once; a running one within a second, its model call stopped where it
+        is (the tokens it generated are billed). It ends `cancelled`."""
         row = await response_row(db_session, tenant, response_id)
         service.not_background(row)
-        if row.status in FINISHED:
-            return response_object(row)
-        row.cancel_requested = True
-        state = RunState.model_validate(row.state)
-        if row.status == "queued" and row.lease_owner is None:
-            cancelled = client_loop(service.spec_of(row)).cancel(state, now_ms=wall_clock_ms())
-            claimed = await db_session.execute(
-                update(ResponseRecord)
-                .where(
-                    col(ResponseRecord.tenant_id) == tenant.tenant_id,
-                    col(ResponseRecord.id) == response_id,
-                    col(ResponseRecord.revision) == row.revision,
-                    col(ResponseRecord.lease_owner).is_(None),
-                )
-                .values(
-                    state=cancelled.to_json(),
-                    revision=cancelled.revision,
-                    status="cancelled",
-                    cancel_requested=True,
-                    updated_at=utc_now(),
-                )
-                .execution_options(synchronize_session=False)
-            )
-            if claimed.rowcount == 1:  # type: ignore[attr-defined]
-                await db_session.refresh(row)
+        await cancellation.cancel(db_session, tenant, row)
         return response_object(row)
 
     @get("/{response_id:str}/input_items", opt=access(Role.VIEWER), summary="List a response's input items")

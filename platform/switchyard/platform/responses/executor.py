@@ -41,6 +41,7 @@ from switchyard.platform.admission import Holds, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope, new_id
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
 from switchyard.platform.observability.instrument import traced_response, traced_tools
+from switchyard.platform.responses.cancellation import StopsOnCancel
 from switchyard.platform.responses.events import ResponseStream, stored_logprobs
 from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
@@ -293,6 +294,8 @@ async def _drive(
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=row.id, on_event=on_event)
     )
+    if row.background:  # a cancel stops the model call at the fleet, not only the next step
+        inner = StopsOnCancel(inner, cancel_requested=cancel_requested, stop=backend.cancel)
     model = AdmittedModel(
         inner,
         admission=env.admission,

@@ -41,21 +41,22 @@ async def response_row(
 
 
 async def chain_items(session: AsyncSession, scope: TenantScope, previous: ResponseRecord) -> list[dict[str, Any]]:
-    """The items of ``previous`` and every response before it: each one's input, then its output, oldest first."""
-    chain = [previous]
-    while chain[-1].previous_response_id is not None and len(chain) < MAX_CHAIN:
+    """The items of ``previous`` and every response before it: each one's input, then its output, oldest first. A
+    deleted response ends the chain: neither it nor any response before it is read."""
+    chain: list[ResponseRecord] = []
+    row: ResponseRecord | None = previous
+    while row is not None and row.stored and len(chain) < MAX_CHAIN:
+        chain.append(row)
+        if row.previous_response_id is None:
+            break
         statement = select(ResponseRecord).where(
-            col(ResponseRecord.tenant_id) == scope.tenant_id,
-            col(ResponseRecord.id) == chain[-1].previous_response_id,
+            col(ResponseRecord.tenant_id) == scope.tenant_id, col(ResponseRecord.id) == row.previous_response_id
         )
         row = (await session.execute(statement)).scalar_one_or_none()
-        if row is None:
-            break  # deleted: the chain starts after it
-        chain.append(row)
     items: list[dict[str, Any]] = []
-    for row in reversed(chain):
-        items.extend(row.input_items)
-        items.extend(row.output)
+    for link in reversed(chain):
+        items.extend(link.input_items)
+        items.extend(link.output)
     return items
 
 
