@@ -212,3 +212,39 @@ async def test_a_response_on_an_upstream_that_keeps_talking_ends_incomplete_at_i
     usage_events, holds = await _books(client)
     assert [event.completion_tokens for event in usage_events] == [most]
     assert all(hold.actual_micros is not None and hold.actual_micros <= hold.amount_micros for hold in holds)
+
+
+@pytest.mark.parametrize("tools", [False, True], ids=["text", "tool-call"])
+async def test_a_fleet_process_answer_past_the_ceiling_is_cut_and_its_receipt_still_read(tools: bool) -> None:
+    """A simulated deployment on a fleet process: an answer longer than the call's ceiling is cut here, the request
+    stopped on the fleet, and the compute receipt of what the fleet did is still read (the usage is billed)."""
+    from switchyard.accelerator.pool import AcceleratorPool, DeploymentSpec, InferenceRequest, TextDelta, ToolCallDelta
+    from switchyard.accelerator.pool.fleet_server import FleetServer
+    from switchyard.accelerator.pool.types import ComputeReceipt
+    from tests.accelerator.served import served
+
+    spec = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4)
+    tool = {"type": "function", "function": {"name": "fill", "parameters": FORM}}
+    request = InferenceRequest(
+        request_id="ceiling-1",
+        tenant="t1",
+        model="small",
+        messages=[{"role": "user", "content": "Tell me everything about the fleet."}],
+        tools=[tool] if tools else (),
+        tool_choice="required" if tools else None,
+        seed=7,
+        output_ceiling=3,
+    )
+    with served(FleetServer(AcceleratorPool.from_specs([spec], time_scale=0))) as url:
+        pool = AcceleratorPool.from_specs([spec], fleet_url=url)
+        try:
+            events = [event async for event in pool.submit(request)]
+        finally:
+            await pool.aclose()
+    receipt = events[-1]
+    assert isinstance(receipt, ComputeReceipt)
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    text += "".join(e.call.arguments for e in events if isinstance(e, ToolCallDelta))
+    assert (receipt.finish_reason, receipt.completion_tokens) == ("length", 3)
+    assert count_tokens(text) <= 3
+    assert receipt.chip_us > 0
