@@ -27,6 +27,7 @@ from switchyard.accelerator.pool import (
     SimulatedDeployment,
     ToolCallDelta,
 )
+from switchyard.accelerator.pool.sim_backend import light
 from switchyard.accelerator.pool.sim_lm import complete
 from tests.accelerator.served import served
 
@@ -163,3 +164,23 @@ async def test_a_request_stopped_while_its_answer_is_generated_never_runs() -> N
     assert (receipt.finish_reason, receipt.chip_us, receipt.completion_tokens) == ("cancelled", 0, 0)
     assert backend.busy_chip_us() == {"small/0": ("trn2.3xlarge", 0), "small/1": ("trn2.3xlarge", 0)}
     await backend.aclose()
+
+
+def test_only_plain_short_text_for_a_short_prompt_is_answered_on_the_loop() -> None:
+    def request(content: Any = "hi", **kw: Any) -> InferenceRequest:
+        return InferenceRequest(
+            request_id="r", tenant="t", model="small", messages=[{"role": "user", "content": content}], **kw
+        )
+
+    assert light(request())
+    assert light(request(max_tokens=1_000, response_format={"type": "text"}))
+    heavy = [
+        request(tools=[TOOL]),
+        request(response_format={"type": "json_object"}),
+        request(response_format="not a format"),
+        request(max_tokens=1_001),
+        request(parameters={"logprobs": True}),
+        request("x" * 40_000),
+        request([{"type": "text", "text": "hi"}]),
+    ]
+    assert not any(light(r) for r in heavy)

@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -62,12 +62,15 @@ def light(request: InferenceRequest) -> bool:
     """Whether the sim model answers ``request`` cheaply enough to do it on the event loop (module docstring)."""
     if request.tools or request.top_logprobs is not None or len(request.messages) > LIGHT_PROMPT_MESSAGES:
         return False
-    if request.response_format is not None and request.response_format.get("type") != "text":
+    answer_format = request.response_format
+    if answer_format is not None and not (isinstance(answer_format, Mapping) and answer_format.get("type") == "text"):
         return False
     if request.max_tokens is not None and request.max_tokens > LIGHT_OUTPUT_TOKENS:
         return False
     chars = 0
     for message in request.messages:
+        if not isinstance(message, Mapping):
+            return False
         content = message.get("content")
         if message.get("tool_calls") or not isinstance(content, str | None):
             return False
