@@ -2,7 +2,9 @@
 
 A call counts its prompt tokens and the most output tokens it may produce: its ``max_tokens``, else as many as
 ``SWITCHYARD_MAX_OUTPUT_TOKENS`` and the model's context window leave room for. That sum is what the tenant's
-token rate is charged and what a budget hold is priced on.
+token rate is charged and what a budget hold is priced on; the most output tokens are also the call's output
+ceiling (``InferenceRequest.output_ceiling``), where every backend cuts its answer, so no call produces more than
+its hold covers.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class ModelCall:
     agent_id: str | None  # for the agent's budgets
     backend: Backend
     prompt_tokens: int
-    output_tokens: int  # the most it may produce
+    output_tokens: int  # the most it may produce: its hold covers them and its answer is cut there
     holder: str  # holds the tenant's request slot: unique to the call (a repeated run step reuses its step id)
 
     @property
