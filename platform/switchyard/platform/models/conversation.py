@@ -18,6 +18,11 @@ class Conversation(TenantOwned, table=True):
 
     id: str = Field(primary_key=True, max_length=40)
     metadata_json: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    next_position: int = Field(
+        default=0,
+        description="The position the next item appended takes. Appending takes its positions by raising this in "
+        "one UPDATE, whose row lock serialises concurrent appends (they raced on max(position) + 1).",
+    )
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 

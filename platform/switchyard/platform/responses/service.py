@@ -38,7 +38,7 @@ from switchyard.platform.responses.store import (
     response_row,
 )
 
-__all__ = ["Prepared", "add_input_to_conversation", "admit", "not_background", "prepare", "spec_of", "store"]
+__all__ = ["Prepared", "add_input_to_conversation", "admit", "not_background", "prepare", "store"]
 
 _ECHOED = (
     "instructions",
@@ -122,9 +122,9 @@ async def prepare(
         previous = await response_row(session, scope, data.previous_response_id, param="previous_response_id")
         history = await chain_items(session, scope, previous)
     elif data.conversation_id is not None:
-        await conversation_row(session, scope, data.conversation_id, param="conversation")
+        conversation = await conversation_row(session, scope, data.conversation_id, param="conversation")
         history = await conversation_items(session, scope, data.conversation_id)
-        conversation_up_to = len(history) - 1
+        conversation_up_to = conversation.next_position - 1  # positions have gaps where items were deleted
     now_ms = wall_clock_ms()
     decisions = approval_decisions(items)
     seeded = 0
@@ -228,10 +228,6 @@ async def store(
 async def add_input_to_conversation(session: AsyncSession, scope: TenantScope, row: ResponseRecord) -> None:
     if row.conversation_id is not None and row.input_items:
         await add_conversation_items(session, scope, row.conversation_id, row.input_items, response_id=row.id)
-
-
-def spec_of(row: ResponseRecord) -> AgentSpec:
-    return AgentSpec.model_validate(row.request["spec"])
 
 
 def not_background(row: ResponseRecord) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -92,19 +92,21 @@ async def add_conversation_items(
     items: Sequence[dict[str, Any]],
     *,
     response_id: str | None = None,
-) -> int:
-    """Append ``items`` to the conversation; returns the position of the last one (-1 for none at all)."""
-    last = (
-        await session.execute(
-            select(func.max(col(ConversationItem.position))).where(
-                col(ConversationItem.tenant_id) == scope.tenant_id,
-                col(ConversationItem.conversation_id) == conversation_id,
-            )
-        )
-    ).scalar_one_or_none()
-    position = -1 if last is None else int(last)
-    for item in items:
-        position += 1
+) -> None:
+    """Append ``items`` to the conversation, after every item appended before (concurrent appends included)."""
+    if not items:
+        return
+    # One UPDATE takes the positions: it holds the conversation's row (PostgreSQL) or the database's write lock
+    # (SQLite) until the commit, so a concurrent append waits and continues after these.
+    taken = await session.execute(
+        update(Conversation)
+        .where(col(Conversation.tenant_id) == scope.tenant_id, col(Conversation.id) == conversation_id)
+        .values(next_position=col(Conversation.next_position) + len(items))
+        .returning(col(Conversation.next_position))
+        .execution_options(synchronize_session=False)
+    )
+    first = int(taken.scalar_one()) - len(items)
+    for position, item in enumerate(items, start=first):
         session.add(
             ConversationItem(
                 row_id=new_id("citm"),
@@ -116,4 +118,3 @@ async def add_conversation_items(
                 item=dict(item),
             )
         )
-    return position
