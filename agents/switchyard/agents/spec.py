@@ -104,7 +104,12 @@ class McpToolSpec(_Strict):
     server_label: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
     server_url: str = Field(pattern=r"^https?://", max_length=2048)
     allowed_tools: list[str] | None = Field(default=None, description="expose only these tools (default: all)")
-    headers: dict[str, str] = Field(default_factory=dict, description="sent on every request, e.g. Authorization")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="sent on every request, e.g. Authorization; write-only: sealed when stored, shown as "
+        "'<redacted>', and '<redacted>' sent back keeps the stored value (for the same server_url only)",
+    )
     requires_approval: bool = False
     timeout_s: float = Field(default=30.0, gt=0, le=300)
 

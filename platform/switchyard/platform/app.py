@@ -47,6 +47,7 @@ from switchyard.platform.runs.dispatch import drain_inline_runs
 from switchyard.platform.settings import Settings, argon2_cost, load_settings
 from switchyard.platform.tenants.controllers import TenantAdminController
 from switchyard.platform.threads.controllers import ThreadController
+from switchyard.platform.tool_secrets import configure_secrets_key
 
 __all__ = ["create_app"]
 
@@ -56,6 +57,7 @@ VERSION = "0.1.0"
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or load_settings()
     configure_password_hashing(*argon2_cost(settings.password_hash))
+    configure_secrets_key(settings)  # MCP headers are sealed in the database and opened to connect
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

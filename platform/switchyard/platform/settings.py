@@ -156,11 +156,26 @@ class Settings(BaseSettings):
         "client is the connection's peer, whatever headers it sends.",
     )
 
+    secrets_key: SecretStr | None = Field(
+        default=None,
+        description="Key (at least 32 characters: `openssl rand -hex 32`) that seals the credentials tenants put in "
+        "tool definitions (MCP `headers`) in the database; every API process and worker needs the same one. "
+        "Unset: `<data_dir>/secrets.key`, made at first start, which is right only for processes that share the "
+        "data directory (`switchyard up`).",
+    )
+
     @field_validator("password_hash")
     @classmethod
     def _known_hash_cost(cls, value: str) -> str:
         memory, passes, lanes = argon2_cost(value)
         return f"m={memory},t={passes},p={lanes}"
+
+    @field_validator("secrets_key")
+    @classmethod
+    def _long_secrets_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("the secrets key has at least 32 characters (openssl rand -hex 32)")
+        return value
 
     @field_validator("trusted_proxies")
     @classmethod

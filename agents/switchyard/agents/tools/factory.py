@@ -31,8 +31,9 @@ async def build_tools(
     """The tools of ``spec``, with every MCP server's tools listed now (one connection per server).
 
     ``resolver`` and ``allow_loopback`` configure the SSRF guard of ``http_request`` and MCP tools;
-    ``allow_loopback`` exists for tests only. Raises ``ToolExecutionError`` when an MCP server cannot be
-    listed and ``SSRFBlockedError`` when its URL is refused.
+    ``allow_loopback`` exists for tests only. MCP headers sealed at rest are opened here, for the connection.
+    Raises ``ToolExecutionError`` when an MCP server cannot be listed or its headers cannot be opened, and
+    ``SSRFBlockedError`` when its URL is refused.
     """
     registry = ToolRegistry()
     for tool in spec.tools:
@@ -65,12 +66,13 @@ async def build_tools(
             )
         elif isinstance(tool, McpToolSpec):
             from switchyard.agents.tools.mcp_tools import McpServerConnection  # loads mcp only when used
+            from switchyard.agents.tools.secrets import open_headers
 
             connection = McpServerConnection(
                 label=tool.server_label,
                 url=tool.server_url,
                 guard=SSRFGuard(resolver=resolver, allow_loopback=allow_loopback),
-                headers=tool.headers,
+                headers=open_headers(tool),  # sealed at rest: opened for the connection only
                 timeout_s=tool.timeout_s,
                 allowed_tools=tool.allowed_tools,
                 requires_approval=tool.requires_approval,

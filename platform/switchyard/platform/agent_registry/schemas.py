@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from switchyard.agents import AgentSpec, ModelParams, RunLimits, ToolSpec
+from switchyard.agents.tools.secrets import redact_tool_secrets
 from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Agent, AgentVersion
 
@@ -58,7 +59,9 @@ class _Definition(BaseModel):
 
 
 def _definition(definition: dict[str, Any]) -> dict[str, Any]:
-    spec = AgentSpec.model_validate(definition).model_dump(mode="json")
+    """A stored definition as every role reads it: an MCP header's value shows as ``<redacted>``, never sealed or
+    in clear (send it back as ``<redacted>`` to keep it)."""
+    spec = redact_tool_secrets(AgentSpec.model_validate(definition).model_dump(mode="json"))
     return {key: spec[key] for key in _Definition.model_fields}
 
 

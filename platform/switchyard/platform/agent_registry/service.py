@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.agents import AgentSpec
+from switchyard.agents.tools.secrets import kept_secrets, seal_tool_secrets
 from switchyard.platform.agent_registry.schemas import (
     AgentCreate,
     AgentDeleted,
@@ -75,6 +76,14 @@ async def get_version(
     return agent, row
 
 
+def _sealed(spec: AgentSpec, current: AgentSpec | None = None) -> AgentSpec:
+    """``spec`` with its MCP headers sealed (those sent back as ``<redacted>`` keep ``current``'s values)."""
+    try:
+        return seal_tool_secrets(spec, kept=kept_secrets(current) if current is not None else None)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), param="tools", code="invalid_value") from None
+
+
 def _add_version(session: AsyncSession, scope: TenantScope, agent: Agent, spec: AgentSpec) -> AgentVersion:
     row = AgentVersion(
         id=new_id("agv"),
@@ -97,7 +106,7 @@ async def create_agent(
     max_output_tokens: int,
 ) -> AgentPublic:
     check_model(data.model)
-    spec = AgentSpec.model_validate(data.model_dump())
+    spec = _sealed(AgentSpec.model_validate(data.model_dump()))
     _check_output_cap(spec, max_output_tokens)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
     session.add(agent)
@@ -170,7 +179,9 @@ async def update_agent(
         spec = AgentSpec.model_validate(definition)
     except ValueError as exc:
         raise InvalidRequest(f"invalid agent definition: {exc}", code="invalid_value") from None
-    if spec.model_dump(mode="json") == AgentSpec.model_validate(current.definition).model_dump(mode="json"):
+    current_spec = AgentSpec.model_validate(current.definition)
+    spec = _sealed(spec, current_spec)
+    if spec.model_dump(mode="json") == current_spec.model_dump(mode="json"):
         return AgentPublic.of(agent, current)
     if "model" in data.model_fields_set:
         check_model(spec.model)

@@ -6,6 +6,8 @@ and ``text.format``. With ``prompt: {"id": <agent id>, "version": ...}`` it is t
 ``text.format``; the request's ``model`` is then ignored, so a client configured with any model name runs the agent
 as defined. Checked here, before anything is stored: every tool (400 naming ``tools[i]``) and the model parameters.
 ``include: ["message.output_text.logprobs"]`` makes every model call ask for logprobs (``top_logprobs`` of them).
+An MCP tool's ``headers`` (and ``authorization``, sent as ``Authorization: Bearer``) are sealed in the definition
+and redacted in the request itself, which the response echoes: they are sent to the MCP server and shown to no one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from switchyard.agents import AgentSpec, ModelParams, RunLimits
+from switchyard.agents.tools.secrets import REDACTED, kept_secrets, redact_tool, seal_tool_secrets
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.responses.schemas import OUTPUT_TEXT_LOGPROBS, ResponseCreate
 
@@ -66,7 +69,7 @@ def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
             "server_label": tool.get("server_label"),
             "server_url": tool.get("server_url"),
             "requires_approval": approval != "never",
-            "headers": tool.get("headers") or {},
+            "headers": _mcp_headers(tool, param),
         }
         if allowed is not None:
             spec["allowed_tools"] = allowed
@@ -80,6 +83,24 @@ def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
             code="unsupported_tool",
         )
     raise InvalidRequest(f"unsupported tool type {kind!r}", param=f"{param}.type", code="unsupported_tool")
+
+
+def _mcp_headers(tool: dict[str, Any], param: str) -> Any:
+    """The headers to send to an MCP server: ``headers``, plus ``authorization`` as a bearer token."""
+    headers = tool.get("headers") or {}
+    if not isinstance(headers, dict):
+        return headers  # the spec's validation names it
+    token = tool.get("authorization")
+    if isinstance(token, str) and token and not any(name.lower() == "authorization" for name in headers):
+        headers = {**headers, "Authorization": f"Bearer {token}"}
+    for name, value in headers.items():
+        if value == REDACTED:
+            raise InvalidRequest(
+                f"header {name!r} is {REDACTED!r}: a response keeps no secret to reuse, send the value",
+                param=f"{param}.headers.{name}",
+                code="invalid_value",
+            )
+    return headers
 
 
 def _response_format(data: ResponseCreate) -> dict[str, Any] | None:
@@ -130,6 +151,8 @@ def _fill(instructions: str, variables: dict[str, Any] | None) -> str:
 def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> ResponseDefinition:
     """The definition of a response to ``data``; ``agent`` is ``(id, version, spec)`` when ``prompt`` names one."""
     tools = [_tool(tool, index) for index, tool in enumerate(data.tools or [])]
+    if data.tools:  # what the response echoes: the secrets' names, never their values
+        data.tools[:] = [redact_tool(tool) for tool in data.tools]
     options: dict[str, Any] = {}
     response_format = _response_format(data)
     if response_format is not None:
@@ -157,7 +180,8 @@ def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> Re
             merged["instructions"] = instructions
             merged["tools"] = [*merged["tools"], *tools]
             merged["model_params"] = {**merged["model_params"], **{k: v for k, v in params.items() if v is not None}}
-            return ResponseDefinition(AgentSpec.model_validate(merged, strict=False), options, agent_id, version)
+            spec = AgentSpec.model_validate(merged, strict=False)
+            return ResponseDefinition(seal_tool_secrets(spec, kept=kept_secrets(base)), options, agent_id, version)
         limits = RunLimits(max_steps=(data.max_tool_calls or 24) + 1)
         spec = AgentSpec.model_validate(
             {
@@ -170,7 +194,7 @@ def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> Re
             },
             strict=False,
         )
-        return ResponseDefinition(spec, options)
+        return ResponseDefinition(seal_tool_secrets(spec), options)
     except ValidationError as exc:
         error = exc.errors()[0]
         location = [str(part) for part in error["loc"]]

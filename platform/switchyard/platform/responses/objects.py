@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchyard.agents import RunState, RunStatus, StepType
+from switchyard.agents.tools.secrets import redact_tool
 from switchyard.platform.models import Conversation, ResponseRecord
 
 __all__ = ["STATUS", "conversation_object", "response_object", "response_status"]
@@ -97,7 +98,7 @@ def response_object(
         "temperature": _or(echo.get("temperature"), 1.0),
         "text": echo.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": echo.get("tool_choice") or "auto",
-        "tools": echo.get("tools") or [],
+        "tools": [redact_tool(tool) for tool in echo.get("tools") or []],  # stored redacted; older rows too
         "top_logprobs": echo.get("top_logprobs"),
         "top_p": _or(echo.get("top_p"), 1.0),
         "truncation": echo.get("truncation") or "disabled",
