@@ -19,6 +19,10 @@ dies before it has committed a receipt as usage leaves one the books can name. W
 the request is stopped. Requests run under ids of the fleet's own, so a request repeated under the same id (an
 agent step retried after its worker froze) runs beside the first. When ``token`` is set every request must carry
 ``Authorization: Bearer <token>``.
+
+One loop serves every tenant, so no request holds it: bodies over ``LOOP_JSON_BYTES`` are read, and long whole
+answers and large embedding answers written, in a thread; a stream gives the loop away every ``EVENTS_PER_TURN``
+events; the deployments work out the sim model's answers in threads (``sim_backend``).
 """
 
 from __future__ import annotations
