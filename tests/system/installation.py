@@ -76,6 +76,7 @@ class Installation:
             "SWITCHYARD_REDIS_URL": f"{redis}/1",
             "SWITCHYARD_FLEET_TOKEN": secrets.token_urlsafe(24),
             "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{self.fleet_port}",
+            "SWITCHYARD_SECRETS_KEY": secrets.token_hex(32),
         }
         missing = sorted(set(variables) - set(provided))
         assert not missing, f"the README's production section sets {missing}, which the system test cannot provide"
@@ -87,7 +88,8 @@ class Installation:
         }
         self.env = process_env(settings)
         self.layout = Layout(self.env, self.root / "cwd", self.root / "logs")
-        self.notes.append("process settings: " + ", ".join(f"{k}={v}" for k, v in settings.items() if "TOKEN" not in k))
+        shown = {k: v for k, v in settings.items() if "TOKEN" not in k and "SECRET" not in k}
+        self.notes.append("process settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
     # -- processes -----------------------------------------------------------------------------------------
 
