@@ -81,8 +81,13 @@ class BudgetHolds:
 def exceeds_hold(call: ModelCall, *, chip_us: int, completion_tokens: int) -> bool:
     """Whether a call used more than its budget hold was sized for: more output tokens than it was allowed, or
     more compute than the backend's bound for them. Logs an error naming the call when it did (its settlement
-    then records the actual spend, past the hold: the work was done)."""
-    bound_chip_us = call.backend.max_chip_us(call.prompt_tokens, call.output_tokens)
+    then records the actual spend, past the hold: the work was done). Never raises: it must not stop the billing.
+    """
+    try:
+        bound_chip_us = call.backend.max_chip_us(call.prompt_tokens, call.output_tokens)
+    except Exception:
+        log.warning("could not bound model call %s to check it against its hold", call.holder, exc_info=True)
+        return False
     if completion_tokens <= call.output_tokens and chip_us <= bound_chip_us:
         return False
     log.error(

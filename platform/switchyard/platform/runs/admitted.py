@@ -49,6 +49,7 @@ from switchyard.platform.admission import (
     ModelCall,
     TryLater,
     admit_waiting,
+    exceeds_hold,
     most_output_tokens,
 )
 from switchyard.platform.admission.waiting import retry_in_s
@@ -161,6 +162,8 @@ class AdmittedModel:
         try:
             response = await self.inner.request(request)
             billed = True
+            if holds.reservation_id is not None:  # logged if it ever used more than its hold was sized for
+                exceeds_hold(holds.call, chip_us=response.chip_us, completion_tokens=response.usage.output_tokens)
         finally:
             if billed and holds.reservation_id is not None:
                 self.reservations[request.request_id] = holds.reservation_id
