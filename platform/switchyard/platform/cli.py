@@ -80,6 +80,7 @@ def up(host: str | None, port: int | None, no_worker: bool) -> None:
 
     settings = _settings(host=host, port=port)
     upgrade(settings.database_url)
+    _seal_stored_credentials(settings)
     declare_queues(create_celery(settings))  # before the API and the worker both reach for them
     first = _run(bootstrap, settings)
     url = settings.public_url
@@ -313,8 +314,27 @@ def db_upgrade(revision: str) -> None:
     """Migrate the database up to REVISION (default: head)."""
     from switchyard.platform.db.migrate import upgrade
 
-    upgrade(_settings().database_url, revision)
+    settings = _settings()
+    upgrade(settings.database_url, revision)
     click.echo(f"upgraded to {revision}")
+    if revision == "head":
+        sealed = _seal_stored_credentials(settings)
+        if sealed:
+            click.echo(f"sealed the MCP credentials stored in clear ({sealed} rows)")
+
+
+def _seal_stored_credentials(settings: Settings) -> int:
+    """Seal what was stored before tool credentials were sealed (with this installation's key)."""
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.tool_secrets import configure_secrets_key, seal_stored_credentials
+
+    configure_secrets_key(settings)
+
+    async def go(database: Any) -> int:
+        async with database.unit_of_work(UNSCOPED) as session:
+            return await seal_stored_credentials(session)
+
+    return _run(go, settings)
 
 
 @db.command("downgrade")

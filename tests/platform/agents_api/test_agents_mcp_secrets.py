@@ -4,16 +4,19 @@ never for another server URL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import select
 
 from switchyard.agents import StaticResolver
+from switchyard.platform.cli import main
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.models import AgentVersion
+from switchyard.platform.models import AgentVersion, ResponseEventRecord, ResponseRecord
 from tests.platform.agents_api.factories import make_agent, run_inline, scripted_model, wait_for_run
 from tests.platform.agents_api.mcp_recorder import SECRET_PART, TOKEN, RecordingMcpServer, recording_mcp_server
 
@@ -130,3 +133,67 @@ async def test_the_console_shows_an_agent_s_headers_redacted(
         page = await client.get(path)
         assert page.status_code == 200, path
         assert SECRET_PART not in page.text, path
+
+
+async def test_db_upgrade_seals_what_was_stored_in_clear_before(
+    client: Any, make_tenant: Any, mcp_server: RecordingMcpServer, settings: Any
+) -> None:
+    """Rows written before sealing existed hold the header in clear; ``switchyard db upgrade`` seals or redacts
+    them, and the agent still sends it."""
+    run_inline(
+        client, model_factory=scripted_model, resolver=StaticResolver({"mcp.test": ["127.0.0.1"]}), allow_loopback=True
+    )
+    tenant = await make_tenant()
+    agent = await make_agent(client, tenant, tools=[_mcp_tool(mcp_server.url())])
+    answer = await client.post(
+        "/v1/responses",
+        json={"model": agent["model"], "input": "hi", "tools": [_mcp_tool(mcp_server.url()) | {"server_label": "r"}]},
+        headers=tenant.headers("developer"),
+    )
+    response_id = answer.json()["id"]
+    clear = {"Authorization": TOKEN}
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:  # as an older version stored them
+        version = (await session.execute(select(AgentVersion))).scalars().one()
+        definition = json.loads(json.dumps(version.definition))
+        definition["tools"][0]["headers"] = clear
+        version.definition = definition
+        row = await session.get(ResponseRecord, response_id)
+        assert row is not None
+        request = json.loads(json.dumps(row.request))
+        request["spec"]["tools"][0]["headers"] = clear
+        request["echo"]["tools"][0]["headers"] = clear
+        row.request = request
+        shown = {"type": "response.created", "response": {"id": response_id, "tools": request["echo"]["tools"]}}
+        session.add(
+            ResponseEventRecord(
+                id="revt_legacy",
+                tenant_id=tenant.id,
+                response_id=response_id,
+                sequence_number=0,
+                event="response.created",
+                data=shown,
+            )
+        )
+    assert SECRET_PART in await _stored_everything(client)
+
+    env = {"SWITCHYARD_DATA_DIR": str(settings.data_dir), "SWITCHYARD_DATABASE_URL": settings.database_url}
+    upgraded = await asyncio.to_thread(CliRunner(env=env).invoke, main, ["db", "upgrade"])
+    assert upgraded.exit_code == 0, upgraded.output
+    assert "sealed the MCP credentials stored in clear (3 rows)" in upgraded.output
+    assert SECRET_PART not in await _stored_everything(client)
+    again = await asyncio.to_thread(CliRunner(env=env).invoke, main, ["db", "upgrade"])
+    assert "sealed" not in again.output  # nothing left to seal
+
+    mcp_server.authorizations.clear()
+    assert (await _run(client, tenant, agent["id"]))["status"] == "completed"
+    assert set(mcp_server.authorizations) == {TOKEN}
+
+
+async def _stored_everything(client: Any) -> str:
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        rows = [
+            *(await session.execute(select(AgentVersion.definition))).scalars(),
+            *(await session.execute(select(ResponseRecord.request))).scalars(),
+            *(await session.execute(select(ResponseEventRecord.data))).scalars(),
+        ]
+    return json.dumps(rows)
