@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from switchyard.accelerator.pool import count_tokens
+from switchyard.accelerator.pool import count_prompt_tokens, count_tokens
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, UsageEvent
 
@@ -248,3 +248,39 @@ async def test_a_fleet_process_answer_past_the_ceiling_is_cut_and_its_receipt_st
     assert (receipt.finish_reason, receipt.completion_tokens) == ("length", 3)
     assert count_tokens(text) <= 3
     assert receipt.chip_us > 0
+
+
+@pytest.mark.parametrize("tools", [False, True], ids=["text", "tool-call"])
+@pytest.mark.parametrize("on_fleet_process", [False, True], ids=["in-process", "fleet-process"])
+async def test_the_simulated_model_stops_at_the_ceiling_without_max_tokens(tools: bool, on_fleet_process: bool) -> None:
+    """The simulator itself generates no more than the call's ceiling when the client set no max_tokens (a text of
+    its drawn length, a tool call of its schema's size, are cut there), so the compute it bills is within the hold."""
+    from switchyard.accelerator.pool import AcceleratorPool, DeploymentSpec, InferenceRequest
+    from switchyard.accelerator.pool.fleet_server import FleetServer
+    from switchyard.accelerator.pool.types import ComputeReceipt
+    from tests.accelerator.served import served
+
+    spec = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4)
+    bulky = {"type": "object", "properties": {"items": {"type": "array", "minItems": 500, "items": {"type": "string"}}}}
+    messages = [{"role": "user", "content": "Tell me everything about the fleet."}]
+    request = InferenceRequest(
+        request_id="ceiling-2",
+        tenant="t1",
+        model="small",
+        messages=messages,
+        tools=[{"type": "function", "function": {"name": "fill", "parameters": bulky}}] if tools else (),
+        tool_choice="required" if tools else None,
+        seed=7,
+        output_ceiling=5,
+    )
+    local = AcceleratorPool.from_specs([spec], time_scale=0)
+    bound = local.backend("small").max_chip_us(count_prompt_tokens(messages, request.tools), 5)
+    with served(FleetServer(AcceleratorPool.from_specs([spec], time_scale=0))) as url:
+        pool = AcceleratorPool.from_specs([spec], fleet_url=url) if on_fleet_process else local
+        try:
+            receipt = [event async for event in pool.submit(request)][-1]
+        finally:
+            await pool.aclose()
+    assert isinstance(receipt, ComputeReceipt)
+    assert (receipt.finish_reason, receipt.completion_tokens) == ("length", 5)
+    assert receipt.chip_us <= bound

@@ -318,6 +318,7 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         tools=list(body.get("tools") or ()),
         tool_choice=body.get("tool_choice"),
         max_tokens=body.get("max_completion_tokens") or body.get("max_tokens"),
+        output_ceiling=identity.get("output_ceiling"),  # the most the caller's budget hold covers
         seed=body.get("seed"),
         priority=Priority(int(identity.get("priority", Priority.STANDARD))),
         weight=float(identity.get("weight", 1.0)),

@@ -35,10 +35,12 @@ or a tool call's name and arguments — is at most ``max_tokens`` of them:
 - A tool call longer than ``max_tokens`` is cut as OpenAI cuts one: the call is returned with its arguments
   ending where the limit falls (not valid JSON) and ``finish_reason = "length"``; when not even its name and one
   token of arguments fit, there is no call (no text either) and ``finish_reason = "length"``.
-``completion_tokens`` counts exactly the tokens returned. With ``stop`` sequences the text or JSON ends just before
-the first one that occurs, without the whitespace before it (``finish_reason = "stop"``). Everything is seeded
-from ``seed`` (or the messages), so the same request gives the same answer. Messages are searched (for a tool's
-name, ``key=value`` hints, a schema in the instructions) in their first ``MAX_SCHEMA_SEARCH_CHARS`` characters.
+A request's ``output_ceiling`` (the most its budget hold covers) bounds all of these as ``max_tokens`` does, but a
+drawn text shorter than it stays as drawn. ``completion_tokens`` counts exactly the tokens returned. With ``stop``
+sequences the text or JSON ends just before the first one that occurs, without the whitespace before it
+(``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the same request gives the
+same answer. Messages are searched (for a tool's name, ``key=value`` hints, a schema in the instructions) in their
+first ``MAX_SCHEMA_SEARCH_CHARS`` characters.
 
 Logprobs (``logprobs: true``, ``top_logprobs: N``) are synthetic, not a language model's: each text token gets a
 probability drawn in [0.5, 0.999) from a generator seeded by the request's seed, the token's position and the token
@@ -220,7 +222,7 @@ def _tool_answer(request: InferenceRequest, name: str, rng: random.Random) -> Co
     """One tool call, cut at ``max_tokens`` as OpenAI cuts one: its arguments end where the limit falls
     (``finish_reason: "length"``); when not even the name and one token of arguments fit, no call at all."""
     call, exhausted = _tool_call(request, name, rng)
-    limit = request.max_tokens
+    limit = request.most_output_tokens
     if limit is not None:
         name_tokens, arguments = count_tokens(call.name), split_tokens(call.arguments)
         if name_tokens + len(arguments) > limit:
@@ -266,7 +268,10 @@ def _length(request: InferenceRequest, rng: random.Random) -> tuple[int, str]:
     if request.max_tokens is not None:
         return request.max_tokens, "length"
     drawn = math.exp(math.log(TRACE_MEDIAN_OUTPUT_TOKENS) + TRACE_LOG_SIGMA * rng.gauss(0, 1))
-    return max(2, min(MAX_DRAWN_TOKENS, round(drawn))), "stop"
+    length = max(2, min(MAX_DRAWN_TOKENS, round(drawn)))
+    if request.output_ceiling is not None and length > request.output_ceiling:  # the most its budget hold covers
+        return request.output_ceiling, "length"
+    return length, "stop"
 
 
 def _tool_results_preamble(messages: Sequence[Mapping[str, Any]], length: int) -> list[str]:
@@ -351,8 +356,9 @@ def complete(request: InferenceRequest) -> Completion:
     if reply is not None:
         text, exhausted = reply
         tokens, reason = split_tokens(text), "length" if exhausted else "stop"
-        if request.max_tokens is not None and len(tokens) > request.max_tokens:
-            tokens, reason = tokens[: request.max_tokens], "length"
+        most = request.most_output_tokens
+        if most is not None and len(tokens) > most:
+            tokens, reason = tokens[:most], "length"
     else:
         tokens, reason = _text_tokens(request, rng)
     stopped = _until_stop(tokens, request.stop)
