@@ -284,3 +284,18 @@ async def test_the_simulated_model_stops_at_the_ceiling_without_max_tokens(tools
     assert isinstance(receipt, ComputeReceipt)
     assert (receipt.finish_reason, receipt.completion_tokens) == ("length", 5)
     assert receipt.chip_us <= bound
+
+
+async def test_when_the_context_window_is_the_bound_the_upstream_is_not_sent_max_tokens(
+    client: Any, make_tenant: Any, upstream: tuple[Overproducer, str]
+) -> None:
+    """The window bounds the answer already, and a max_tokens of its whole room by our prompt estimate could pass
+    the upstream's own bound (vLLM refuses that with a 400): the upstream is left to its window, and still cut."""
+    client.app.state.settings.max_output_tokens = 100_000  # past the 4,096-token window: the window binds
+    tenant = await make_tenant()
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Talk."}]}
+    answer = await client.post("/v1/chat/completions", json=body, headers=tenant.headers())
+
+    assert answer.status_code == 200, answer.text
+    assert "max_tokens" not in upstream[0].received[-1]
+    assert answer.json()["usage"]["completion_tokens"] == 3 * CHUNKS  # all of it: 900 tokens fit the window

@@ -5,10 +5,11 @@ else is. Compute is the wall time of the upstream call × the chips the operator
 The answer's text, refusal and logprobs are passed on as the upstream sent them (a streamed answer chunk by chunk).
 
 An answer never has more output tokens than the request's ``most_output_tokens`` (what admission held a budget
-for): the upstream is asked for at most that many (``max_tokens``, when the client set no bound itself), and
-what it sends is counted as it arrives, text, refusal and tool-call arguments alike (``tokens.count_tokens``);
-an upstream that goes on past the bound is cut there, mid-chunk if need be, the answer ends with
-``finish_reason: "length"`` and the connection is closed, which stops the upstream's generation.
+for): the upstream is asked for at most that many (``max_tokens``, when the client set no bound itself and the
+platform's cap, not the context window, is the bound), and what it sends is counted as it arrives, text, refusal
+and tool-call arguments alike (``tokens.split_tokens``); an upstream that goes on past the bound is cut there,
+mid-chunk if need be, the answer ends with ``finish_reason: "length"`` and the connection is closed, which stops
+the upstream's generation.
 """
 
 from __future__ import annotations
@@ -110,14 +111,22 @@ class UpstreamDeployment:
         a streamed answer always asks for the usage chunk (compute is metered from it)."""
         body: dict[str, Any] = {"model": self.spec.upstream_model or self.spec.name, "messages": list(request.messages)}
         body |= _parameters(request) if request.parameters is None else request.parameters
-        ceiling = request.output_ceiling
         unbounded = body.get("max_tokens") is None and body.get("max_completion_tokens") is None
-        if ceiling is not None and unbounded and self._asks_for_ceiling:
-            body["max_tokens"] = ceiling  # the most admission held a budget for: the upstream stops there itself
+        if unbounded and self._asks_for_ceiling and self._ceiling_binds(request):
+            body["max_tokens"] = request.output_ceiling  # the most its budget hold covers: the upstream stops there
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         return body
+
+    def _ceiling_binds(self, request: InferenceRequest) -> bool:
+        """Whether the request's ceiling is below what the context window leaves its answer. Only then is it sent
+        as ``max_tokens``: the window bounds the answer already, and our prompt count is an estimate, so a
+        ``max_tokens`` of the window's whole room could pass the upstream's own (which some refuse with a 400)."""
+        ceiling = request.output_ceiling
+        if ceiling is None:
+            return False
+        return ceiling + count_prompt_tokens(request.messages, request.tools) < self.context_window
 
     async def _open(self, request: InferenceRequest) -> httpx.Response:
         """Send the chat request; its body is read here unless the answer streams."""
