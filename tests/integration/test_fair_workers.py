@@ -134,11 +134,47 @@ async def _finished(database: Any, job_id: str) -> bool:
     return str((await _job(database, job_id)).status) in FINAL
 
 
+@asynccontextmanager
+async def _production(layout: Any, start_process: Any, **settings: Any) -> AsyncIterator[Any]:
+    """The production layout (PostgreSQL, a Redis broker, Redis limits): an API client and one worker process with
+    one slot, both configured with ``settings`` too."""
+    from litestar.testing import AsyncTestClient
+
+    from switchyard.platform.app import create_app
+
+    env = {**layout.env, **{f"SWITCHYARD_{name.upper()}": str(value) for name, value in settings.items()}}
+    start_process("worker", "--pool", "threads", "--concurrency", "1", env=env)
+    app = create_app(layout.settings.model_copy(update=settings))
+    async with AsyncTestClient(app=app, base_url="http://switchyard.test") as client:
+        yield client
+
+
+@asynccontextmanager
+async def _shape(shape: str, request: pytest.FixtureRequest, start_process: Any, **settings: Any) -> AsyncIterator[Any]:
+    if shape == "embedded":
+        sqlite_template, tmp_path = request.getfixturevalue("sqlite_template"), request.getfixturevalue("tmp_path")
+        async with _embedded(sqlite_template, tmp_path, start_process, **settings) as client:
+            yield client
+    else:
+        layout = request.getfixturevalue("production_layout")(30.0)
+        async with _production(layout, start_process, **settings) as client:
+            yield client
+
+
+SHAPES = pytest.mark.parametrize(
+    ("shape", "database_url"),
+    [("embedded", "sqlite"), pytest.param("production", "postgres", marks=[pytest.mark.postgres, pytest.mark.redis])],
+    indirect=["database_url"],
+)
+"""The embedded shape (its own SQLite database: ``database_url`` unused) and the production layout."""
+
+
+@SHAPES
 @pytest.mark.timeout(180)
 async def test_another_tenants_run_starts_after_at_most_one_job_of_a_backlog(
-    sqlite_template: Path, tmp_path: Path, start_process: Any
+    shape: str, database_url: str, request: pytest.FixtureRequest, start_process: Any
 ) -> None:
-    async with _embedded(sqlite_template, tmp_path, start_process, time_scale=1) as client:
+    async with _shape(shape, request, start_process, time_scale=1) as client:
         database = client.app.state.database
         flooding = await owner_headers(client, "backlog")
         waiting = await owner_headers(client, "neighbour")
@@ -173,16 +209,17 @@ async def _started(database: Any, job_id: str) -> bool:
     return (await _job(database, job_id)).state.get("started_at_ms") is not None
 
 
+@SHAPES
 @pytest.mark.redis
 @pytest.mark.timeout(180)
 async def test_a_run_waiting_for_a_rate_gives_the_worker_to_another_tenants_run(
-    redis_url: str, sqlite_template: Path, tmp_path: Path, start_process: Any
+    shape: str, database_url: str, redis_url: str, request: pytest.FixtureRequest, start_process: Any
 ) -> None:
     """1,000 tokens a minute per tenant: the first run's second model call (its prompt and 560 output tokens, after
-    the first call's ~620) waits ~17 s for the rate; the other tenant's run completes meanwhile."""
-    async with _embedded(
-        sqlite_template, tmp_path, start_process, time_scale=0, redis_url=redis_url, tenant_tokens_per_minute=1000
-    ) as client:
+    the first call's ~620) waits ~17 s for the rate; the other tenant's run completes meanwhile. Limits are
+    shared through Redis, as in production (the first call is charged by the API, the second by the worker)."""
+    limits = {"redis_url": redis_url} if shape == "embedded" else {}
+    async with _shape(shape, request, start_process, time_scale=0, tenant_tokens_per_minute=1000, **limits) as client:
         database = client.app.state.database
         limited = await owner_headers(client, "rate-limited")
         other = await owner_headers(client, "other")
