@@ -41,7 +41,6 @@ from switchyard.platform.admission import Holds, ModelNotFound, model_backend
 from switchyard.platform.db import Database, TenantScope, new_id
 from switchyard.platform.models import ResponseEventRecord, ResponseRecord, utc_now
 from switchyard.platform.observability.instrument import traced_response, traced_tools
-from switchyard.platform.responses.cancellation import StopsOnCancel
 from switchyard.platform.responses.events import ResponseStream, stored_logprobs
 from switchyard.platform.responses.items import mcp_listings, output_items, to_messages
 from switchyard.platform.responses.objects import FINISHED, response_object, response_status
@@ -50,6 +49,7 @@ from switchyard.platform.runs.admitted import AdmissionDeferred, AdmittedModel, 
 from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, postpone, release, take
 from switchyard.platform.runs.persist import Attribution, StaleRun, bill_model_steps, client_loop
+from switchyard.platform.runs.stop_on_cancel import StopsOnCancel
 from switchyard.platform.runs.turns import take_turn
 
 __all__ = ["EXECUTE_TASK", "Listener", "execute_response"]

@@ -40,6 +40,7 @@ from switchyard.platform.runs.deltas import MessageDeltas
 from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.lease import cancel_flag, heartbeat, holder, postpone, release, take
 from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, save_transition
+from switchyard.platform.runs.stop_on_cancel import StopsOnCancel
 from switchyard.platform.runs.turns import take_turn
 from switchyard.platform.threads.service import history
 
@@ -227,6 +228,7 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=run.thread_id, on_event=deltas.on_event)
     )
+    inner = StopsOnCancel(inner, cancel_requested=cancel_requested, stop=backend.cancel)  # a cancel stops the call
     model = AdmittedModel(
         inner,
         admission=env.admission,
