@@ -30,6 +30,7 @@ from switchyard.platform.console.attempts import FAILURES_PER_ACCOUNT, FAILURES_
 from switchyard.platform.console.edge import SESSION_COOKIE
 from switchyard.platform.console.sessions import password_hash_of
 from switchyard.platform.db import UNSCOPED, TenantScope
+from switchyard.platform.http.client_address import forwarded_client
 from switchyard.platform.models import AuditEvent
 from tests.integration.conftest import free_port
 from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
@@ -59,6 +60,27 @@ async def _failed_sign_in_clients(app: Any, tenant_id: str) -> list[str]:
             select(AuditEvent).where(AuditEvent.tenant_id == tenant_id, AuditEvent.action == "console.sign_in_failed")
         )
         return [event.details["client"] for event in rows.scalars()]
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded_for", "trusted", "client"),
+    [
+        ("203.0.113.1", ["198.51.100.7"], "", "203.0.113.1"),  # no trusted proxy: the header is nobody's word
+        ("127.0.0.1", ["198.51.100.7"], "", "127.0.0.1"),  # loopback is no exception
+        ("203.0.113.1", ["198.51.100.7"], "10.0.0.0/8", "203.0.113.1"),  # a peer that is no trusted proxy
+        ("10.0.0.5", ["6.6.6.6, 198.51.100.7"], "10.0.0.0/8", "198.51.100.7"),  # the right-most hop it vouches for
+        ("10.0.0.5", ["6.6.6.6", "198.51.100.7, 10.0.0.9"], "10.0.0.0/8", "198.51.100.7"),  # through two proxies
+        ("10.0.0.5", ["10.0.0.7, 10.0.0.9"], "10.0.0.0/8", "10.0.0.7"),  # all trusted: the left-most
+        ("10.0.0.5", ["198.51.100.7, not-an-address"], "10.0.0.0/8", "10.0.0.5"),  # garbage: the last trusted hop
+        ("10.0.0.5", [], "10.0.0.0/8", "10.0.0.5"),  # no header
+        ("::ffff:10.0.0.5", ["198.51.100.7"], "10.0.0.5", "198.51.100.7"),  # a dual-stack socket's IPv4 peer
+        ("2001:db8::5", ["2001:db8:1::7"], "2001:db8::/64", "2001:db8:1::7"),
+    ],
+)
+def test_the_client_address_believes_only_trusted_proxies(
+    peer: str, forwarded_for: list[str], trusted: str, client: str
+) -> None:
+    assert forwarded_client(peer, forwarded_for, trusted) == client
 
 
 async def test_forwarded_for_from_a_peer_that_is_no_trusted_proxy_is_ignored(

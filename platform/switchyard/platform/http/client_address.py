@@ -34,6 +34,8 @@ def _trusted(address: str, networks: tuple[_Network, ...]) -> bool:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # a dual-stack socket's view of an IPv4 peer
     return any(ip.version == network.version and ip in network for network in networks)
 
 
