@@ -68,6 +68,7 @@ def _aad(server_url: str, header: str) -> bytes:
 
 
 def is_sealed(value: str) -> bool:
+    """Whether a stored header value is a sealed one (values stored before sealing existed are not)."""
     return value.startswith(SEALED_PREFIX)
 
 
