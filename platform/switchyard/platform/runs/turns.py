@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
@@ -47,8 +48,6 @@ class Job:
 
 async def take_turn(session: AsyncSession, scope: TenantScope) -> None:
     """Record that a worker takes one of the tenant's jobs now (in the transaction that takes its lease)."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
     module: Any = postgresql if dialect_name(session) == "postgresql" else sqlite
     statement = module.insert(TenantTurn).values(tenant_id=scope.tenant_id, served_at=utc_now())
     await session.execute(
