@@ -8,13 +8,16 @@ import asyncio
 import json
 import time
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from switchyard.platform.app import create_app
 from switchyard.platform.db import UNSCOPED
+from switchyard.platform.http import idempotency
 from switchyard.platform.models import ResponseRecord, UsageEvent
 from tests.platform.api.live import serve
 
@@ -22,9 +25,9 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 BODY = {"model": MODEL, "input": "Write a long essay about rivers.", "max_output_tokens": 400, "stream": True}
 
 
-async def _first_event(http: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, Any]:
+async def _first_event(http: httpx.AsyncClient, headers: dict[str, str], body: dict[str, Any] = BODY) -> dict[str, Any]:
     """POST the streamed response, read its first event, and drop the connection."""
-    async with http.stream("POST", "/v1/responses", json=BODY, headers=headers) as streamed:
+    async with http.stream("POST", "/v1/responses", json=body, headers=headers) as streamed:
         assert streamed.status_code == 200
         async for line in streamed.aiter_lines():
             if line.startswith("data: "):
@@ -65,3 +68,32 @@ async def test_a_dropped_stream_retried_with_its_key_is_409_then_replayed_and_ru
         usage = (await session.execute(select(UsageEvent))).scalars().all()
     assert len(usage) == 1  # one model call, billed once
     assert usage[0].completion_tokens == events[-1]["response"]["usage"]["output_tokens"]
+
+
+async def test_a_claim_outlives_its_lease_while_its_response_runs(
+    client: Any, make_tenant: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim is taken over ``IN_FLIGHT_LEASE`` after its process stopped renewing it, never while its request runs
+    (a response may run up to its time limit, a day at most): a retry past the lease is still 409."""
+    monkeypatch.setattr(idempotency, "IN_FLIGHT_LEASE", timedelta(seconds=1))
+    tenant = await make_tenant()
+    headers = {**tenant.headers("developer"), "Idempotency-Key": str(uuid.uuid4())}
+    body = {**BODY, "max_output_tokens": 2000}
+    paced = settings.model_copy(update={"time_scale": 1.0})
+    with serve(create_app(paced)) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            created = await _first_event(http, headers, body)
+            await asyncio.sleep(2.5)  # past the lease
+            running = await http.get(f"/v1/responses/{created['response']['id']}", headers=headers)
+            assert running.json()["status"] == "in_progress"  # else this test proves nothing
+            async with http.stream("POST", "/v1/responses", json=body, headers=headers) as again:
+                assert again.status_code == 409  # a 200 would be a second response, streaming
+            deadline = time.monotonic() + 120
+            retried = await http.post("/v1/responses", json=body, headers=headers)
+            while retried.status_code == 409:
+                assert time.monotonic() < deadline, "the first response never finished"
+                await asyncio.sleep(0.2)
+                retried = await http.post("/v1/responses", json=body, headers=headers)
+            assert retried.headers["idempotent-replayed"] == "true"
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        assert len((await session.execute(select(ResponseRecord))).scalars().all()) == 1

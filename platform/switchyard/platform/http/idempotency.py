@@ -27,14 +27,15 @@ never a second response billed again.
 A stored answer that does not open (its sealed bytes were changed in the database) is logged and treated as
 expired: the retry runs again.
 
-A claim left by a crashed process is taken over after ``IN_FLIGHT_LEASE``. It stays long (10 minutes) because no
-route bounds how long it runs (a non-streamed completion of many tokens on the simulated fleet takes minutes), and
-a lease shorter than a live request would run that request twice.
+While its request runs, the process renews its claim every third of ``IN_FLIGHT_LEASE`` (10 minutes), so a request
+of any length (a response may run for a day) keeps it; a claim left by a crashed process is taken over
+``IN_FLIGHT_LEASE`` after its last renewal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -90,6 +91,7 @@ async def _claim(
                     )
                 )
             ).scalar_one_or_none()
+            # an in-flight claim's created_at is renewed while its request runs (_keep_claimed)
             abandoned = (
                 existing is not None and existing.status_code is None and existing.created_at < now - IN_FLIGHT_LEASE
             )
@@ -117,6 +119,21 @@ async def _finish(database: Database, record_id: str, status: int, sealed: bytes
             .where(col(IdempotencyRecord.id) == record_id)
             .values(status_code=status, response_sealed=sealed)
         )
+
+
+async def _keep_claimed(database: Database, record_id: str) -> None:
+    """Renew the in-flight claim every third of ``IN_FLIGHT_LEASE`` until cancelled (its request ended)."""
+    while True:
+        await asyncio.sleep(IN_FLIGHT_LEASE.total_seconds() / 3)
+        try:
+            async with database.unit_of_work(UNSCOPED) as session:
+                await session.execute(
+                    update(IdempotencyRecord)
+                    .where(col(IdempotencyRecord.id) == record_id, col(IdempotencyRecord.status_code).is_(None))
+                    .values(created_at=utc_now())
+                )
+        except Exception:  # the next renewal tries again, well within the lease
+            log.warning("could not renew the claim of idempotency record %s", record_id, exc_info=True)
 
 
 async def _release(database: Database, record_id: str) -> None:
@@ -308,8 +325,12 @@ async def _run_and_store(
         if not client_gone:
             await send(message)
 
+    renewing = asyncio.get_running_loop().create_task(_keep_claimed(database, record_id))
     try:
         await next_app(scope, receive_again, capture)
     finally:
-        if not settled:  # the answer never completed (an error, a client gone mid-stream): a retry runs again
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
+        if not settled:  # the answer never completed (the route failed, the server stopped): a retry runs again
             await _release(database, record_id)
