@@ -60,3 +60,13 @@ async def test_a_conversation_item_id_over_128_characters_is_400_naming_it(clien
     assert added.status_code == 200, added.text
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
         assert [row.id for row in (await session.execute(select(ConversationItem))).scalars()] == ["m" * 128]
+
+
+async def test_max_output_tokens_past_the_platforms_cap_is_400_naming_it(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    body = {"model": MODEL, "input": "x", "max_output_tokens": 10**30}
+    refused = await client.post("/v1/responses", json=body, headers=tenant.headers("developer"))
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["param"], error["code"]) == ("max_output_tokens", "invalid_value")
+    assert error["message"].startswith("max_output_tokens is 1000000000000000000000000000000;")

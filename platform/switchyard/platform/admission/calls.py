@@ -42,23 +42,32 @@ def most_output_tokens(backend: Backend, prompt_tokens: int, max_tokens: int | N
     return min(max_tokens or max_output_tokens, room)
 
 
-def refuse_oversized(backend: Backend, prompt_tokens: int, max_tokens: int | None, *, max_output_tokens: int) -> None:
+def refuse_oversized(
+    backend: Backend,
+    prompt_tokens: int,
+    max_tokens: int | None,
+    *,
+    max_output_tokens: int,
+    names: tuple[str, str] = ("max_tokens", "messages"),
+) -> None:
     """400 for a request that asks for more than a model call may: ``max_tokens`` above the platform's cap
     (``invalid_value``), or a prompt and ``max_tokens`` past the context window (``context_length_exceeded``).
+    ``names`` are the request's fields for the two (a Responses request's are ``max_output_tokens`` and ``input``).
 
     For requests a client sends as is; an agent run fits its context to the window itself.
     """
+    limit_name, prompt_name = names
     if max_tokens is not None and max_tokens > max_output_tokens:
         raise InvalidRequest(
-            f"max_tokens is {max_tokens}; at most {max_output_tokens} is allowed",
-            param="max_tokens",
+            f"{limit_name} is {max_tokens}; at most {max_output_tokens} is allowed",
+            param=limit_name,
             code="invalid_value",
         )
     window = backend.context_window
     if prompt_tokens + (max_tokens or 1) > window:
         raise InvalidRequest(
-            f"this model's context window is {window} tokens; the messages use {prompt_tokens}"
-            + (f" and max_tokens asks for {max_tokens} more" if max_tokens else ""),
-            param="messages",
+            f"this model's context window is {window} tokens; the {prompt_name} use {prompt_tokens}"
+            + (f" and {limit_name} asks for {max_tokens} more" if max_tokens else ""),
+            param=prompt_name,
             code="context_length_exceeded",
         )

@@ -146,7 +146,9 @@ async def prepare(
         wire.insert(0, {"role": "system", "content": definition.spec.instructions})
     prompt_tokens = count_prompt_tokens(wire, [])
     output_cap = definition.spec.model_params.max_tokens
-    refuse_oversized(backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens)
+    refuse_oversized(
+        backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens, names=("max_output_tokens", "input")
+    )
     call = ModelCall(
         scope=scope,
         api_key_id=None,
