@@ -106,3 +106,19 @@ async def test_a_call_refused_a_slot_is_put_aside_longer_the_longer_its_job_wait
     refused = TryLater("full", code="concurrency_limit_exceeded", retry_after_s=None, headers={})
     assert retry_in_s(refused, waited_s=0) == SLOT_RETRY_S
     assert retry_in_s(refused, waited_s=3600) == SLOT_RETRY_MAX_S
+
+
+def test_a_deferral_ends_at_the_runs_time_limit_when_that_comes_first() -> None:
+    from switchyard.agents import AgentSpec, RunState
+    from switchyard.platform.runs.admitted import time_limit_of
+
+    spec = AgentSpec.model_validate({"name": "a", "model": "m", "limits": {"timeout_s": 30}})
+    started = utc_now().replace(microsecond=0)
+    state = RunState(run_id="r", created_at_ms=0, started_at_ms=int(started.timestamp() * 1000))
+    limit = time_limit_of(spec, state)
+    assert limit == started + timedelta(seconds=30)
+    waits_long = AdmissionDeferred("rate_limit_exceeded", started + timedelta(seconds=60))
+    assert waits_long.capped(limit).until == limit  # resumed at its limit, it stops as incomplete there
+    waits_briefly = AdmissionDeferred("rate_limit_exceeded", started + timedelta(seconds=5))
+    assert waits_briefly.capped(limit) is waits_briefly
+    assert time_limit_of(spec, RunState(run_id="r", created_at_ms=0)) is None  # not started: no limit yet
