@@ -52,7 +52,8 @@ A_TIMEOUT_S = 120.0  # A waits this long for its answers (the server works on th
 # calculator run makes two).
 PACE_S = {"chat": 1.5, "embeddings": 1.5, "run": 3.0}
 KINDS = ("chat", "embeddings", "run")
-IDLE_POLL_S = 0.5
+IDLE_POLL_S = 0.5  # how often A's leftover work is looked for
+DRAIN_POLL_S = 0.05  # how often B's calls in flight are counted between windows
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Ordinary:
     """Tenant B's ordinary traffic: paced loops of chat completions, embeddings and agent runs, each on its own key.
 
     :meth:`start` makes the keys and the agent; the loops run until :meth:`stop`; every call is a :class:`Sample`
-    labelled with the window it started in (one of B alone only if it ended in it too).
+    labelled with the window it ran in.
     """
 
     def __init__(self, tenant: Tenant, *, chat_loops: int = 6, embedding_loops: int = 3, run_loops: int = 4) -> None:
@@ -131,6 +132,9 @@ class Ordinary:
         self.windows = ["warm-up"]  # every window so far, in order: the current one last
         self.samples: list[Sample] = []
         self._stop = asyncio.Event()
+        self._open = asyncio.Event()  # loops start calls only while it is set
+        self._open.set()
+        self._in_flight = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._agent_id = ""
@@ -162,9 +166,17 @@ class Ordinary:
                 parts.append(f"{kind} {len(times)} calls p50 {p50(times):.0f} ms p99 {p99(times):.0f} ms")
         return f"window {index} ({self.windows[index]}): " + ", ".join(parts)
 
-    def switch(self, window: str) -> None:
-        """Calls started from now on belong to ``window`` (``alone`` or an attack's name)."""
+    async def switch(self, window: str) -> None:
+        """Calls started from now on belong to ``window`` (``alone`` or an attack's name). The calls in flight end
+        first (none is started meanwhile): no call spans two windows, and every window starts alike, with each
+        loop's call at once."""
+        self._open.clear()
+        for _ in range(int(B_TIMEOUT_S / DRAIN_POLL_S) + 1):
+            if not self._in_flight:
+                break
+            await asyncio.sleep(DRAIN_POLL_S)
         self.windows.append(window)
+        self._open.set()
 
     @property
     def window(self) -> str:
@@ -193,17 +205,17 @@ class Ordinary:
     async def _paced(self, kind: str, call: Callable[[Sample], Awaitable[None]]) -> None:
         """Call ``call`` every ``PACE_S[kind]`` (or as soon as the previous one ended) until stopped."""
         while not self._stop.is_set():
-            first = len(self.windows) - 1
-            sample = Sample(kind, self.window, first, 0.0)
+            await self._open.wait()
+            sample = Sample(kind, self.window, len(self.windows) - 1, 0.0)
+            self._in_flight += 1
             started = time.perf_counter()
             try:
                 await call(sample)
             except Exception as exc:  # a failure of B's is a finding, recorded with what it said
                 sample.error = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                self._in_flight -= 1
             sample.latency_s = time.perf_counter() - started
-            beside = [w for w in self.windows[first:] if w != "alone"]
-            if sample.window == "alone" and beside:  # not alone all along: beside an attack
-                sample.window = beside[0]
             self.samples.append(sample)
             await asyncio.sleep(max(0.0, PACE_S[kind] - sample.latency_s))
 
@@ -518,8 +530,8 @@ class WindowPlan:
     """How long B runs alone and beside each attack, in how many alternating rounds per attack, and how long an
     attack's aftermath may last before the next window of B alone starts anyway."""
 
-    window_s: float = 5.0
-    rounds: int = 3
+    window_s: float = 6.0
+    rounds: int = 2
     warm_up_s: float = 5.0
     aftermath_s: float = 60.0
     grace_s: float = 1.0
@@ -538,16 +550,16 @@ async def run_windows(
 
     An attack's window lasts until A's requests have all been answered and ``a_busy`` (A's queued or running
     work) reads 0, then ``plan.grace_s``: what A left behind is measured as beside A, and every window of B alone
-    starts with A idle. A call of B's that started alone and ended beside A counts as beside A.
+    starts with A idle. Between windows B's calls in flight end before any other starts (:meth:`Ordinary.switch`).
     """
     await b.start()
     try:
         await asyncio.sleep(plan.warm_up_s)
         for name in attacks or list(ATTACKS):
             for _ in range(plan.rounds):
-                b.switch("alone")
+                await b.switch("alone")
                 await asyncio.sleep(plan.window_s)
-                b.switch(name)
+                await b.switch(name)
                 stop = asyncio.Event()
                 started = time.monotonic()
                 attack = asyncio.create_task(ATTACKS[name](a, stop))
@@ -566,7 +578,7 @@ async def run_windows(
                         f"{name}: A's window {answered - started:.1f} s, its aftermath "
                         f"{time.monotonic() - answered:.1f} s; A got {a.outcomes.get(name)}; " + b.describe(-1)
                     )
-        b.switch("alone")
+        await b.switch("alone")
         await asyncio.sleep(plan.window_s)
     finally:
         await b.stop()

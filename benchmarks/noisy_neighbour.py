@@ -1,6 +1,6 @@
 """Noisy neighbour: how much tenant A's attacks on shared resources slow tenant B's ordinary calls.
 
-    .venv/bin/python benchmarks/noisy_neighbour.py [--postgres-url URL] [--window 5] [--rounds 3]
+    .venv/bin/python benchmarks/noisy_neighbour.py [--postgres-url URL] [--window 6] [--rounds 2]
         [--attacks "schema bombs,huge embeddings,sign-in flood,background flood"]
 
 Starts the production layout as separate processes (a Redis of its own, a fresh PostgreSQL database on the server
@@ -81,6 +81,7 @@ class Layout:
             "SWITCHYARD_REDIS_URL": f"redis://127.0.0.1:{redis_port}/1",
             "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{fleet_port}",
             "SWITCHYARD_FLEET_TOKEN": secrets.token_urlsafe(24),
+            "SWITCHYARD_SECRETS_KEY": secrets.token_hex(32),
             "SWITCHYARD_TIME_SCALE": TIME_SCALE,
             "SWITCHYARD_KEY_REQUESTS_PER_MINUTE": KEY_REQUESTS_PER_MINUTE,
         }
@@ -173,8 +174,8 @@ def main() -> None:
         default=os.environ.get("SWITCHYARD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
         help="a PostgreSQL server (its database is used to create and drop a fresh one)",
     )
-    parser.add_argument("--window", type=float, default=5.0, help="seconds of each window, alone or beside A")
-    parser.add_argument("--rounds", type=int, default=3, help="alone/beside rounds per attack")
+    parser.add_argument("--window", type=float, default=6.0, help="seconds of each window, alone or beside A")
+    parser.add_argument("--rounds", type=int, default=2, help="alone/beside rounds per attack")
     parser.add_argument("--attacks", default=",".join(ATTACKS), help="comma-separated, in order")
     args = parser.parse_args()
     attacks = [name.strip() for name in args.attacks.split(",") if name.strip()]

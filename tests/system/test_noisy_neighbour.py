@@ -47,7 +47,7 @@ KEY_REQUESTS_PER_MINUTE = 60
 A_BUDGET_MINOR = 100  # $1.00, hard
 MAX_P99_RATIO = 2.0
 SETTLE_S = 60.0
-PLAN = WindowPlan(window_s=5.0, rounds=3, warm_up_s=5.0)
+PLAN = WindowPlan(window_s=6.0, rounds=2, warm_up_s=5.0)
 ONLY = "SWITCHYARD_SYSTEM_TEST_ATTACKS"  # debugging: only these attacks, e.g. "schema bombs,sign-in flood"
 
 
@@ -141,7 +141,9 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
             + (f"; slowest {[(round(s.latency_s, 1), s.window) for s in slowest]}" if row.attack == "all" else "")
         )
         if row.attack == "all" and row.ratio >= MAX_P99_RATIO:
-            per_attack = {r.attack: round(r.ratio, 2) for r in rows(ordinary) if r.kind == row.kind}
+            per_attack = {
+                r.attack: round(r.ratio, 2) for r in rows(ordinary) if r.kind == row.kind and r.attack != "all"
+            }
             failures.append(
                 f"B's {row.kind} p99 beside A is {row.ratio:.2f}x its p99 alone ({p99(row.beside) * 1e3:.0f} ms vs "
                 f"{p99(row.alone) * 1e3:.0f} ms); per attack: {per_attack}"
