@@ -59,3 +59,22 @@ async def test_a_hard_agent_budget_refuses_the_run_when_it_is_created(
         assert (await session.execute(select(Run))).scalars().all() == []
         assert (await session.execute(select(Thread))).scalars().all() == []
         assert (await session.execute(select(UsageEvent))).scalars().all() == []
+
+
+async def test_an_agent_on_a_model_alias_is_billed_under_the_served_name(
+    client: Any, make_tenant: Any, inline_runs: Any
+) -> None:
+    """Runs record the served name, as chat completions and responses do: one model, one invoice line."""
+    tenant = await make_tenant()
+    budget = await client.post("/v1/budgets", json={"limit_minor": 10**9}, headers=tenant.headers("admin"))
+    assert budget.status_code in (200, 201), budget.text
+    agent = await make_agent(client, tenant, model="llama-3.1-8b-instruct")
+    run = (await client.post("/v1/runs", json={"agent_id": agent["id"]}, headers=tenant.headers("developer"))).json()
+    run = await wait_for_run(client, run["thread_id"], run["id"], tenant.headers("developer"), statuses=FINAL)
+    assert run["status"] == "completed", run
+    async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
+        usage = (await session.execute(select(UsageEvent))).scalars().all()
+        holds = (await session.execute(select(BudgetReservation))).scalars().all()
+    assert usage
+    assert {event.model for event in usage} == {"meta-llama/Llama-3.1-8B-Instruct"}
+    assert {hold.model for hold in holds} == {"meta-llama/Llama-3.1-8B-Instruct"}

@@ -166,6 +166,8 @@ async def _drive(env: RunEnvironment, scope: TenantScope, run: Run, version: Age
     try:
         backend = model_backend(env.pool, spec.model, scope.tenant_id)
         instance_type = backend.spec.instance
+        # an alias is billed under the served name, as chat completions and responses bill it: one model in the books
+        spec = spec.model_copy(update={"model": backend.name})
     except ModelNotFound as exc:
         failure = ("model_not_found", exc.message)
     ctx = RunContext(
