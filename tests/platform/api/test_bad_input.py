@@ -214,8 +214,10 @@ _OUT_OF_RANGE = [
     f"start_time=0&end_time={_YEAR_10000}",
     f"end_time={10**30}",
     "start_time=253370764801",  # one second past 9999-01-01
+    "start_time=" + "9" * 5000,
 ]
 _BAD_PAGES = [f"page={_YEAR_10000}", f"page={10**30}", "page=\u00b2", "page=abc"]  # ² is a digit to isdigit()
+_BAD_PAGES.append("page=" + "9" * 5000)  # past int()'s 4,300 digits: a ValueError
 
 
 @pytest.mark.parametrize(

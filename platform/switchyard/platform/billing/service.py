@@ -32,6 +32,7 @@ from switchyard.platform.billing.schemas import (
 from switchyard.platform.billing.spend import spent_in_period
 from switchyard.platform.billing.usage import BucketWidth, UsageBucket, read_usage
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.http.bodies import stored_integer
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.http.timestamps import MAX_UNIX_SECONDS
@@ -340,12 +341,8 @@ async def usage_page(
     page: str | None,
 ) -> UsagePage:
     """One page of ``limit`` buckets; ``page`` is the cursor from the previous page's ``next_page``."""
-    if page is not None:
-        if not (page.isascii() and page.isdigit()) or int(page) > MAX_UNIX_SECONDS:
-            raise InvalidRequest(
-                "page is the `next_page` value of a previous response", param="page", code="invalid_value"
-            )
-        start_time = int(page)
+    if page is not None:  # the `next_page` of a previous page
+        start_time = stored_integer(page, param="page", minimum=0, maximum=MAX_UNIX_SECONDS)
     buckets = await usage_buckets(
         session, scope=scope, start_time=start_time, end_time=end_time, width=width, group_by=group_by
     )

@@ -28,16 +28,15 @@ strings."""
 Decoder = tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]
 
 
-def stored_integer(text: str, *, param: str, minimum: int = 1) -> int:
-    """``text`` as a whole number a column can hold, ``minimum`` to :data:`MAX_STORED_INTEGER`; anything else (a sign,
-    blanks, digits other than ASCII's such as ``²`` or ``٣``, thousands of digits) is a 400 naming ``param``."""
-    if text.isascii() and text.isdigit() and len(text) <= len(str(MAX_STORED_INTEGER)):
+def stored_integer(text: str, *, param: str, minimum: int = 1, maximum: int = MAX_STORED_INTEGER) -> int:
+    """``text`` as a whole number from ``minimum`` to ``maximum`` (by default what a column holds); anything else (a
+    sign, blanks, digits other than ASCII's such as ``²`` or ``٣``, thousands of digits, which ``int()`` refuses
+    past 4,300) is a 400 naming ``param``."""
+    if text.isascii() and text.isdigit() and len(text) <= len(str(maximum)):
         number = int(text)
-        if minimum <= number <= MAX_STORED_INTEGER:
+        if minimum <= number <= maximum:
             return number
-    raise InvalidRequest(
-        f"{param} is a whole number from {minimum} to {MAX_STORED_INTEGER}", param=param, code="invalid_value"
-    )
+    raise InvalidRequest(f"{param} is a whole number from {minimum} to {maximum}", param=param, code="invalid_value")
 
 
 def _integral(value: Any) -> Any:
