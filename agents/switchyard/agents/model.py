@@ -35,6 +35,11 @@ class ModelRequest(BaseModel):
         description="the most output tokens the answer may have whatever params ask (what the platform's budget "
         "hold covers): the model cuts the answer there; unlike params.max_tokens never a length to aim for",
     )
+    compute_ceiling_chip_us: int | None = Field(
+        default=None,
+        description="the most compute the answer may bill (what the platform's budget hold covers): a model that "
+        "bills measured time stops the answer there, finish_reason length",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="further chat-completions fields of every call, e.g. response_format, tool_choice, "

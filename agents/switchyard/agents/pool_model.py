@@ -77,6 +77,7 @@ class PoolModel:
             stop=tuple(request.params.stop or ()),
             parameters=_upstream_parameters(request),
             output_ceiling=request.output_ceiling,
+            compute_ceiling_chip_us=request.compute_ceiling_chip_us,
         )
         text: list[str] = []
         refusal: list[str] = []

@@ -5,6 +5,7 @@ arguments alike, and cuts the answer there with `finish_reason: "length"` (a res
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -27,10 +28,15 @@ FORM = {"type": "object", "properties": {"items": {"type": "array", "items": {"t
 
 class Overproducer:
     """An OpenAI-compatible upstream that ignores `max_tokens`: 900 tokens of text, or one tool call whose arguments
-    are a list of 300 strings, streamed a few tokens a chunk or whole; its usage counts all it generated."""
+    are a list of 300 strings, streamed a few tokens a chunk or whole; its usage counts all it generated.
 
-    def __init__(self) -> None:
+    A slow one (`seconds_per_chunk`) waits that long before each chunk (a whole answer: before all of them), and
+    `first_chunk_after_s` more before the first; it stops when its client goes away."""
+
+    def __init__(self, *, seconds_per_chunk: float = 0.0, first_chunk_after_s: float = 0.0) -> None:
         self.received: list[dict[str, Any]] = []
+        self.seconds_per_chunk = seconds_per_chunk
+        self.first_chunk_after_s = first_chunk_after_s
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -58,9 +64,16 @@ class Overproducer:
             finish = "tool_calls" if request.get("tools") else "stop"
             chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
             chunks.append({**base, "choices": [], "usage": usage})
-            payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+            events = [b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks] + [b"data: [DONE]\n\n"]
+            if self.seconds_per_chunk or self.first_chunk_after_s:
+                await self._send_slowly(receive, send, events)
+                return
+            payload = b"".join(events)
             content_type = b"text/event-stream"
         else:
+            pause = self.first_chunk_after_s + self.seconds_per_chunk * len(pieces)
+            if pause and await self._client_left(receive, pause):
+                return
             message: dict[str, Any] = {"role": "assistant", "content": None}
             if request.get("tools"):
                 call = {"name": request["tools"][0]["function"]["name"], "arguments": "".join(pieces)}
@@ -72,6 +85,25 @@ class Overproducer:
             content_type = b"application/json"
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", content_type)]})
         await send({"type": "http.response.body", "body": payload})
+
+    async def _send_slowly(self, receive: Any, send: Any, events: list[bytes]) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for index, event in enumerate(events):
+            pause = self.seconds_per_chunk + (self.first_chunk_after_s if index == 0 else 0.0)
+            if await self._client_left(receive, pause):
+                return
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    @staticmethod
+    async def _client_left(receive: Any, seconds: float) -> bool:
+        """Wait ``seconds``; whether the client went away meanwhile."""
+        try:
+            message = await asyncio.wait_for(receive(), seconds)
+        except TimeoutError:
+            return False
+        return bool(message["type"] == "http.disconnect")
 
     @staticmethod
     def _delta(request: dict[str, Any], piece: str, index: int) -> dict[str, Any]:

@@ -59,6 +59,11 @@ class InferenceRequest:
     request asks: the ``max_tokens`` admission held a budget for (the client's, else the platform's maximum). A
     backend cuts the answer there (``finish_reason: "length"``); unlike ``max_tokens`` it is never a length to
     aim for. ``None``: no ceiling but ``max_tokens``."""
+    compute_ceiling_chip_us: int | None = None
+    """The most compute the answer may bill (what its budget hold covers): a backend that bills measured time (an
+    ``openai-compatible`` upstream's wall time × chips) stops the answer when it reaches this, ``finish_reason:
+    "length"``, and bills no more; a simulated one never passes it (its hold is its batch-1 bound). ``None``: the
+    call holds no budget, no ceiling."""
 
     @property
     def most_output_tokens(self) -> int | None:

@@ -10,6 +10,11 @@ platform's cap, not the context window, is the bound), and what it sends is coun
 and tool-call arguments alike (``tokens.split_tokens``); an upstream that goes on past the bound is cut there,
 mid-chunk if need be, the answer ends with ``finish_reason: "length"`` and the connection is closed, which stops
 the upstream's generation.
+
+Nor does an answer bill more compute than the request's ``compute_ceiling_chip_us`` (what its budget hold covers,
+by the estimate of ``max_chip_us``): an upstream slower than that estimate is stopped when the call's wall time ×
+chips reaches the ceiling, at the first token if it comes later, the same way (``length``, connection closed), and
+the receipt bills the ceiling at most.
 """
 
 from __future__ import annotations
@@ -150,6 +155,8 @@ class UpstreamDeployment:
                     raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}") from exc
                 await asyncio.sleep(0.05 * 2**attempt)
                 continue
+            except httpx.HTTPError as exc:  # it left: not retried (the upstream may be generating)
+                raise UpstreamError(f"upstream {self.spec.base_url} failed: {exc!r}") from exc
             if response.status_code >= 400:
                 detail = (await response.aread()).decode(errors="replace")[:500]
                 await response.aclose()
@@ -167,13 +174,19 @@ class UpstreamDeployment:
     async def generate(self, request: InferenceRequest) -> AsyncIterator[PoolEvent]:
         started = time.monotonic()
         answer = _Answer(request.most_output_tokens)
-        response = await self._open(request)
-        if request.stream:
-            async for delta in self._read_stream(request, response, answer):
-                yield delta
+        deadline = self._compute_deadline(request, started)
+        try:
+            async with asyncio.timeout(_left(deadline)):  # a whole answer comes at once: all of it by then, or none
+                response = await self._open(request)
+        except TimeoutError:
+            answer.stop_at_compute_ceiling()
         else:
-            for delta in answer.read_completion(response):
-                yield delta
+            if request.stream:
+                async for delta in self._read_stream(request, response, answer, deadline):
+                    yield delta
+            else:
+                for delta in answer.read_completion(response):
+                    yield delta
         finished = time.monotonic()
         tool_calls = answer.tool_calls()
         for index, call in enumerate(tool_calls):
@@ -182,17 +195,28 @@ class UpstreamDeployment:
         self._record(receipt)
         yield receipt
 
+    def _compute_deadline(self, request: InferenceRequest, started: float) -> float | None:
+        """When (``time.monotonic()``) an answer started at ``started`` reaches its compute ceiling: its compute is
+        its wall time × the declared chips. ``None``: no ceiling."""
+        if request.compute_ceiling_chip_us is None:
+            return None
+        return started + request.compute_ceiling_chip_us / self.spec.chips / 1e6
+
     def _receipt(self, request: InferenceRequest, answer: _Answer, started: float, finished: float) -> ComputeReceipt:
-        """The compute of an answer: its wall time × the chips the operator declared."""
+        """The compute of an answer: its wall time × the chips the operator declared, at most its ceiling (the
+        answer was stopped there; what passes it is the gateway's own time to close the connection)."""
         first = answer.first_token_at or finished
         usage = answer.usage
+        chip_us = round((finished - started) * 1e6) * self.spec.chips
+        if request.compute_ceiling_chip_us is not None:
+            chip_us = min(chip_us, request.compute_ceiling_chip_us)
         return ComputeReceipt(
             tenant=request.tenant,
             request_id=request.request_id,
             model=self.spec.name,
             instance_type=self.spec.instance,
             replica=f"{self.spec.name}/upstream",
-            chip_us=round((finished - started) * 1e6) * self.spec.chips,
+            chip_us=chip_us,
             prompt_tokens=int(usage.get("prompt_tokens") or count_prompt_tokens(request.messages, request.tools)),
             completion_tokens=answer.completion_tokens(),
             queue_ms=0.0,
@@ -203,11 +227,23 @@ class UpstreamDeployment:
         )
 
     async def _read_stream(
-        self, request: InferenceRequest, response: httpx.Response, answer: _Answer
+        self, request: InferenceRequest, response: httpx.Response, answer: _Answer, deadline: float | None
     ) -> AsyncIterator[TextDelta]:
+        """The answer's deltas as its chunks arrive, until its end, its cut, its cancel or its ``deadline``."""
         cancelled = self._cancelled.setdefault(request.request_id, asyncio.Event())
+        lines = response.aiter_lines()
         try:
-            async for line in response.aiter_lines():
+            while True:
+                try:
+                    async with asyncio.timeout(_left(deadline)):
+                        line = await anext(lines)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:  # its compute reached the ceiling: closing the connection stops the upstream
+                    answer.stop_at_compute_ceiling()
+                    break
+                except httpx.HTTPError as exc:
+                    raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
                 if cancelled.is_set():
                     answer.finish_reason = "cancelled"
                     break
@@ -287,6 +323,11 @@ class UpstreamDeployment:
         }
 
 
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (``time.monotonic()``), none below 0; ``None``: no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 def _parse_embeddings(body: bytes) -> tuple[dict[str, Any], tuple[tuple[float, ...], ...]]:
     """An upstream's embedding list and its vectors in input order."""
     answer = json.loads(body)
@@ -349,6 +390,11 @@ class _Answer:
         self.cut = True
         self.finish_reason = "length"
         return "".join(tokens[:room]), room
+
+    def stop_at_compute_ceiling(self) -> None:
+        """The answer's compute reached its ceiling: it ends where it is, ``length``, and takes nothing more."""
+        self.cut = True
+        self.finish_reason = "length"
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(self._calls.items()))

@@ -13,7 +13,7 @@ releases its budget hold unless the call was billed.
 from __future__ import annotations
 
 from switchyard.platform.admission.access import ModelNotFound, may_use, model_backend, served_models
-from switchyard.platform.admission.budget_holds import BUDGET_CACHE_S, exceeds_hold
+from switchyard.platform.admission.budget_holds import BUDGET_CACHE_S, exceeds_hold, held_chip_us
 from switchyard.platform.admission.calls import ModelCall, most_output_tokens, refuse_oversized
 from switchyard.platform.admission.refusals import LimitsOutage, NoRateCard, RequestExceedsTokenLimit, TryLater
 from switchyard.platform.admission.service import Admission, Holds, admission_for
@@ -32,6 +32,7 @@ __all__ = [
     "admission_for",
     "admit_waiting",
     "exceeds_hold",
+    "held_chip_us",
     "may_use",
     "model_backend",
     "most_output_tokens",

@@ -6,9 +6,11 @@ database round trip (a new budget applies within that time). Whoever bills the c
 gateway's metering, the run checkpoint that bills the step); a call that ends unbilled releases it; a process
 that dies leaves it to expire (``billing.budgets.RESERVATION_TTL``).
 
-A hold is sized for the most the call may produce (``ModelCall.output_tokens``), and every backend cuts its answer
-there (``InferenceRequest.output_ceiling``), so a settlement never passes its hold: :func:`exceeds_hold` is the
-check that says so in the logs if one ever does (a backend that did not cut, an upstream slower than estimated).
+A hold is sized for the most the call may produce (``ModelCall.output_tokens``) and the compute the backend bounds
+that by (:func:`held_chip_us`). A held call carries both as ceilings (``InferenceRequest.output_ceiling`` and
+``compute_ceiling_chip_us``): every backend cuts its answer at the first, and one that bills measured time (an
+``openai-compatible`` upstream) stops it at the second, so a settlement never passes its hold: :func:`exceeds_hold`
+is the check that says so in the logs if one ever does (a backend that did not cut).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.db import Database, TenantScope
 
-__all__ = ["BUDGET_CACHE_S", "BudgetHolds", "exceeds_hold"]
+__all__ = ["BUDGET_CACHE_S", "BudgetHolds", "exceeds_hold", "held_chip_us"]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ class BudgetHolds:
                 agent_id=call.agent_id,
                 model=backend.name,
                 instance_type=backend.spec.instance,
-                estimated_chip_us=backend.max_chip_us(call.prompt_tokens, call.output_tokens),
+                estimated_chip_us=held_chip_us(call),
             )
         except NoApplicablePrice as exc:
             log.error("refusing a model call: %s", exc)
@@ -78,13 +80,19 @@ class BudgetHolds:
         return found
 
 
+def held_chip_us(call: ModelCall) -> int:
+    """The compute a call's budget hold is priced on: its backend's bound for its prompt and most output tokens.
+    A held call may bill no more (its ``compute_ceiling_chip_us``)."""
+    return call.backend.max_chip_us(call.prompt_tokens, call.output_tokens)
+
+
 def exceeds_hold(call: ModelCall, *, chip_us: int, completion_tokens: int) -> bool:
     """Whether a call used more than its budget hold was sized for: more output tokens than it was allowed, or
     more compute than the backend's bound for them. Logs an error naming the call when it did (its settlement
     then records the actual spend, past the hold: the work was done). Never raises: it must not stop the billing.
     """
     try:
-        bound_chip_us = call.backend.max_chip_us(call.prompt_tokens, call.output_tokens)
+        bound_chip_us = held_chip_us(call)
     except Exception:
         log.warning("could not bound model call %s to check it against its hold", call.holder, exc_info=True)
         return False

@@ -39,6 +39,7 @@ from switchyard.platform.admission import (
     Holds,
     ModelCall,
     exceeds_hold,
+    held_chip_us,
     model_backend,
     most_output_tokens,
     refuse_oversized,
@@ -139,7 +140,11 @@ class InferenceGateway:
             holder=f"{request_id}/{secrets.token_hex(6)}",
         )
         holds = await self.admission.admit(call)
-        request = self._request(body, request_id, scope, backend, messages, tools, output_cap, call.output_tokens)
+        # a held call bills no more compute than its hold covers; a call without budgets holds nothing to bound it
+        compute_ceiling = held_chip_us(call) if holds.reservation_id is not None else None
+        request = self._request(
+            body, request_id, scope, backend, messages, tools, output_cap, call.output_tokens, compute_ceiling
+        )
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     @staticmethod
@@ -152,6 +157,7 @@ class InferenceGateway:
         tools: list[dict[str, Any]],
         output_cap: int | None,
         output_ceiling: int,
+        compute_ceiling_chip_us: int | None,
     ) -> InferenceRequest:
         return InferenceRequest(
             request_id=request_id,
@@ -169,6 +175,7 @@ class InferenceGateway:
             stop=body.stop_sequences,
             parameters=body.forwarded_parameters(),
             output_ceiling=output_ceiling,  # what the budget hold covers: no backend answers more
+            compute_ceiling_chip_us=compute_ceiling_chip_us,
         )
 
     async def admit_embeddings(self, *, principal: Principal, backend: Backend, request: EmbeddingRequest) -> Admitted:

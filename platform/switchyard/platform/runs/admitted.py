@@ -50,6 +50,7 @@ from switchyard.platform.admission import (
     TryLater,
     admit_waiting,
     exceeds_hold,
+    held_chip_us,
     most_output_tokens,
 )
 from switchyard.platform.admission.waiting import retry_in_s
@@ -155,8 +156,11 @@ class AdmittedModel:
         holds, self.admitted = self.admitted, None
         if holds is None:
             holds = await self._admit(self._call(request))
-        # the call may produce no more than its budget hold covers (the most output tokens admission sized it by)
-        request = request.model_copy(update={"output_ceiling": holds.call.output_tokens})
+        # the call may produce no more than its budget hold covers (the most output tokens admission sized it by),
+        # nor bill more compute
+        compute_ceiling = held_chip_us(holds.call) if holds.reservation_id is not None else None
+        ceilings = {"output_ceiling": holds.call.output_tokens, "compute_ceiling_chip_us": compute_ceiling}
+        request = request.model_copy(update=ceilings)
         self.waiting_since = None  # admitted: the next refusal waits from now
         billed = False
         try:
