@@ -20,8 +20,7 @@ class Conversation(TenantOwned, table=True):
     metadata_json: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
     next_position: int = Field(
         default=0,
-        description="The position the next item appended takes. Appending takes its positions by raising this in "
-        "one UPDATE, whose row lock serialises concurrent appends (they raced on max(position) + 1).",
+        description="The position the next item appended takes (``db.positions.take_positions``).",
     )
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -20,5 +20,8 @@ class Thread(TenantOwned, table=True):
 
     id: str = Field(primary_key=True, max_length=40)
     metadata_json: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    next_position: int = Field(
+        default=0, description="The position the next message appended takes (``db.positions.take_positions``)."
+    )
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.db.positions import take_positions
 from switchyard.platform.http.errors import NotFound
 from switchyard.platform.models import Conversation, ConversationItem, ResponseRecord
 
@@ -96,16 +97,7 @@ async def add_conversation_items(
     """Append ``items`` to the conversation, after every item appended before (concurrent appends included)."""
     if not items:
         return
-    # One UPDATE takes the positions: it holds the conversation's row (PostgreSQL) or the database's write lock
-    # (SQLite) until the commit, so a concurrent append waits and continues after these.
-    taken = await session.execute(
-        update(Conversation)
-        .where(col(Conversation.tenant_id) == scope.tenant_id, col(Conversation.id) == conversation_id)
-        .values(next_position=col(Conversation.next_position) + len(items))
-        .returning(col(Conversation.next_position))
-        .execution_options(synchronize_session=False)
-    )
-    first = int(taken.scalar_one()) - len(items)
+    first = await take_positions(session, Conversation, scope=scope, owner_id=conversation_id, count=len(items))
     for position, item in enumerate(items, start=first):
         session.add(
             ConversationItem(

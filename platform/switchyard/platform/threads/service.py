@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -12,6 +12,7 @@ from switchyard.agents import Message
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.db.positions import take_positions
 from switchyard.platform.http.errors import Conflict, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, unknown_cursor
 from switchyard.platform.models import Run, Thread, ThreadMessage, utc_now
@@ -54,14 +55,6 @@ async def active_run_id(session: AsyncSession, scope: TenantScope, thread_id: st
     return (await session.execute(statement.limit(1))).scalar_one_or_none()
 
 
-async def _last_position(session: AsyncSession, scope: TenantScope, thread_id: str) -> int:
-    statement = select(func.max(col(ThreadMessage.position))).where(
-        col(ThreadMessage.tenant_id) == scope.tenant_id, col(ThreadMessage.thread_id) == thread_id
-    )
-    value = (await session.execute(statement)).scalar_one_or_none()
-    return -1 if value is None else int(value)
-
-
 async def append_messages(
     session: AsyncSession,
     *,
@@ -70,11 +63,11 @@ async def append_messages(
     messages: Sequence[Message],
     run_id: str | None = None,
 ) -> list[ThreadMessage]:
-    """Append ``messages`` after the thread's last one (ids kept when the message has one)."""
-    position = await _last_position(session, scope, thread_id)
+    """Append ``messages`` after the thread's last one, concurrent appends included (ids kept when the message has
+    one)."""
+    first = await take_positions(session, Thread, scope=scope, owner_id=thread_id, count=len(messages))
     rows = []
-    for message in messages:
-        position += 1
+    for position, message in enumerate(messages, start=first):
         row = ThreadMessage(
             id=message.id or new_id("msg"),
             tenant_id=scope.tenant_id,
