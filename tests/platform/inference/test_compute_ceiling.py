@@ -21,6 +21,7 @@ from tests.platform.inference.test_output_ceiling import Overproducer, _answer, 
 MODEL = "slow"
 SECONDS_PER_CHUNK = 0.6  # 3 tokens a chunk: 5 tokens a second
 MAX_TOKENS = 16
+UPSTREAM_TIMEOUT_S = 3  # the longest wait for a chunk (the hold of 16 tokens is shorter: 1.3 s)
 MESSAGES = [{"role": "user", "content": "Talk."}]
 HOLDS_LOG = "switchyard.platform.admission.budget_holds"
 
@@ -37,7 +38,7 @@ def settings(database_url: str, tmp_path: Path, upstream: tuple[Overproducer, st
     from switchyard.platform.settings import Settings
 
     deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": upstream[1], "context_window": 4096}
-    deployment["timeout_s"] = 10  # a whole answer of 900 tokens would take 3 minutes
+    deployment["timeout_s"] = UPSTREAM_TIMEOUT_S  # a whole answer of 900 tokens would take 3 minutes
     path = tmp_path / "fleet.json"
     path.write_text(json.dumps({"deployments": [deployment]}))
     return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, fleet_file=str(path))
@@ -121,3 +122,20 @@ async def test_without_a_budget_a_slow_upstream_answers_to_its_most_output_token
         text, finish, _ = _streamed([line async for line in answer.aiter_lines()])
 
     assert (finish, count_tokens(text)) == ("length", MAX_TOKENS)
+
+
+@pytest.mark.parametrize("upstream", [0.0], ids=["paced"], indirect=True)
+async def test_without_a_budget_an_upstream_past_its_timeout_is_a_503(
+    client: Any, make_tenant: Any, upstream: tuple[Overproducer, str]
+) -> None:
+    """A whole answer of 900 tokens at 5 a second comes after the deployment's timeout: the upstream failed (it was
+    a 500 internal_error), and nothing is billed."""
+    tenant = await make_tenant()
+    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+    answer = await client.post("/v1/chat/completions", json=body, headers=tenant.headers())
+
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "upstream_error"
+    assert "failed" in answer.json()["error"]["message"]
+    usage_events, _ = await _books(client)
+    assert usage_events == []
