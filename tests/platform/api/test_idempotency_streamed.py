@@ -97,3 +97,40 @@ async def test_a_claim_outlives_its_lease_while_its_response_runs(
             assert retried.headers["idempotent-replayed"] == "true"
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
         assert len((await session.execute(select(ResponseRecord))).scalars().all()) == 1
+
+
+async def test_a_dropped_chat_completion_stream_with_a_key_is_produced_whole_and_replayed(
+    client: Any, make_tenant: Any, settings: Any
+) -> None:
+    """A streamed chat completion sent with a key is guarded the same way: the client that left gets the whole
+    answer on its retry, billed once (without a key, its generation stops when the client leaves)."""
+    tenant = await make_tenant()
+    headers = {**tenant.headers("developer"), "Idempotency-Key": str(uuid.uuid4())}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Write a long essay."}], "max_tokens": 300}
+    body["stream"] = True
+    paced = settings.model_copy(update={"time_scale": 1.0})
+    with serve(create_app(paced)) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            async with http.stream("POST", "/v1/chat/completions", json=body, headers=headers) as streamed:
+                assert streamed.status_code == 200
+                async for line in streamed.aiter_lines():
+                    if line.startswith("data: "):
+                        break  # the first chunk: drop the connection
+            deadline = time.monotonic() + 120
+            retried = await http.post("/v1/chat/completions", json=body, headers=headers)
+            while retried.status_code == 409:
+                assert time.monotonic() < deadline, "the first completion never finished"
+                await asyncio.sleep(0.2)
+                retried = await http.post("/v1/chat/completions", json=body, headers=headers)
+            assert retried.headers["idempotent-replayed"] == "true"
+            chunks = [line[6:] for line in retried.text.splitlines() if line.startswith("data: ")]
+            assert chunks[-1] == "[DONE]"
+            text = "".join(
+                choice["delta"].get("content") or ""
+                for chunk in map(json.loads, chunks[:-1])
+                for choice in chunk.get("choices", [])
+            )
+            assert text
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        [usage] = (await session.execute(select(UsageEvent))).scalars().all()
+    assert usage.completion_tokens == 300  # the whole answer, once
