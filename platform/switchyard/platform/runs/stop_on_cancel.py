@@ -25,9 +25,9 @@ CANCEL_POLL_S = 0.5
 
 
 class StopsOnCancel:
-    """A run's model: while a call runs, reads the run's cancel flag every
-    :data:`CANCEL_POLL_S` and, once it is set, has the fleet stop the call (``stop``, with the call's request id).
-    The call then ends early with the fleet's receipt of what it generated (``finish_reason: "cancelled"``)."""
+    """A run's model: while a call runs, reads the run's cancel flag every :data:`CANCEL_POLL_S` and, once it is set,
+    has the fleet stop the call (``stop``, with the call's request id). The call then ends early with the fleet's
+    receipt of what it generated (``finish_reason: "cancelled"``)."""
 
     def __init__(
         self,
@@ -55,10 +55,9 @@ class StopsOnCancel:
         flagged = False
         while True:
             await asyncio.sleep(self.poll_s)
-            if not flagged:
-                try:
-                    flagged = await self.cancel_requested()
-                except Exception:  # the next poll reads it again; the run loop reads it between steps too
-                    log.warning("could not read whether %s is cancelled", request_id, exc_info=True)
-            if flagged:  # again at every poll: a call the fleet had not registered yet is stopped once it has
-                self.stop(request_id)
+            try:
+                flagged = flagged or await self.cancel_requested()
+                if flagged:  # again at every poll: a call the fleet had not registered yet is stopped once it has
+                    self.stop(request_id)
+            except Exception:  # never the call's failure: the next poll tries again, the loop reads the flag too
+                log.warning("could not stop %s for its cancel", request_id, exc_info=True)
