@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -26,3 +27,13 @@ def served(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+async def client_left(receive: Any, seconds: float) -> bool:
+    """For an ASGI app that answers slowly: wait ``seconds`` (reading ``receive``); whether its client went away
+    meanwhile (then it should stop, as a real server stops generating)."""
+    try:
+        message = await asyncio.wait_for(receive(), seconds)
+    except TimeoutError:
+        return False
+    return bool(message["type"] == "http.disconnect")

@@ -3,6 +3,7 @@ and passthrough to an openai-compatible upstream."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import threading
@@ -17,7 +18,8 @@ import pytest
 from sqlalchemy import func, select
 
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.models import FleetBusy, UsageEvent
+from switchyard.platform.models import BudgetReservation, FleetBusy, UsageEvent
+from tests.accelerator.served import client_left
 
 BGE = "BAAI/bge-large-en-v1.5"
 QWEN = "Qwen/Qwen3-Embedding-8B"
@@ -186,10 +188,12 @@ async def test_admission_refuses_a_call_over_the_token_limit_and_over_budget(
 
 
 class RecordingEmbedder:
-    """An OpenAI-compatible ``/v1/embeddings`` upstream that records what it was sent (a real server)."""
+    """An OpenAI-compatible ``/v1/embeddings`` upstream that records what it was sent (a real server); a slow one
+    answers ``answer_after_s`` late, unless its client went away by then."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_after_s: float = 0.0) -> None:
         self.received: list[dict[str, Any]] = []
+        self.answer_after_s = answer_after_s
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -216,15 +220,17 @@ class RecordingEmbedder:
                 "usage": {"prompt_tokens": 7, "total_tokens": 7},
             }
         )
+        if self.answer_after_s and await client_left(receive, self.answer_after_s):
+            return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": answer.encode()})
 
 
 @pytest.fixture
-def upstream() -> Iterator[tuple[RecordingEmbedder, str]]:
+def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[RecordingEmbedder, str]]:
     import uvicorn
 
-    app = RecordingEmbedder()
+    app = RecordingEmbedder(answer_after_s=getattr(request, "param", 0.0))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -286,3 +292,30 @@ async def test_an_openai_compatible_upstream_receives_the_call_and_its_wall_time
     assert (event.model, event.prompt_tokens, event.completion_tokens) == ("remote-embedder", 7, 0)
     assert event.chip_us > 0
     assert event.chip_us % 2 == 0  # wall time x the two chips the operator declared
+
+
+@pytest.mark.parametrize("upstream", [5.0], ids=["slow"], indirect=True)
+async def test_a_held_embedding_call_on_a_slow_upstream_is_stopped_at_its_hold_unbilled(
+    client: Any, make_tenant: Any, upstream: tuple[RecordingEmbedder, str]
+) -> None:
+    """An upstream billed by wall time holds ~0.5 s × its chips for a short input; one that answers 5 s late would
+    settle ten times past a hard budget's hold. It is stopped at the hold instead: 503 upstream_error naming it,
+    nothing billed (no part of the vectors is an answer), the hold given back."""
+    tenant = await make_tenant()
+    budget = {"limit_minor": 100, "currency": "USD", "hard": True}
+    assert (await client.post("/v1/budgets", json=budget, headers=tenant.headers())).status_code == 201
+    body = {"model": "remote-embedder", "input": ["a"]}
+    answer = await client.post("/v1/embeddings", json=body, headers=tenant.headers())
+
+    assert answer.status_code == 503, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "upstream_error"
+    assert "budget hold" in error["message"]
+    for _ in range(1000):  # the hold is given back after the error is answered (by the app's loop, not this one)
+        if client.app.state.gateway.running == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert await _usage_events(client) == []
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        holds = list((await session.execute(select(BudgetReservation))).scalars())
+    assert [hold.status for hold in holds] == ["released"]

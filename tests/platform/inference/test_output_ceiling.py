@@ -5,7 +5,6 @@ arguments alike, and cuts the answer there with `finish_reason: "length"` (a res
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -19,6 +18,7 @@ from sqlalchemy import select
 from switchyard.accelerator.pool import count_prompt_tokens, count_tokens
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, UsageEvent
+from tests.accelerator.served import client_left
 
 MODEL = "talker"
 CHUNKS = 300  # what the upstream sends whatever it is asked: 3 tokens a chunk, 900 in all
@@ -72,7 +72,7 @@ class Overproducer:
             content_type = b"text/event-stream"
         else:
             pause = self.first_chunk_after_s + self.seconds_per_chunk * len(pieces)
-            if pause and await self._client_left(receive, pause):
+            if pause and await client_left(receive, pause):
                 return
             message: dict[str, Any] = {"role": "assistant", "content": None}
             if request.get("tools"):
@@ -91,19 +91,10 @@ class Overproducer:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         for index, event in enumerate(events):
             pause = self.seconds_per_chunk + (self.first_chunk_after_s if index == 0 else 0.0)
-            if await self._client_left(receive, pause):
+            if await client_left(receive, pause):
                 return
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
-
-    @staticmethod
-    async def _client_left(receive: Any, seconds: float) -> bool:
-        """Wait ``seconds``; whether the client went away meanwhile."""
-        try:
-            message = await asyncio.wait_for(receive(), seconds)
-        except TimeoutError:
-            return False
-        return bool(message["type"] == "http.disconnect")
 
     @staticmethod
     def _delta(request: dict[str, Any], piece: str, index: int) -> dict[str, Any]:

@@ -78,6 +78,7 @@ class EmbeddingRequest:
     weight: float = 1.0
     user: str | None = None  # the client's end-user id: forwarded upstream, and the routing session
     trace_context: tuple[tuple[str, str], ...] = ()  # W3C trace-context headers, sent on by a remote deployment
+    compute_ceiling_chip_us: int | None = None  # what its budget hold covers: an upstream is stopped there (failed)
 
 
 @dataclass(frozen=True, slots=True)

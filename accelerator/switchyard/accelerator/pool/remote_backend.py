@@ -88,7 +88,7 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         self.cancel(request.request_id)
         return True
 
-    def _compute_deadline(self, request: InferenceRequest, started: float) -> float | None:
+    def _compute_deadline(self, request: InferenceRequest | EmbeddingRequest, started: float) -> float | None:
         """None: the fleet's receipt, not our clock, is the compute, and the simulator never passes the ceiling (a
         hold is its batch-1 bound, and a batched request shares its iterations)."""
         return None

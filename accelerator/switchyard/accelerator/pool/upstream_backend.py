@@ -45,8 +45,9 @@ from switchyard.accelerator.pool.types import (
 __all__ = ["UpstreamDeployment", "UpstreamError"]
 
 CONNECT_RETRIES = 2
-ESTIMATE_OVERHEAD_S = 0.5  # admission estimate: fixed latency plus a generous time per output token
-ESTIMATE_S_PER_TOKEN = 0.05
+ESTIMATE_OVERHEAD_S = 0.5  # admission estimate: fixed latency plus a generous time per prompt and output token
+ESTIMATE_S_PER_PROMPT_TOKEN = 0.001  # 1,000 prompt tokens a second: a held call is stopped past its estimate, so
+ESTIMATE_S_PER_TOKEN = 0.05  # a long prompt or a big embedding call must not be stopped before it could answer
 
 
 class UpstreamError(RuntimeError):
@@ -92,9 +93,12 @@ class UpstreamDeployment:
             event.set()
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
-        """A bound for budget reservations: the upstream's time is unknown until it answers."""
-        seconds = min(self.spec.timeout_s, ESTIMATE_OVERHEAD_S + output_tokens * ESTIMATE_S_PER_TOKEN)
-        return round(seconds * 1e6) * self.spec.chips
+        """A bound for budget reservations: the upstream's time is unknown until it answers. A held call is
+        stopped when it reaches it (``compute_ceiling_chip_us``)."""
+        estimate_s = (
+            ESTIMATE_OVERHEAD_S + prompt_tokens * ESTIMATE_S_PER_PROMPT_TOKEN + output_tokens * ESTIMATE_S_PER_TOKEN
+        )
+        return round(min(self.spec.timeout_s, estimate_s) * 1e6) * self.spec.chips
 
     async def aclose(self) -> None:
         await self._transport.aclose()
@@ -195,7 +199,7 @@ class UpstreamDeployment:
         self._record(receipt)
         yield receipt
 
-    def _compute_deadline(self, request: InferenceRequest, started: float) -> float | None:
+    def _compute_deadline(self, request: InferenceRequest | EmbeddingRequest, started: float) -> float | None:
         """When (``time.monotonic()``) an answer started at ``started`` reaches its compute ceiling: its compute is
         its wall time × the declared chips. ``None``: no ceiling."""
         if request.compute_ceiling_chip_us is None:
@@ -281,7 +285,14 @@ class UpstreamDeployment:
         time × the declared chips. Connect errors are retried, nothing else is."""
         started = time.monotonic()
         body = json.dumps(self._embedding_body(request)).encode()
-        response = await self._post(self._embeddings_url, body, read=True, trace_context=request.trace_context)
+        try:
+            async with asyncio.timeout(_left(self._compute_deadline(request, started))):
+                response = await self._post(self._embeddings_url, body, read=True, trace_context=request.trace_context)
+        except TimeoutError:  # no vectors yet, and none of a part of them is an answer: the call failed, unbilled
+            raise UpstreamError(
+                f"upstream {self.spec.name} did not answer within the {request.compute_ceiling_chip_us} chip-us "
+                "its budget hold covers"
+            ) from None
         finished = time.monotonic()
         try:  # in a thread: an answer of many long vectors takes a while to parse, and the loop serves others
             answer, vectors = await asyncio.to_thread(_parse_embeddings, response.content)
@@ -297,13 +308,16 @@ class UpstreamDeployment:
     def _embedding_receipt(
         self, request: EmbeddingRequest, usage: dict[str, Any], started: float, finished: float
     ) -> ComputeReceipt:
+        chip_us = round((finished - started) * 1e6) * self.spec.chips
+        if request.compute_ceiling_chip_us is not None:  # it answered by then: what passes is our own time
+            chip_us = min(chip_us, request.compute_ceiling_chip_us)
         return ComputeReceipt(
             tenant=request.tenant,
             request_id=request.request_id,
             model=self.spec.name,
             instance_type=self.spec.instance,
             replica=f"{self.spec.name}/upstream",
-            chip_us=round((finished - started) * 1e6) * self.spec.chips,
+            chip_us=chip_us,
             prompt_tokens=int(usage.get("prompt_tokens") or sum(input_tokens(request.inputs))),
             completion_tokens=0,
             queue_ms=0.0,

@@ -18,7 +18,7 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from switchyard.accelerator.pool import (
@@ -193,6 +193,8 @@ class InferenceGateway:
             holder=f"{request.request_id}/{secrets.token_hex(6)}",
         )
         holds = await self.admission.admit(call)
+        if holds.reservation_id is not None:  # it bills no more compute than its hold covers
+            request = replace(request, compute_ceiling_chip_us=held_chip_us(call))
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     def run(self, admitted: Admitted) -> RequestEvents:
