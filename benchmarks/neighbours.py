@@ -21,6 +21,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -107,6 +108,7 @@ class Sample:
     chip_us: int = 0
     model_requests: int = 0
     run: tuple[str, str] | None = None  # (thread id, run id) of an agent run, once created
+    timeline: tuple[datetime, datetime, datetime] | None = None  # an agent run's created, started, completed at
 
 
 def p99(values: list[float]) -> float:
@@ -276,6 +278,8 @@ class Ordinary:
         sample.input_tokens, sample.output_tokens = run.usage.prompt_tokens, run.usage.completion_tokens
         sample.chip_us = run.chip_us
         sample.model_requests = sum(1 for step in steps.data if step.type == "model_call")
+        if run.started_at and run.completed_at:
+            sample.timeline = (run.created_at, run.started_at, run.completed_at)
 
 
 def _chip_us(usage: Any) -> int:
@@ -358,6 +362,7 @@ class Attacker:
 
     tenant: Tenant
     concurrency: int = 2
+    pace_s: float = 0.5  # the attacks are about what one request costs, not about how many are sent
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def count(self, attack: str, outcome: str) -> None:
@@ -374,9 +379,13 @@ class Attacker:
         return answer
 
     async def _until(self, stop: asyncio.Event, work: Callable[[int], Awaitable[None]]) -> None:
+        """``work`` in ``concurrency`` loops until ``stop``, each starting at most one call per ``pace_s``."""
+
         async def worker(index: int) -> None:
             while not stop.is_set():
+                started = time.monotonic()
                 await work(index)
+                await asyncio.sleep(max(0.0, self.pace_s - (time.monotonic() - started)))
 
         await asyncio.gather(*(worker(i) for i in range(self.concurrency)))
 

@@ -36,7 +36,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.neighbours import A_BUSY_SQL, KINDS, Attacker, Ordinary, Tenant, WindowPlan, p99, rows, run_windows
+from benchmarks.neighbours import (
+    A_BUSY_SQL,
+    KINDS,
+    Attacker,
+    Ordinary,
+    Sample,
+    Tenant,
+    WindowPlan,
+    p99,
+    rows,
+    run_windows,
+)
 from tests.system.installation import Installation
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.system]
@@ -138,7 +149,7 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
         report.append(
             f"B's {row.kind} beside {row.attack}: p99 {p99(row.beside) * 1e3:.0f} ms ({len(row.beside)} calls), "
             f"alone {p99(row.alone) * 1e3:.0f} ms ({len(row.alone)} calls): x{row.ratio:.2f}"
-            + (f"; slowest {[(round(s.latency_s, 1), s.window) for s in slowest]}" if row.attack == "all" else "")
+            + (f"; slowest {[_slow(s) for s in slowest]}" if row.attack == "all" else "")
         )
         if row.attack == "all" and row.ratio >= MAX_P99_RATIO:
             per_attack = {
@@ -151,6 +162,17 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
     kinds = {row.kind for row in rows(ordinary) if row.attack == "all"}
     failures += [f"B's {kind}: no calls both alone and beside A" for kind in KINDS if kind not in kinds]
     return failures
+
+
+def _slow(sample: Sample) -> str:
+    text = f"{sample.latency_s:.1f} s beside {sample.window}"
+    if sample.run and sample.timeline:
+        created, started, completed = sample.timeline
+        text += (
+            f" ({sample.run[1]}: started {(started - created).total_seconds():.1f} s after its creation, "
+            f"completed {(completed - started).total_seconds():.1f} s after that)"
+        )
+    return text
 
 
 async def _a_within_budget(a: Tenant, report: list[str]) -> list[str]:
