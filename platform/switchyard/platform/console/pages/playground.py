@@ -30,6 +30,7 @@ from switchyard.platform.console.queries import thread_of_run
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import DbSession
+from switchyard.platform.http.bodies import MAX_STORED_INTEGER
 from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
@@ -46,7 +47,6 @@ __all__ = ["PlaygroundController"]
 _ALL = CursorParams(limit=100, after=None, before=None, order="asc")
 _TERMINAL = {status.value for status in TERMINAL_STATUSES}
 _SSE_HEADERS = {**SECURITY_HEADERS, "cache-control": "no-cache, no-store", "x-accel-buffering": "no"}
-_MAX_SEQUENCE_NUMBER = 2**31 - 1  # run_events.sequence_number is a 32-bit integer column
 
 
 def _actor(request: Request[Any, Any, Any]) -> Actor:
@@ -233,7 +233,7 @@ class PlaygroundController(Controller):
         ``starting_after``, until the run ends or waits for a decision (``event: done``)."""
         scope = console_user(request).scope
         await _thread_of(db_session, scope, run_id)
-        if not 0 <= starting_after <= _MAX_SEQUENCE_NUMBER:
+        if not 0 <= starting_after <= MAX_STORED_INTEGER:
             raise InvalidRequest("starting_after must be a sequence number", param="starting_after")
         events = run_events(request.app.state.database, scope, run_id, starting_after=starting_after)
         return Stream(events, media_type="text/event-stream", headers=_SSE_HEADERS, status_code=200)
