@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from sqlalchemy import func, select
 
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, FleetBusy, UsageEvent
-from tests.accelerator.served import client_left
+from tests.accelerator.served import client_left, served
 
 BGE = "BAAI/bge-large-en-v1.5"
 QWEN = "Qwen/Qwen3-Embedding-8B"
@@ -228,19 +226,9 @@ class RecordingEmbedder:
 
 @pytest.fixture
 def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[RecordingEmbedder, str]]:
-    import uvicorn
-
     app = RecordingEmbedder(answer_after_s=getattr(request, "param", 0.0))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the upstream did not start"
-        time.sleep(0.01)
-    yield app, f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield app, f"{url}/v1"
 
 
 @pytest.fixture

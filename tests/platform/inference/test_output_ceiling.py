@@ -6,8 +6,6 @@ arguments alike, and cuts the answer there with `finish_reason: "length"` (a res
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from sqlalchemy import select
 from switchyard.accelerator.pool import count_prompt_tokens, count_tokens
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, UsageEvent
-from tests.accelerator.served import client_left
+from tests.accelerator.served import client_left, served
 
 MODEL = "talker"
 CHUNKS = 300  # what the upstream sends whatever it is asked: 3 tokens a chunk, 900 in all
@@ -108,19 +106,9 @@ class Overproducer:
 
 @pytest.fixture
 def upstream() -> Iterator[tuple[Overproducer, str]]:
-    import uvicorn
-
     app = Overproducer()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the upstream did not start"
-        time.sleep(0.01)
-    yield app, f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield app, f"{url}/v1"
 
 
 @pytest.fixture
