@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import secrets
 import statistics
@@ -43,11 +44,12 @@ __all__ = [
     "p99",
     "rows",
     "run_windows",
+    "worker_backlog",
 ]
 
 CHAT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 EMBEDDING_MODEL = "qwen3-embedding-8b"
-B_TIMEOUT_S = 60.0  # B's client waits this long for one call; a call that takes longer is a failure
+B_TIMEOUT_S = 30.0  # B's client waits this long for one call; a call that takes longer is a failure
 A_TIMEOUT_S = 120.0  # A waits this long for its answers (the server works on them until then, or longer)
 # Each of B's loops starts a call at most this often: under the test's 60 model calls per key per minute (a
 # calculator run makes two).
@@ -534,6 +536,18 @@ def rows(b: Ordinary) -> list[Row]:
     return out
 
 
+RUNS_QUEUE = "switchyard.runs"  # where workers take agent runs and background responses from
+
+
+def worker_backlog(broker: Any) -> int:
+    """Jobs of agent runs and background responses waiting in the Redis broker ``broker`` (a ``redis.Redis``):
+    queued, or taken by a worker and not yet done (a job deferred with a countdown waits there too)."""
+    queued = sum(int(broker.llen(key)) for key in broker.scan_iter(match=f"{RUNS_QUEUE}*", _type="list"))
+    unacked = broker.hvals("unacked")
+    taken = sum(1 for raw in unacked if json.loads(raw)[-1] == RUNS_QUEUE)
+    return queued + taken
+
+
 @dataclass(frozen=True)
 class WindowPlan:
     """How long B runs alone and beside each attack, in how many alternating rounds per attack, and how long an
@@ -542,8 +556,9 @@ class WindowPlan:
     window_s: float = 6.0
     rounds: int = 2
     warm_up_s: float = 5.0
-    aftermath_s: float = 60.0
+    aftermath_s: float = 30.0
     grace_s: float = 1.0
+    max_s: float = 300.0  # no round starts past this (from the first window): a broken installation ends too
 
 
 async def run_windows(
@@ -554,18 +569,24 @@ async def run_windows(
     *,
     attacks: list[str] | None = None,
     log: list[str] | None = None,
-) -> None:
+) -> list[str]:
     """B's traffic throughout; for each attack, ``plan.rounds`` times: a window of B alone, then one beside it.
+    Returns the attacks of the rounds not run because ``plan.max_s`` had passed.
 
     An attack's window lasts until A's requests have all been answered and ``a_busy`` (A's queued or running
     work) reads 0, then ``plan.grace_s``: what A left behind is measured as beside A, and every window of B alone
     starts with A idle. Between windows B's calls in flight end before any other starts (:meth:`Ordinary.switch`).
     """
     await b.start()
+    skipped: list[str] = []
     try:
         await asyncio.sleep(plan.warm_up_s)
+        first = time.monotonic()
         for name in attacks or list(ATTACKS):
             for _ in range(plan.rounds):
+                if time.monotonic() - first > plan.max_s:
+                    skipped.append(name)
+                    continue
                 await b.switch("alone")
                 await asyncio.sleep(plan.window_s)
                 await b.switch(name)
@@ -591,3 +612,4 @@ async def run_windows(
         await asyncio.sleep(plan.window_s)
     finally:
         await b.stop()
+    return skipped

@@ -31,7 +31,20 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from neighbours import A_BUSY_SQL, ATTACKS, Attacker, Ordinary, Tenant, WindowPlan, p50, p99, rows, run_windows
+import redis
+from neighbours import (
+    A_BUSY_SQL,
+    ATTACKS,
+    Attacker,
+    Ordinary,
+    Tenant,
+    WindowPlan,
+    p50,
+    p99,
+    rows,
+    run_windows,
+    worker_backlog,
+)
 from sqlalchemy.engine import make_url
 
 TIME_SCALE = "0.05"
@@ -153,17 +166,22 @@ async def measure(layout: Layout, plan: WindowPlan, attacks: list[str]) -> Ordin
         )
         budget.raise_for_status()
 
+    broker = redis.Redis(host="127.0.0.1", port=layout.redis_port, db=0)
+
     async def a_busy() -> int:
         def count() -> int:
             with psycopg.connect(layout.url) as connection:
-                return int(connection.execute(A_BUSY_SQL, (a.id, a.id)).fetchone()[0])  # type: ignore[index]
+                in_progress = int(connection.execute(A_BUSY_SQL, (a.id, a.id)).fetchone()[0])  # type: ignore[index]
+            return in_progress + worker_backlog(broker)
 
         return await asyncio.to_thread(count)
 
     ordinary, attacker = Ordinary(b), Attacker(a)
     log: list[str] = []
-    await run_windows(ordinary, attacker, plan, a_busy, attacks=attacks, log=log)
+    skipped = await run_windows(ordinary, attacker, plan, a_busy, attacks=attacks, log=log)
     print("\n".join(line for line in log if not line.startswith("window")), file=sys.stderr)
+    if skipped:
+        print(f"rounds not run, {plan.max_s:.0f} s having passed: {skipped}", file=sys.stderr)
     return ordinary
 
 
