@@ -551,7 +551,7 @@ def worker_backlog(broker: Any) -> int:
 @dataclass(frozen=True)
 class WindowPlan:
     """How long B runs alone and beside each attack, in how many alternating rounds per attack, and how long an
-    attack's aftermath may last before the next window of B alone starts anyway."""
+    attack's aftermath may last before B's next window starts anyway (counted beside that attack)."""
 
     window_s: float = 6.0
     rounds: int = 2
@@ -575,19 +575,21 @@ async def run_windows(
 
     An attack's window lasts until A's requests have all been answered and ``a_busy`` (A's queued or running
     work) reads 0, then ``plan.grace_s``: what A left behind is measured as beside A, and every window of B alone
-    starts with A idle. Between windows B's calls in flight end before any other starts (:meth:`Ordinary.switch`).
+    starts with A idle (when A is still busy ``plan.aftermath_s`` after its attack, B's next window counts as
+    beside that attack too). Between windows B's calls in flight end before any other starts (:meth:`Ordinary.switch`).
     """
     await b.start()
     skipped: list[str] = []
     try:
         await asyncio.sleep(plan.warm_up_s)
         first = time.monotonic()
+        busy_after: str | None = None  # the attack whose work was still there when its aftermath ran out
         for name in attacks or list(ATTACKS):
             for _ in range(plan.rounds):
                 if time.monotonic() - first > plan.max_s:
                     skipped.append(name)
                     continue
-                await b.switch("alone")
+                await b.switch(busy_after or "alone")
                 await asyncio.sleep(plan.window_s)
                 await b.switch(name)
                 stop = asyncio.Event()
@@ -597,8 +599,10 @@ async def run_windows(
                 stop.set()
                 await attack
                 answered = time.monotonic()
-                for _ in range(int(plan.aftermath_s / IDLE_POLL_S)):  # A's queued work runs or is cancelled
+                busy_after = name
+                for _ in range(int(plan.aftermath_s / IDLE_POLL_S)):  # A's queued work runs
                     if not await a_busy():
+                        busy_after = None
                         break
                     await asyncio.sleep(IDLE_POLL_S)
                 await asyncio.sleep(plan.grace_s)
@@ -606,9 +610,10 @@ async def run_windows(
                     log.append(b.describe(len(b.windows) - 2))
                     log.append(
                         f"{name}: A's window {answered - started:.1f} s, its aftermath "
-                        f"{time.monotonic() - answered:.1f} s; A got {a.outcomes.get(name)}; " + b.describe(-1)
+                        f"{time.monotonic() - answered:.1f} s{' (A still busy)' if busy_after else ''}; "
+                        f"A got {a.outcomes.get(name)}; " + b.describe(-1)
                     )
-        await b.switch("alone")
+        await b.switch(busy_after or "alone")
         await asyncio.sleep(plan.window_s)
     finally:
         await b.stop()
