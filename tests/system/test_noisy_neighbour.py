@@ -7,18 +7,23 @@ minute so that a flood can pass a key's rate. Tenants A and B are made by ``swit
 
 B (``benchmarks/neighbours.py``: :class:`Ordinary`) runs chat completions and embeddings through the official
 ``openai`` client and calculator agent runs through ``switchyard.sdk``, every loop on a key of its own, paced under
-that rate. A (:class:`Attacker`) runs each attack in turn, in windows that alternate with windows of B alone: schema
-bombs (an ``allOf``/``$ref`` bomb and 100,000-character strings in Responses' ``text.format``, a function tool of
-ten 2,000-item arrays with ``tool_choice: "required"`` on Responses and chat completions, each with a tiny
-``max_output_tokens``/``max_tokens``), 2,048-input embeddings, 90 background responses at once from one key, and
-console sign-ins with wrong passwords from varied ``X-Forwarded-For`` addresses.
+that rate. A (:class:`Attacker`) runs each attack in turn, two loops of at most two requests a second (what one
+request costs, not how many are sent): schema bombs (an ``allOf``/``$ref`` bomb and 100,000-character strings in
+Responses' ``text.format``, a function tool of ten 2,000-item arrays with ``tool_choice: "required"`` on Responses
+and chat completions, each with a tiny ``max_output_tokens``/``max_tokens``), 2,048-input embeddings, 90
+background responses at once from one key (left to run), and console sign-ins with wrong passwords from varied
+``X-Forwarded-For`` addresses. Two rounds per attack of a 6 s window of B alone, then a 6 s window beside the attack
+that lasts on until A's work is done: its requests answered, none of its runs or responses queued or running, no
+job left in the broker's runs queue (at most 30 s; past that B's next window counts beside the attack too). No
+call of B's spans two windows: B's calls in flight end before the next window starts.
 
-Asserted afterwards: every call of B succeeded; for each kind of call, B's p99 latency in the windows beside an
+Asserted afterwards: every call of B succeeded; for each kind of call, B's p99 latency in the windows beside any
 attack is under 2x its p99 in the windows alone (the one latency ratio the suite asserts, as the issue asks: the
-windows alternate so that the machine's own noise falls on both sides, each side has some hundred samples and the
-defects it catches cost seconds, not milliseconds); A's hard budget ($1.00) is not exceeded once everything is
-settled; B's usage (``GET /v1/usage``: tokens, chip-us, model requests) equals the sum of what B's own answers
-reported. ``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
+windows alternate so that the machine's own noise falls on both sides, and each side has some hundred chat calls);
+A's hard budget ($1.00) is not exceeded once everything is settled; B's usage (``GET /v1/usage``: tokens, chip-us,
+model requests) equals the sum of what B's own answers reported. The report gives the ratio per attack and the
+slowest calls (a run's time queued and running). ``SWITCHYARD_SYSTEM_TEST_ATTACKS`` runs only some attacks.
+``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
 """
 
 from __future__ import annotations
