@@ -49,7 +49,7 @@ __all__ = [
 
 CHAT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 EMBEDDING_MODEL = "qwen3-embedding-8b"
-B_TIMEOUT_S = 30.0  # B's client waits this long for one call; a call that takes longer is a failure
+B_TIMEOUT_S = 30.0  # B waits this long for one call (a run: until it ends); a call that takes longer is a failure
 A_TIMEOUT_S = 120.0  # A waits this long for its answers (the server works on them until then, or longer)
 # Each of B's loops starts a call at most this often: under the test's 60 model calls per key per minute (a
 # calculator run makes two).
@@ -214,7 +214,7 @@ class Ordinary:
             self._in_flight += 1
             started = time.perf_counter()
             try:
-                await call(sample)
+                await asyncio.wait_for(call(sample), B_TIMEOUT_S)
             except Exception as exc:  # a failure of B's is a finding, recorded with what it said
                 sample.error = f"{type(exc).__name__}: {exc}"[:300]
             finally:
@@ -261,7 +261,10 @@ class Ordinary:
             thread = await sdk.threads.create(messages=[{"content": f"please use the calculator expression={a}*7"}])
             run = await sdk.threads.runs.create(thread.id, agent_id=self._agent_id)
             sample.run = (thread.id, run.id)
-            run = await sdk.threads.runs.wait(thread.id, run.id)
+            async with sdk.threads.runs.events(thread.id, run.id) as events:  # closed when the wait is cut short
+                async for _ in events:
+                    pass
+            run = await sdk.threads.runs.retrieve(thread.id, run.id)
             if run.status != "completed":
                 raise RuntimeError(f"run {run.id} ended {run.status}: {run.last_error}")
             await self.read_run_usage(sample, sdk)

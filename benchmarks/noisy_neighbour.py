@@ -200,6 +200,7 @@ def main() -> None:
     unknown = sorted(set(attacks) - set(ATTACKS))
     if unknown:
         raise SystemExit(f"unknown attacks {unknown}; choose among {list(ATTACKS)}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the layout still goes down, its database too
     work = Path(tempfile.mkdtemp(prefix="sy-noisy-bench-"))
     layout = Layout(work, args.postgres_url)
     try:
