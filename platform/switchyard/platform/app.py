@@ -9,6 +9,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 
+from switchyard.accelerator.pool.heap import freeze_startup_heap
 from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController, OperatorAuditLogController
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         app.state.key_cache = KeyCache(settings.auth_cache_seconds)
         app.state.key_uses = KeyUseRecorder(app.state.database)
         await start_gateway(app.state, settings, app.state.database)
+        freeze_startup_heap()  # full collections then walk only what requests allocate (a schema bomb's dicts)
         try:
             yield
         finally:
