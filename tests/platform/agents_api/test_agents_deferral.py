@@ -83,7 +83,7 @@ async def test_the_first_call_of_a_job_admitted_at_creation_is_not_charged_its_r
 ) -> None:
     calls: list[str] = []
     admission = _admission(database, requests_per_minute=1, slots=MemoryConcurrency())
-    creation = await admission.admit(_model(backend, admission, [])._call(_request("creation")))
+    creation = await admission.admit(await _model(backend, admission, [])._call(_request("creation")))
     await admission.finish(creation, billed=False)  # what POST does: the key's one request of the minute stays
     model = _model(backend, admission, calls, rates_charged=True)
     await model.request(_request("s0"))  # not refused: its rates were charged at creation

@@ -18,7 +18,7 @@ from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.remote_backend import RemoteSimulatedDeployment, reload_fleet_process
 from switchyard.accelerator.pool.sim_backend import SimulatedDeployment
 from switchyard.accelerator.pool.sim_lm import Completion, complete
-from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_tokens
+from switchyard.accelerator.pool.tokens import count_prompt_tokens, count_prompt_tokens_off_loop, count_tokens
 from switchyard.accelerator.pool.types import (
     ComputeReceipt,
     InferenceRequest,
@@ -58,6 +58,7 @@ __all__ = [
     "UpstreamError",
     "complete",
     "count_prompt_tokens",
+    "count_prompt_tokens_off_loop",
     "count_tokens",
     "embedding_vector",
     "input_tokens",

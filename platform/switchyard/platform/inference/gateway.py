@@ -31,7 +31,7 @@ from switchyard.accelerator.pool import (
     PoolEvent,
     Priority,
     UpstreamError,
-    count_prompt_tokens,
+    count_prompt_tokens_off_loop,
     input_tokens,
 )
 from switchyard.platform.admission import (
@@ -125,7 +125,7 @@ class InferenceGateway:
         assert scope is not None  # the route's guard admits tenant keys only
         backend = model_backend(self.pool, body.model, scope.tenant_id, task="chat")
         messages, tools = body.wire_messages(), body.wire_tools()
-        prompt_tokens = count_prompt_tokens(messages, tools)
+        prompt_tokens = await count_prompt_tokens_off_loop(messages, tools)
         output_cap = body.output_limit
         cap = self.settings.max_output_tokens
         refuse_oversized(backend, prompt_tokens, output_cap, max_output_tokens=cap)

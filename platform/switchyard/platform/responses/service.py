@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchyard.accelerator.pool import Backend, count_prompt_tokens
+from switchyard.accelerator.pool import Backend, count_prompt_tokens_off_loop
 from switchyard.agents import AgentSpec, RunState, RunStatus
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.admission import ModelCall, model_backend, most_output_tokens, refuse_oversized
@@ -144,7 +144,7 @@ async def prepare(
     wire = [m.to_openai() for m in messages]
     if definition.spec.instructions:
         wire.insert(0, {"role": "system", "content": definition.spec.instructions})
-    prompt_tokens = count_prompt_tokens(wire, [])
+    prompt_tokens = await count_prompt_tokens_off_loop(wire)
     output_cap = definition.spec.model_params.max_tokens
     refuse_oversized(
         backend, prompt_tokens, output_cap, max_output_tokens=max_output_tokens, names=("max_output_tokens", "input")

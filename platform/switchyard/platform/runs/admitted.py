@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from switchyard.accelerator.pool import Backend, count_prompt_tokens
+from switchyard.accelerator.pool import Backend, count_prompt_tokens_off_loop
 from switchyard.agents import (
     AgentSpec,
     Model,
@@ -123,8 +123,8 @@ class AdmittedModel:
         self.defer = defer
         self.waiting_since = waiting_since
 
-    def _call(self, request: ModelRequest) -> ModelCall:
-        prompt = count_prompt_tokens([m.to_openai() for m in request.messages], list(request.tools))
+    async def _call(self, request: ModelRequest) -> ModelCall:
+        prompt = await count_prompt_tokens_off_loop([m.to_openai() for m in request.messages], list(request.tools))
         cap = self.admission.settings.max_output_tokens
         return ModelCall(
             scope=self.scope,
@@ -155,7 +155,7 @@ class AdmittedModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         holds, self.admitted = self.admitted, None
         if holds is None:
-            holds = await self._admit(self._call(request))
+            holds = await self._admit(await self._call(request))
         # the call may produce no more than its budget hold covers (the most output tokens admission sized it by),
         # nor bill more compute
         compute_ceiling = held_chip_us(holds.call) if holds.reservation_id is not None else None

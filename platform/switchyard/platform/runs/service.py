@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.accelerator.pool import count_prompt_tokens
+from switchyard.accelerator.pool import count_prompt_tokens_off_loop
 from switchyard.agents import TERMINAL_STATUSES, AgentSpec, RunState, RunStatus, ToolOutputsError
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.admission import Admission, ModelCall, most_output_tokens
@@ -190,7 +190,7 @@ async def admit_run(
     wire = [m.to_openai() for m in messages] + [{"role": m.role, "content": m.content} for m in new_messages]
     if spec.instructions:
         wire.insert(0, {"role": "system", "content": spec.instructions})
-    prompt_tokens = count_prompt_tokens(wire, [])
+    prompt_tokens = await count_prompt_tokens_off_loop(wire)
     cap = admission.settings.max_output_tokens
     call = ModelCall(
         scope=scope,
