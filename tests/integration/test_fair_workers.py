@@ -31,9 +31,10 @@ FINAL = ("completed", "failed", "cancelled", "incomplete", "expired")
 
 @asynccontextmanager
 async def _embedded(
-    sqlite_template: Path, tmp_path: Path, start_process: Any, *, worker: bool = True, **settings: Any
+    sqlite_template: Path, tmp_path: Path, start_process: Any, *, worker: bool = True, slots: int = 1, **settings: Any
 ) -> AsyncIterator[Any]:
-    """An API client and (``worker``) one worker process with one slot, both configured with ``settings``."""
+    """An API client and (``worker``) one worker process with ``slots`` slots (no beat: nothing is swept), both
+    configured with ``settings``."""
     from litestar.testing import AsyncTestClient
 
     from switchyard.platform.app import create_app
@@ -44,7 +45,7 @@ async def _embedded(
     values = {"data_dir": tmp_path / "data", "database_url": f"sqlite+aiosqlite:///{database}", **settings}
     env = {f"SWITCHYARD_{name.upper()}": str(value) for name, value in values.items()}
     if worker:
-        start_process("worker", "--pool", "threads", "--concurrency", "1", env=env)
+        start_process("worker", "--pool", "threads", "--concurrency", str(slots), env=env)
     async with AsyncTestClient(app=create_app(Settings(**values)), base_url="http://switchyard.test") as client:
         yield client
 
@@ -135,15 +136,15 @@ async def _finished(database: Any, job_id: str) -> bool:
 
 
 @asynccontextmanager
-async def _production(layout: Any, start_process: Any, **settings: Any) -> AsyncIterator[Any]:
+async def _production(layout: Any, start_process: Any, *, slots: int = 1, **settings: Any) -> AsyncIterator[Any]:
     """The production layout (PostgreSQL, a Redis broker, Redis limits): an API client and one worker process with
-    one slot, both configured with ``settings`` too."""
+    ``slots`` slots (no beat), both configured with ``settings`` too."""
     from litestar.testing import AsyncTestClient
 
     from switchyard.platform.app import create_app
 
     env = {**layout.env, **{f"SWITCHYARD_{name.upper()}": str(value) for name, value in settings.items()}}
-    start_process("worker", "--pool", "threads", "--concurrency", "1", env=env)
+    start_process("worker", "--pool", "threads", "--concurrency", str(slots), env=env)
     app = create_app(layout.settings.model_copy(update=settings))
     async with AsyncTestClient(app=app, base_url="http://switchyard.test") as client:
         yield client
@@ -245,3 +246,44 @@ async def test_a_run_waiting_for_a_rate_gives_the_worker_to_another_tenants_run(
         done = await _job(database, waits_id)
     assert done.status == "completed"
     assert _billed_steps(done) == 2  # each model call billed once
+
+
+SLOTS = 4
+
+
+@SHAPES
+@pytest.mark.timeout(240)
+async def test_every_job_of_a_deferred_backlog_and_a_neighbours_runs_finishes_without_a_sweep(
+    shape: str, database_url: str, request: pytest.FixtureRequest, start_process: Any
+) -> None:
+    """Two worker slots, one request in flight per tenant: of tenant A's 16 background responses one runs and
+    the other slot's takes are put aside for A's slot (deferred, sent again for later), over and over, while
+    tenant B starts runs one after another. Messages are spent on other jobs than their own, on jobs put aside
+    and on races between the slots; still every job keeps a message that comes for it: all of them finish with
+    no sweeper running (the worker runs no beat), and each of B's runs starts after at most one of A's jobs per
+    slot taken since it was created."""
+    async with _shape(shape, request, start_process, slots=SLOTS, time_scale=1, tenant_max_concurrency=1) as client:
+        database = client.app.state.database
+        flooding = await owner_headers(client, "deferred-backlog")
+        neighbour = await owner_headers(client, "neighbour")
+        short = await _agent(client, neighbour, "short", model_params={"max_tokens": 10})
+        body = {"model": MODEL, "input": "write", "max_output_tokens": 40, "background": True}  # ~0.8 s each
+        backlog = []
+        for _ in range(24):
+            created = await client.post("/v1/responses", json=body, headers=flooding)
+            assert created.status_code == 200, created.text
+            backlog.append(str(created.json()["id"]))
+        runs = []
+        for _ in range(4):
+            created = await _start_run(client, neighbour, short)
+            assert created.status_code == 201, created.text
+            run_id = str(created.json()["id"])
+            runs.append((run_id, int(time.time() * 1000)))
+            await _until(lambda job=run_id: _finished(database, job), f"B's run {run_id} never finished", 60)
+        for job_id in backlog:
+            await _until(lambda job=job_id: _finished(database, job), f"A's response {job_id} never finished", 60)
+        started = {job_id: (await _job(database, job_id)).state.get("started_at_ms") for job_id in backlog}
+        ran = [(await _job(database, run_id)).state["started_at_ms"] for run_id, _ in runs]
+    for (run_id, created_ms), run_started in zip(runs, ran, strict=True):
+        ahead = [job for job, at in started.items() if at is not None and created_ms <= at < run_started]
+        assert len(ahead) <= SLOTS, f"{len(ahead)} of A's jobs started between B's run {run_id} and its start"

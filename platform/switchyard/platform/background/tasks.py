@@ -8,15 +8,21 @@ thread, leased, finished) first does what it did before for its own job (expire 
 that takes nothing, the message serves the next job in turn all the same. A job chosen that another worker took
 meanwhile is passed over for the next one.
 
-Delivery is at-least-once, and a message spent on another job leaves that job's message for this one: a
-redelivered or duplicate message serves whatever is next, or nothing. Runs whose worker died resume through
-``runs.resume`` (their own run, ahead of every queue), as before.
+Every job that can go on, or is put aside, always has a message of its own still to come, so none is left to a
+sweep: a message whose own job could go on but that serves another job first sends its own job's message again
+(to the back of the queue; the next message takes it in turn), and a job put aside was sent for when it may go
+on (``runs.tasks.run_in_worker``). Counting on the served job's message instead would not hold: that message may
+be due only when its job is no longer put aside, or be spent on a job another slot took first, finding nothing
+(tenant B's runs waited for a put-aside job's message of tenant A, up to a minute; jobs were left with none).
+A message that finds its own job finished, held, put aside or behind another run serves the next job in turn, or
+nothing. Runs whose worker died resume through ``runs.resume`` (their own run, ahead of every queue), as before.
 """
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import current_app, shared_task
 
+from switchyard.platform.jobs import enqueue
 from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
 from switchyard.platform.responses.tasks import drive_response_in_worker
 from switchyard.platform.runs.dispatch import EXECUTE_TASK as RUN_TASK
@@ -44,15 +50,20 @@ def execute_response_task(tenant_id: str, response_id: str) -> str:
 def serve_in_turn(sent: Job) -> str:
     """Drive the next job in turn on this worker thread; what its executor answers. A message is a unit of
     capacity: when its own job needs nothing (finished, held), it serves the next job in turn all the same, so
-    that every job keeps a message."""
+    that every job keeps a message; when its own job could go on but another goes first, its own job is sent
+    again, so that it keeps one."""
     loop, env = worker_environment()
-    if not loop.run_until_complete(can_go_on(env.database, sent)):
+    waits = loop.run_until_complete(can_go_on(env.database, sent))
+    if not waits:
         outcome = _drive(sent)  # what only its own message does: expire a wait, finish a dead process's response
         if outcome not in NOT_TAKEN:
             return outcome
     in_turn = loop.run_until_complete(fair_order(env.database))
     outcome = "missing"
     for job in [*in_turn, *([] if sent in in_turn else [sent])]:
+        if waits and job != sent:  # (before driving: the other job may take minutes)
+            enqueue(current_app, RUN_TASK if sent.kind == RUN else RESPONSE_TASK, sent.tenant_id, sent.id)
+            waits = False
         outcome = _drive(job)
         if outcome not in NOT_TAKEN:
             break
