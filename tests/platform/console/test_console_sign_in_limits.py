@@ -1,6 +1,6 @@
 """Password attempts are limited per account and address, per address and per account, the address being the
 peer's unless a trusted proxy forwarded the request; the password form spends the same allowance; argon2 runs off
-the event loop, two at a time."""
+the event loop, one at a time per process, and a refused attempt costs no hash."""
 
 from __future__ import annotations
 
@@ -182,9 +182,11 @@ class GatedHasher(PasswordHasher):
                 self.running -= 1
 
 
-async def test_argon2_runs_off_the_event_loop_two_at_a_time(
+async def test_argon2_runs_off_the_event_loop_one_at_a_time(
     console: Any, make_console_tenant: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One hash at a time per process: at the default cost (64 MiB, p=4) a hash keeps both cores of a small host
+    busy, and two at a time let a sign-in flood take every core from the tenants' requests (issue 22)."""
     tenant = await make_console_tenant()
     hasher = GatedHasher(passwords._hasher)
     monkeypatch.setattr(passwords, "_hasher", hasher)
@@ -194,17 +196,53 @@ async def test_argon2_runs_off_the_event_loop_two_at_a_time(
             return int((await sign_in(client, tenant.emails["owner"], WRONG)).status_code)
 
     attempts = [asyncio.create_task(attempt(n)) for n in range(6)]
-    for _ in range(2000):  # until two verifications hold the gate's threads (never, were they on this loop)
-        if hasher.running == passwords.HASHING_THREADS:
+    slots = passwords._slots()  # the app serves on this loop: its limiter
+    for _ in range(2000):  # until all six have reached hashing: running or waiting for their turn
+        held = slots.statistics()
+        if held.borrowed_tokens + held.tasks_waiting == 6 and hasher.running:
             break
         await asyncio.sleep(0.005)
-    assert hasher.running == passwords.HASHING_THREADS
+    assert hasher.running == passwords.HASHING_THREADS == 1
     assert (await console.get("/healthz")).status_code == 200  # the loop serves others while they hash
     hasher.gate.set()
     assert await asyncio.gather(*attempts) == [401] * 6
     assert hasher.gate_was_open == [True] * 6
     assert threading.get_ident() not in hasher.threads
-    assert hasher.most_at_once == passwords.HASHING_THREADS
+    assert hasher.most_at_once == 1
+
+
+class CountingHasher(PasswordHasher):
+    """argon2 as configured, counting its hashes and verifications."""
+
+    def __init__(self, like: PasswordHasher) -> None:
+        super().__init__(time_cost=like.time_cost, memory_cost=like.memory_cost, parallelism=like.parallelism)
+        self.verified = 0
+        self.hashed = 0
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> bool:
+        self.verified += 1
+        return super().verify(hash, password)
+
+    def hash(self, password: str | bytes, *, salt: bytes | None = None) -> str:
+        self.hashed += 1
+        return super().hash(password, salt=salt)
+
+
+async def test_a_limited_attempt_costs_no_hash(
+    console: Any, make_console_tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The allowance is spent before argon2 runs: a flood past its limit is refused without a hash each."""
+    tenant = await make_console_tenant()
+    hasher = CountingHasher(passwords._hasher)
+    monkeypatch.setattr(passwords, "_hasher", hasher)
+    async with browser(console.app, "203.0.113.77") as attacker:
+        for _ in range(FAILURES_PER_ACCOUNT_AND_CLIENT):
+            assert (await sign_in(attacker, tenant.emails["owner"], WRONG)).status_code == 401
+        assert (hasher.verified, hasher.hashed) == (FAILURES_PER_ACCOUNT_AND_CLIENT, 0)
+        for _ in range(20):
+            assert (await sign_in(attacker, tenant.emails["owner"], WRONG)).status_code == 429
+            assert (await sign_in(attacker, tenant.emails["owner"])).status_code == 429  # the right one too
+    assert (hasher.verified, hasher.hashed) == (FAILURES_PER_ACCOUNT_AND_CLIENT, 0)
 
 
 @pytest.mark.slow

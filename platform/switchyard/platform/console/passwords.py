@@ -1,9 +1,10 @@
 """Console passwords: argon2id hashes (``argon2-cffi``), one per member; the plaintext is never stored.
 
 Hashing and verifying take ~150 ms of CPU and 64 MiB each at the default cost, so they run in worker threads,
-never on the event loop that serves every tenant's requests, and at most :data:`HASHING_THREADS` at a time per
-process: a flood of sign-ins waits its turn (as coroutines, holding no thread) instead of taking the thread pool
-that other requests need.
+never on the event loop that serves every tenant's requests, and one at a time per process
+(:data:`HASHING_THREADS`): a flood of sign-ins waits its turn (as coroutines, holding no thread) instead of
+taking the cores and the thread pool that other requests need. Sign-in spends its attempt allowance before it
+hashes, so attempts past the limit cost no hash.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ __all__ = [
 
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one request can ask for
-HASHING_THREADS = 2  # argon2 runs per process at once: 2 x 64 MiB, and threads left for everything else
+# argon2 runs per process at once: its 4 lanes keep 2 cores busy, so two at a time took a small host's every
+# core (~17 wrong passwords in 6 s lifted another tenant's chat p99 from 69 to 657 ms, 2 cores, default cost)
+HASHING_THREADS = 1
 
 _hashing_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
     weakref.WeakKeyDictionary()
