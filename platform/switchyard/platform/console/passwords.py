@@ -43,8 +43,9 @@ __all__ = [
 
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one request can ask for
-# argon2 runs per process at once: its 4 lanes keep 2 cores busy, so two at a time took a small host's every
-# core (~17 wrong passwords in 6 s lifted another tenant's chat p99 from 69 to 657 ms, 2 cores, default cost)
+# argon2 runs per process at once: a hash at the default cost is ~155 ms of CPU in ~130 ms (its lanes run in
+# parallel), so two at a time took a small host's every core (~17 wrong passwords in 6 s lifted another tenant's
+# chat p99 from 69 to 657 ms on 2 cores)
 HASHING_THREADS = 1
 
 _hashing_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
