@@ -9,7 +9,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 
-from switchyard.accelerator.pool.heap import freeze_startup_heap
+from switchyard.accelerator.pool.heap import freeze_startup_heap, thaw_startup_heap
 from switchyard.platform.agent_registry.controllers import AgentController
 from switchyard.platform.api_keys.controllers import ApiKeyController
 from switchyard.platform.audit.controllers import AuditLogController, OperatorAuditLogController
@@ -76,6 +76,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.key_uses.drain()
             await stop_gateway(app.state)
             await app.state.database.dispose()
+            thaw_startup_heap()
 
     return Litestar(
         route_handlers=[

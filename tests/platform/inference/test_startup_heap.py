@@ -25,7 +25,7 @@ async def test_an_api_process_freezes_its_startup_heap(database_url: str, tmp_pa
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         assert (await client.get("/healthz")).status_code == 200
         assert gc.get_freeze_count() > 10_000  # the app's modules, schemas and pool, at least
-    gc.unfreeze()
+    assert gc.get_freeze_count() == 0  # thawed at shutdown: a stopped app's cycles are collectable again
 
 
 async def test_the_fleet_process_freezes_its_startup_heap() -> None:
@@ -37,10 +37,13 @@ async def test_the_fleet_process_freezes_its_startup_heap() -> None:
     async def receive() -> dict[str, Any]:
         return messages.pop(0)
 
+    frozen: list[int] = []
+
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        frozen.append(gc.get_freeze_count())
 
     await server({"type": "lifespan"}, receive, send)  # type: ignore[arg-type]
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
-    assert gc.get_freeze_count() > 10_000
-    gc.unfreeze()
+    assert frozen[0] > 10_000
+    assert frozen[1] == 0

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest
-from switchyard.accelerator.pool.heap import freeze_startup_heap
+from switchyard.accelerator.pool.heap import freeze_startup_heap, thaw_startup_heap
 from switchyard.accelerator.pool.pool import AcceleratorPool, Backend
 from switchyard.accelerator.pool.types import (
     ComputeReceipt,
@@ -386,5 +386,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             freeze_startup_heap()  # full collections then walk only what requests allocate (a schema bomb's dicts)
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            thaw_startup_heap()
             await send({"type": "lifespan.shutdown.complete"})
             return

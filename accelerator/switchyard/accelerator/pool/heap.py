@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["freeze_startup_heap"]
+__all__ = ["freeze_startup_heap", "thaw_startup_heap"]
 
 
 def freeze_startup_heap() -> int:
-    """Collect startup's garbage, then move every object alive now out of the collector's generations, for good
-    (they are never freed, which is what a process's startup objects are anyway). Returns how many are frozen."""
-    gc.collect()
+    """Move every object alive now out of the collector's generations until :func:`thaw_startup_heap` (a process's
+    startup objects live as long as it serves). Returns how many are frozen. No collection first: it would walk
+    the whole heap, and what startup left as garbage is freed at the thaw."""
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def thaw_startup_heap() -> None:
+    """Give the frozen objects back to the collector (at shutdown: an app stopped inside a longer-lived process,
+    as in tests, leaves its cycles collectable)."""
+    gc.unfreeze()
