@@ -6,8 +6,8 @@ first, a tenant never served before all), that tenant's oldest job that can go o
 delays another tenant's job by at most one of its jobs per worker slot, whatever the queue's order: with one
 slot and tenant X's ten jobs queued ahead of tenant Y's one, Y's starts after X's first.
 
-Every job keeps its own message, so there are as many messages as jobs to serve; a message spent on another
-tenant's job leaves that job's message for its own. A job can go on now when it is active, no process holds its
+Every job that can go on keeps a message of its own: a message spent on another job sends its own job's again
+(``background.tasks.serve_in_turn``), and a job put aside is sent for when it may go on. A job can go on now when it is active, no process holds its
 lease and it is not put aside (``lease_expires_at`` null or passed), and, for a run, no earlier run of its thread
 is active; background responses, and foreground ones whose process died (their lease passed). The lease still
 decides: two workers choosing the same job race for it, and the loser takes the next one.
