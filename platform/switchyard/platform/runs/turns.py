@@ -7,9 +7,10 @@ delays another tenant's job by at most one of its jobs per worker slot, whatever
 slot and tenant X's ten jobs queued ahead of tenant Y's one, Y's starts after X's first.
 
 Every job that can go on keeps a message of its own: a message spent on another job sends its own job's again
-(``background.tasks.serve_in_turn``), and a job put aside is sent for when it may go on. A job can go on now when it is active, no process holds its
-lease and it is not put aside (``lease_expires_at`` null or passed), and, for a run, no earlier run of its thread
-is active; background responses, and foreground ones whose process died (their lease passed). The lease still
+(``background.tasks.serve_in_turn``), and a job put aside is sent for when it may go on. A job can go on now
+when it is active, no process holds its lease and it is not put aside (``lease_expires_at`` null or passed),
+and, for a run, no earlier run of its thread is active; background responses, and foreground ones whose process
+died (their lease passed). The lease still
 decides: two workers choosing the same job race for it, and the loser takes the next one.
 """
 
