@@ -68,7 +68,8 @@ def test_an_agent_budget_with_its_own_thresholds_alerts_and_its_gauge_moves(cons
     page.get_by_role("link", name="Overview").click()
     page.get_by_role("heading", name="Budget alerts this month").wait_for()
     before = {c: _gauge(page, c) for c in ("The whole tenant", key_label, "Agent support-bot")}
-    assert before["Agent support-bot"] == 0
+    # a budget counts its scope's spend since the 1st: the agent may have run before this budget was set
+    assert 0 <= before["Agent support-bot"] < 100
     assert page.locator("#budget-alerts").count() == 0  # none yet this month
     _run_the_agent(console, agent["id"], 2)
     page.reload()
