@@ -56,6 +56,10 @@ def api(tmp_path: Path, sqlite_template: Path) -> Iterator[tuple[str, Path]]:
                         break
                 except httpx.HTTPError:
                     time.sleep(0.1)
+            for _ in range(600):  # one process answering says nothing of the other: each logs its startup
+                if (tmp_path / "api.log").read_text().count("Application startup complete") >= 2:
+                    break
+                time.sleep(0.1)
             yield url, metrics_dir
         finally:
             process.send_signal(signal.SIGTERM)
