@@ -3,6 +3,7 @@ Redis result backend, as docs/operations.md asks for)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +49,18 @@ def test_real_worker_round_trips_a_task(worker_env: dict[str, str], start_proces
     reply = result.get(timeout=90)
     assert reply["payload"] == {"hello": "worker"}
     assert reply["pid"] == worker.pid  # it ran in the worker process, not here
+
+
+@pytest.mark.parametrize(("setting", "increment"), [(None, 10), ("0", 0)])
+def test_worker_threads_run_at_the_lower_cpu_priority_of_background_work(
+    setting: str | None, increment: int, tmp_path: Path, start_process: Any
+) -> None:
+    """A job runs on a pool thread of ``switchyard worker`` niced by ``SWITCHYARD_WORKER_NICE`` (10 unless set),
+    so a backlog of background jobs yields the cores to requests that are waited on."""
+    env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_SIMULATE_IN_PROCESS": "1"}
+    if setting is not None:
+        env["SWITCHYARD_WORKER_NICE"] = setting
+    start_process("worker", "--pool", "threads", "--concurrency", "2", env=env)
+    app = create_celery(Settings(data_dir=tmp_path / "data"))
+    reply = app.send_task("system.ping", args=[None]).get(timeout=90)
+    assert reply["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + increment)

@@ -259,6 +259,7 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
 
     from switchyard.platform.observability import prepare_multiprocess_dir
     from switchyard.platform.observability.jobs import observe_process
+    from switchyard.platform.priority import lower_process_priority
     from switchyard.platform.tool_secrets import configure_secrets_key
     from switchyard.platform.worker import QUEUES, create_celery
 
@@ -268,6 +269,7 @@ def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, c
         raise click.BadParameter(f"choose among {', '.join(QUEUES)} (got {queues!r})", param_hint="--queues")
     settings = _settings()
     _refuse_in_process_fleet(settings)
+    lower_process_priority(settings.worker_nice)  # before any thread starts: they all inherit it
     configure_secrets_key(settings)  # its runs open the MCP headers that API processes sealed
     if pool == "prefork" and settings.metrics_port:
         prepare_multiprocess_dir()  # the pool's processes write their values where the metrics port reads them

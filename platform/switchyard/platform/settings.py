@@ -141,6 +141,15 @@ class Settings(BaseSettings):
         "(every 2 s) re-enqueues the run for another worker, ahead of every queued run.",
     )
 
+    worker_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="How much lower `switchyard worker`'s CPU priority is than the API's and the fleet's (a Unix nice "
+        "increment): background jobs take the cores no waiting request wants, so one tenant's backlog does not "
+        "slow other tenants' calls on a shared host. 0 keeps them equal (a host of workers alone).",
+    )
+
     password_hash: str = Field(
         default="m=65536,t=3,p=4",
         description="argon2id cost of console passwords: memory in KiB, passes, lanes (the default is RFC 9106's "

@@ -1,20 +1,20 @@
 """Console passwords: argon2id hashes (``argon2-cffi``), one per member; the plaintext is never stored.
 
-Hashing and verifying take ~150 ms of CPU and 64 MiB each at the default cost, so they run in worker threads,
-never on the event loop that serves every tenant's requests, and one at a time per process
-(:data:`HASHING_THREADS`): a flood of sign-ins waits its turn (as coroutines, holding no thread) instead of
-taking the cores and the thread pool that other requests need. Sign-in spends its attempt allowance before it
-hashes, so attempts past the limit cost no hash.
+Hashing and verifying take ~150 ms of CPU and 64 MiB each at the default cost, so they run on a thread of their
+own, never on the event loop that serves every tenant's requests, one at a time per process
+(:data:`HASHING_THREADS`) and at a lower CPU priority (:data:`HASHING_NICE`): a flood of sign-ins waits its turn
+(as coroutines, holding no thread) and takes only the cores that other requests leave, instead of the cores and
+the thread pool they need. Sign-in spends its attempt allowance before it hashes, so attempts past the limit cost
+no hash.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-import weakref
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
-import anyio
-import anyio.to_thread
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
@@ -25,8 +25,10 @@ from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import TenantScope
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.models import Member, MemberPassword, utc_now
+from switchyard.platform.priority import lower_thread_priority
 
 __all__ = [
+    "HASHING_NICE",
     "HASHING_THREADS",
     "MAX_PASSWORD_LENGTH",
     "MIN_PASSWORD_LENGTH",
@@ -47,10 +49,9 @@ MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; this bounds the work one 
 # parallel), so two at a time took a small host's every core (~17 wrong passwords in 6 s lifted another tenant's
 # chat p99 from 69 to 657 ms on 2 cores)
 HASHING_THREADS = 1
+HASHING_NICE = 10  # how much lower the hashing thread's CPU priority is than the event loop's
 
-_hashing_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
-    weakref.WeakKeyDictionary()
-)
+_hashing = ThreadPoolExecutor(HASHING_THREADS, "password-hashing", partial(lower_thread_priority, HASHING_NICE))
 
 _hasher = PasswordHasher()  # argon2id, RFC 9106's second recommendation (m=65536,t=3,p=4) until configured
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
@@ -66,15 +67,6 @@ def configure_password_hashing(memory_kib: int, passes: int, lanes: int) -> None
     _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))  # an unknown email costs what a known one does
 
 
-def _slots() -> anyio.CapacityLimiter:
-    """This event loop's hashing threads (a limiter belongs to the loop that made it)."""
-    loop = asyncio.get_running_loop()
-    slots = _hashing_slots.get(loop)
-    if slots is None:
-        slots = _hashing_slots[loop] = anyio.CapacityLimiter(HASHING_THREADS)
-    return slots
-
-
 def _verify(password_hash: str | None, password: str) -> bool:
     try:
         return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
@@ -84,13 +76,13 @@ def _verify(password_hash: str | None, password: str) -> bool:
 
 async def hash_password(password: str) -> str:
     """An argon2id hash of ``password`` at today's cost, computed off the event loop."""
-    return await anyio.to_thread.run_sync(_hasher.hash, password, limiter=_slots())
+    return await asyncio.get_running_loop().run_in_executor(_hashing, _hasher.hash, password)
 
 
 async def verify_password(password_hash: str | None, password: str) -> bool:
     """Whether ``password`` matches; with no hash it still spends the same time (no timing hint of unknown emails).
     Computed off the event loop."""
-    return await anyio.to_thread.run_sync(_verify, password_hash, password, limiter=_slots())
+    return await asyncio.get_running_loop().run_in_executor(_hashing, _verify, password_hash, password)
 
 
 def password_needs_rehash(password_hash: str) -> bool:
