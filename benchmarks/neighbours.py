@@ -9,6 +9,10 @@ succeeded, and the tokens, chip-µs and model requests its answer reports. Tenan
 attacks of issue 22 one at a time: schema bombs (Responses ``text.format``, a function tool with
 ``tool_choice: "required"``, a chat completion's tool), huge embeddings, a flood of background responses past its
 key's request rate, and console sign-in floods with wrong passwords and varied ``X-Forwarded-For``.
+
+A is another client, in a process of its own (:class:`AttackProcess`), as tenants are: run in B's event loop, A's
+hundreds of requests would delay B's calls inside the load generator itself, and B's latency would count that as
+the installation's.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import multiprocessing
 import re
 import secrets
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +38,7 @@ from switchyard.sdk import AsyncSwitchyard
 __all__ = [
     "ATTACKS",
     "CHAT_MODEL",
+    "AttackProcess",
     "Attacker",
     "Ordinary",
     "Row",
@@ -370,9 +376,9 @@ class Attacker:
     pace_s: float = 0.5  # the attacks are about what one request costs, not about how many are sent
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def count(self, attack: str, outcome: str) -> None:
+    def count(self, attack: str, outcome: str, times: int = 1) -> None:
         tally = self.outcomes.setdefault(attack, {})
-        tally[outcome] = tally.get(outcome, 0) + 1
+        tally[outcome] = tally.get(outcome, 0) + times
 
     async def _post(self, client: httpx.AsyncClient, attack: str, path: str, **kwargs: Any) -> httpx.Response | None:
         try:
@@ -491,6 +497,54 @@ ATTACKS: dict[str, AttackRun] = {
 """Each attack, in the order run: the background flood last, since what it queues outlives its window."""
 
 
+class AttackProcess:
+    """One of A's attacks in a process of its own: started and ready (imported, waiting) before B's window beside
+    it begins, run from :meth:`go` until :meth:`halt`, which returns when A's requests have all been answered and
+    adds what they got to the attacker's outcomes."""
+
+    def __init__(self, attacker: Attacker, name: str) -> None:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no copy of this one's event loop
+        self.attacker, self.name = attacker, name
+        self._ready, self._go, self._halt = context.Event(), context.Event(), context.Event()
+        self._outcomes: multiprocessing.Queue[dict[str, dict[str, int]]] = context.Queue()
+        self._process = context.Process(
+            target=_attack_in_process,
+            args=(replace(attacker, outcomes={}), name, self._ready, self._go, self._halt, self._outcomes),
+            name=f"tenant A: {name}",
+            daemon=True,  # ends with the load generator, whatever happens to it
+        )
+
+    async def start(self) -> None:
+        self._process.start()
+        if not await asyncio.to_thread(self._ready.wait, A_TIMEOUT_S):
+            raise RuntimeError(f"tenant A's process for {self.name!r} did not start")
+
+    def go(self) -> None:
+        self._go.set()
+
+    async def halt(self) -> None:
+        self._halt.set()
+        outcomes = await asyncio.to_thread(self._outcomes.get, True, A_TIMEOUT_S + 30)
+        await asyncio.to_thread(self._process.join, 30)
+        for attack, tally in outcomes.items():
+            for outcome, times in tally.items():
+                self.attacker.count(attack, outcome, times)
+
+
+def _attack_in_process(attacker: Attacker, name: str, ready: Any, go: Any, halt: Any, outcomes: Any) -> None:
+    async def attack() -> None:
+        stop = asyncio.Event()
+        ready.set()
+        await asyncio.to_thread(go.wait)
+        running = asyncio.create_task(ATTACKS[name](attacker, stop))
+        await asyncio.to_thread(halt.wait)
+        stop.set()
+        await running
+        outcomes.put(attacker.outcomes)
+
+    asyncio.run(attack())
+
+
 A_BUSY_SQL = (
     "SELECT (SELECT count(*) FROM responses WHERE tenant_id = %s AND status IN ('queued', 'in_progress'))"
     " + (SELECT count(*) FROM runs WHERE tenant_id = %s AND status IN ('queued', 'in_progress', 'cancelling'))"
@@ -592,15 +646,15 @@ async def run_windows(
                 if time.monotonic() - first > plan.max_s:
                     skipped.append(name)
                     continue
+                attack = AttackProcess(a, name)
+                await attack.start()  # before B's window alone: its start-up is no part of either window
                 await b.switch(busy_after or "alone")
                 await asyncio.sleep(plan.window_s)
                 await b.switch(name)
-                stop = asyncio.Event()
                 started = time.monotonic()
-                attack = asyncio.create_task(ATTACKS[name](a, stop))
+                attack.go()
                 await asyncio.sleep(plan.window_s)
-                stop.set()
-                await attack
+                await attack.halt()
                 answered = time.monotonic()
                 busy_after = name
                 for _ in range(int(plan.aftermath_s / IDLE_POLL_S)):  # A's queued work runs
