@@ -22,8 +22,9 @@ settled; B's usage (``GET /v1/usage``: tokens, chip-us, model requests) equals t
 reported. B's p99 latency beside each attack against its p99 alone (the windows alternate so that the machine's own
 noise falls on both sides) is measured and reported with the slowest calls (a run's time queued and running), but
 not asserted: the goal is under 2x, and on a 2-core machine that runs every process of the layout and both
-tenants' clients, the schema bombs, the sign-in flood and the background flood still lift it to 2-14x (the huge
-embeddings stay near 1x). ``SWITCHYARD_SYSTEM_TEST_ATTACKS`` runs only some attacks.
+tenants' clients (A's in a process of its own), the background flood still lifts B's chat and embeddings p99 to
+~2.5-3.5x (the schema bombs, the huge embeddings and the sign-in flood stay ~1-2x). ``SWITCHYARD_SYSTEM_TEST_ATTACKS``
+runs only some attacks.
 ``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
 """
 
@@ -172,8 +173,8 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
             + (f"; slowest {[_slow(s) for s in slowest]}" if row.attack == "all" else "")
         )
         if row.attack == "all" and row.ratio >= MAX_P99_RATIO:
-            # measured and reported, not yet asserted: on a 2-core machine the schema bombs, the sign-in flood and
-            # the background flood still lift B's p99 past 2x (the benchmark prints the ratios per attack)
+            # measured and reported, not yet asserted: on a 2-core machine the background flood still lifts B's
+            # p99 past 2x (the benchmark prints the ratios per attack)
             report.append(f"B's {row.kind}: p99 beside A at {row.ratio:.2f}x alone, past the {MAX_P99_RATIO}x goal")
     kinds = {row.kind for row in rows(ordinary) if row.attack == "all"}
     failures += [f"B's {kind}: no calls both alone and beside A" for kind in KINDS if kind not in kinds]
