@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -65,11 +67,32 @@ def test_config_masks_secrets(runner: CliRunner) -> None:
     assert "SWITCHYARD_PORT=9001" in result.output
 
 
-def test_every_command_has_help(runner: CliRunner) -> None:
-    for args in (["up"], ["api"], ["worker"], ["beat"], ["db", "upgrade"], ["tenant", "create"], ["key", "create"]):
-        result = runner.invoke(main, [*args, "--help"])
-        assert result.exit_code == 0, args
-        assert "Usage:" in result.output
+def _command_paths(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand under `group`, found from the group itself so a new one is covered."""
+    paths = [path]
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            paths += _command_paths(command, (*path, name))
+        else:
+            paths.append((*path, name))
+    return paths
+
+
+@pytest.mark.parametrize("path", _command_paths(main), ids=lambda path: " ".join(path) or "switchyard")
+def test_every_command_has_help(runner: CliRunner, path: tuple[str, ...]) -> None:
+    """`switchyard ... --help` answers with a description for every command, including any added later."""
+    command: click.Command = main
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    description = inspect.cleandoc(command.help or "")
+    assert description, f"`switchyard {' '.join(path)}` has no help text (docstring or help=)"
+    result = runner.invoke(main, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage: ")
+    summary = description.split("\n\n")[0]
+    # click rewraps the paragraph (and breaks at hyphens): compare the text without its whitespace
+    assert "".join(summary.split()) in "".join(result.output.split()), result.output
 
 
 @pytest.mark.parametrize("command", ["api", "worker"])
