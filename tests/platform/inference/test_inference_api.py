@@ -198,27 +198,32 @@ async def test_fleet_view_and_reload(client: Any, operator_headers: dict[str, st
 async def test_client_disconnect_mid_stream_cancels_and_meters_the_partial_compute_once(
     settings: Any, client: Any, make_tenant: Any
 ) -> None:
-    from switchyard.platform.auth import Principal, Role
-    from switchyard.platform.db import TenantScope
-    from switchyard.platform.inference.controllers import _stream
-    from switchyard.platform.inference.runtime import build_pool, reload_pool
-    from switchyard.platform.inference.schemas import ChatCompletionCreate
+    """A client that drops its connection mid-stream (a real socket to uvicorn on 127.0.0.1) stops the generation
+    upstream: a 500-token answer is billed for the few tokens produced, once, and that is the replica's busy time.
+    The served app's shutdown drains the gateway and records the busy time, so the ledger is complete after it."""
+    import httpx
 
-    settings.time_scale = 1.0  # tokens take their simulated time, so there is a middle of the stream
-    gateway = client.app.state.gateway
-    await reload_pool(client.app.state, build_pool(settings))
+    from switchyard.platform.app import create_app
+    from tests.platform.api.live import serve
+
     tenant = await make_tenant()
-    caller = Principal(key_id="key_test", scope=TenantScope(tenant.id), role=Role.OWNER)
-    body = ChatCompletionCreate.model_validate(_chat(max_tokens=500, stream=True))
-    admitted = await gateway.admit(principal=caller, body=body, request_id="chatcmpl-gone")
-    stream = _stream(gateway, admitted, gateway.run(admitted), "chatcmpl-gone", 0, False)
-    for _ in range(4):  # the role chunk and three tokens, then the client goes away
-        await stream.__anext__()
-    await stream.aclose()
-    await gateway.drain()
+    paced = settings.model_copy(update={"time_scale": 1.0})  # tokens take their simulated time: a middle of the stream
+    body = _chat(max_tokens=500, stream=True)
+    with serve(create_app(paced)) as base:
+        async with (
+            httpx.AsyncClient(base_url=base, timeout=60) as http,
+            http.stream("POST", "/v1/chat/completions", json=body, headers=tenant.headers("developer")) as sse,
+        ):
+            assert sse.status_code == 200
+            chunks = []
+            async for line in sse.aiter_lines():
+                if line.startswith("data: "):
+                    chunks.append(json.loads(line.removeprefix("data: ")))
+                if len(chunks) == 4:  # the role chunk and three tokens, then the client goes away:
+                    break  # leaving the stream with its body unread closes the connection
+    assert len(chunks) == 4
     (event,) = await _usage_events(client)
-    assert event.event_id == "chatcmpl-gone"
-    assert 3 <= event.completion_tokens < 500
+    assert event.event_id == chunks[0]["id"]
+    assert 3 <= event.completion_tokens < 500  # all 500 would mean the generation outlived its client
     assert event.chip_us > 0
-    await client.app.state.busy_recorder.flush()
-    assert await _fleet_busy(client) == event.chip_us  # the partial compute is the replica's busy time
+    assert await _fleet_busy(client) == event.chip_us  # the partial compute is the replica's busy time, once
