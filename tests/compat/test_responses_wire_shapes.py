@@ -74,16 +74,27 @@ def test_a_function_call_response(http: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "delta", "status"),
     [
-        {"input": "Say something"},
-        {"input": "get_weather city=Oslo", "tools": [WEATHER]},
-        {"input": "hi", "max_output_tokens": 3},
+        ({"input": "Say something"}, "response.output_text.delta", "completed"),
+        ({"input": "get_weather city=Oslo", "tools": [WEATHER]}, "response.function_call_arguments.delta", "completed"),
+        ({"input": "hi", "max_output_tokens": 3}, "response.output_text.delta", "incomplete"),
     ],
     ids=["text", "function call", "incomplete"],
 )
-def test_item_and_delta_events(http: httpx.Client, body: dict[str, Any]) -> None:
-    for event in events(http, **body):
+def test_item_and_delta_events(http: httpx.Client, body: dict[str, Any], delta: str, status: str) -> None:
+    """The stream carries the item and delta events this validates and ends as its response did: an empty stream, a
+    failed one or one without items would otherwise validate nothing and pass."""
+    streamed = events(http, **body)
+    types = [event["type"] for event in streamed]
+    assert types, "the stream carried no events"
+    for failure in ("error", "response.failed"):
+        assert failure not in types, types
+    for expected in ("response.output_item.added", delta, "response.output_item.done"):
+        assert expected in types, f"no {expected} in {types}"
+    assert types[-1] == f"response.{status}", types
+    assert streamed[-1]["response"]["status"] == status
+    for event in streamed:
         if event["type"] not in LIFECYCLE:
             validate(ResponseStreamEvent, event)
 
