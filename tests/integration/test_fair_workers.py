@@ -292,3 +292,61 @@ async def test_every_job_of_a_deferred_backlog_and_a_neighbours_runs_finishes_wi
     for (run_id, created_ms), run_started in zip(runs, ran, strict=True):
         ahead = [job for job, at in started.items() if at is not None and created_ms <= at < run_started]
         assert len(ahead) <= SLOTS, f"{len(ahead)} of A's jobs started between B's run {run_id} and its start"
+
+
+@SHAPES
+@pytest.mark.timeout(240)
+async def test_a_tenants_backlog_holds_at_most_its_share_of_the_workers_slots_and_every_job_finishes(
+    shape: str, database_url: str, request: pytest.FixtureRequest, start_process: Any
+) -> None:
+    """Four worker slots, a share of one half: tenant A's ten background responses (~1.6 s each) run two at a
+    time, never more, although two slots stand idle and nothing else waits; each of A's jobs that ends sends
+    for the next (its message was parked), so all ten finish with no sweeper running (the worker runs no beat).
+    Tenant B's run, started mid-backlog, starts before the backlog is through."""
+    from sqlalchemy import func
+
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import ResponseRecord
+
+    async with _shape(shape, request, start_process, slots=SLOTS, time_scale=1, tenant_worker_share=0.5) as client:
+        database = client.app.state.database
+        flooding = await owner_headers(client, "share-backlog")
+        neighbour = await owner_headers(client, "share-neighbour")
+        short = await _agent(client, neighbour, "short", model_params={"max_tokens": 10})
+        body = {"model": MODEL, "input": "write", "max_output_tokens": 80, "background": True}
+        backlog = []
+        for _ in range(10):
+            created = await client.post("/v1/responses", json=body, headers=flooding)
+            assert created.status_code == 200, created.text
+            backlog.append(str(created.json()["id"]))
+        tenant_id = (await _job(database, backlog[0])).tenant_id
+        held: list[int] = []
+
+        async def count_held() -> None:
+            while True:
+                async with database.unit_of_work(UNSCOPED) as session:
+                    running = select(func.count()).where(
+                        ResponseRecord.tenant_id == tenant_id,
+                        ResponseRecord.status == "in_progress",
+                        ResponseRecord.lease_owner.is_not(None),  # type: ignore[union-attr]
+                    )
+                    held.append(int((await session.execute(running)).scalar_one()))
+                await asyncio.sleep(0.02)
+
+        counting = asyncio.create_task(count_held())
+        try:
+            await _until(lambda: _started(database, backlog[1]), "A's backlog never started", timeout_s=60)
+            created = await _start_run(client, neighbour, short)
+            assert created.status_code == 201, created.text
+            run_id = str(created.json()["id"])
+            await _until(lambda: _finished(database, run_id), "B's run never finished", 60)
+            for job_id in backlog:
+                await _until(lambda job=job_id: _finished(database, job), f"A's response {job_id} never finished", 120)
+        finally:
+            counting.cancel()
+        ran = [(await _job(database, job_id)).state["started_at_ms"] for job_id in backlog]
+        run = await _job(database, run_id)
+    assert run.status == "completed"
+    assert max(held) == 2, f"A held up to {max(held)} of the {SLOTS} slots at once"
+    unfinished_when_b_started = [at for at in ran if at > run.state["started_at_ms"]]
+    assert unfinished_when_b_started, "the backlog ended before B's run started: B's run proves nothing"

@@ -20,11 +20,11 @@ call of B's spans two windows: B's calls in flight end before the next window st
 Asserted afterwards: every call of B succeeded; A's hard budget ($1.00) is not exceeded once everything is
 settled; B's usage (``GET /v1/usage``: tokens, chip-us, model requests) equals the sum of what B's own answers
 reported. B's p99 latency beside each attack against its p99 alone (the windows alternate so that the machine's own
-noise falls on both sides) is measured and reported with the slowest calls (a run's time queued and running), but
-not asserted: the goal is under 2x, and on a 2-core machine that runs every process of the layout and both
-tenants' clients (A's in a process of its own), the background flood still lifts B's chat and embeddings p99 to
-~2.5-3.5x (the schema bombs, the huge embeddings and the sign-in flood stay ~1-2x). ``SWITCHYARD_SYSTEM_TEST_ATTACKS``
-runs only some attacks.
+noise falls on both sides) is reported with the slowest calls (a run's time queued and running); over every window
+(``all``) it must stay under 3x for each kind of call: the goal is 2x (past it is reported), asserted loosely since
+a 2-core machine runs every process of the layout and both tenants' clients (A's in a process of its own), where
+a p99 of ~100 calls is a few calls. Measured there: ~1.0-1.1x over all windows, at most ~1.7x beside one attack.
+``SWITCHYARD_SYSTEM_TEST_ATTACKS`` runs only some attacks.
 ``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
 """
 
@@ -64,7 +64,8 @@ TIME_SCALE = 0.05
 LEASE_S = 30.0
 KEY_REQUESTS_PER_MINUTE = 60
 A_BUDGET_MINOR = 100  # $1.00, hard
-MAX_P99_RATIO = 2.0
+GOAL_P99_RATIO = 2.0  # reported past it
+MAX_P99_RATIO = 3.0  # asserted: the goal, loosely (a p99 of ~100 calls on a 2-core machine is a few calls)
 SETTLE_S = 60.0
 PLAN = WindowPlan(window_s=6.0, rounds=2, warm_up_s=5.0)
 ONLY = "SWITCHYARD_SYSTEM_TEST_ATTACKS"  # debugging: only these attacks, e.g. "schema bombs,sign-in flood"
@@ -172,10 +173,14 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
             f"alone {p99(row.alone) * 1e3:.0f} ms ({len(row.alone)} calls): x{row.ratio:.2f}"
             + (f"; slowest {[_slow(s) for s in slowest]}" if row.attack == "all" else "")
         )
+        if row.ratio >= GOAL_P99_RATIO:
+            report.append(
+                f"B's {row.kind} beside {row.attack}: p99 at {row.ratio:.2f}x alone, past the {GOAL_P99_RATIO}x goal"
+            )
         if row.attack == "all" and row.ratio >= MAX_P99_RATIO:
-            # measured and reported, not yet asserted: on a 2-core machine the background flood still lifts B's
-            # p99 past 2x (the benchmark prints the ratios per attack)
-            report.append(f"B's {row.kind}: p99 beside A at {row.ratio:.2f}x alone, past the {MAX_P99_RATIO}x goal")
+            failures.append(
+                f"B's {row.kind}: p99 beside A at {row.ratio:.2f}x its p99 alone (at most {MAX_P99_RATIO}x)"
+            )
     kinds = {row.kind for row in rows(ordinary) if row.attack == "all"}
     failures += [f"B's {kind}: no calls both alone and beside A" for kind in KINDS if kind not in kinds]
     return failures

@@ -141,6 +141,15 @@ class Settings(BaseSettings):
         "(every 2 s) re-enqueues the run for another worker, ahead of every queued run.",
     )
 
+    tenant_worker_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="The share of each worker's slots that one tenant's agent runs and background responses may "
+        "hold at once (rounded down, at least one slot); the tenant's other jobs wait in turn, holding no slot. "
+        "A ceiling even when no other tenant waits: a backlog's jobs load the fleet and the database that every "
+        "tenant's calls share. 1 lets one tenant fill a worker.",
+    )
     worker_nice: int = Field(
         default=10,
         ge=0,

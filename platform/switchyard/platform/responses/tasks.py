@@ -63,7 +63,7 @@ def recover_responses_task() -> int:
     loop, env = worker_environment()
     due = loop.run_until_complete(responses_to_recover(env.database, set_aside_grace_s=env.lease_s))
     for tenant_id, response_id in due:
-        enqueue(current_app, EXECUTE_TASK, tenant_id, response_id)
+        enqueue(current_app, EXECUTE_TASK, tenant_id, response_id, True)  # swept: dropped for one parked there
     if due:
         log.info("resuming %d responses whose process died", len(due))
     return len(due)

@@ -242,7 +242,7 @@ def sweep_task() -> int:
     now = utc_now()
     due = _run(_due(env.database, now, or_(_never_picked_up(now, env.lease_s), _set_aside_passed(now))))
     for tenant_id, run_id in due:
-        enqueue(current_app, EXECUTE_TASK, tenant_id, run_id)
+        enqueue(current_app, EXECUTE_TASK, tenant_id, run_id, True)  # swept: dropped for a run parked there
     if due:
         log.info("re-enqueued %d runs", len(due))
     return len(due)
