@@ -5,7 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PARTS := -e ./accelerator -e ./agents -e ./sdk -e ./platform
 
-.PHONY: install compat-venvs up test lint clean
+.PHONY: help install compat-venvs up test test-fast lint clean
+
+## List these targets with what each does.
+help:
+	@awk '/^## /{doc=(doc ? doc " " : "") substr($$0, 4); next} /^[a-z][a-z-]*:/{if (doc) printf "  make %-12s %s\n", substr($$1, 1, length($$1) - 1), doc; doc=""}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml accelerator/pyproject.toml agents/pyproject.toml platform/pyproject.toml sdk/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Switchyard needs Python 3.11 or newer")'
@@ -24,6 +28,7 @@ $(COMPAT)/instructor/.installed: tests/compat/clients/instructor.txt
 
 compat-venvs: $(COMPAT)/instructor/.installed
 
+## Create .venv with every part installed for development, and the client libraries' own venvs.
 install: $(STAMP) compat-venvs
 
 ## Start the platform on the embedded defaults (SQLite database and broker in ./.switchyard).
@@ -35,6 +40,11 @@ test: $(STAMP)
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
 
+## The quick lane for the edit-test loop: every test not marked slow (processes, browsers, packaging, fuzzing)
+## or system, on whatever PostgreSQL/Redis the SWITCHYARD_TEST_*_URL variables name; `make test` runs them all.
+test-fast: $(STAMP)
+	@$(BIN)/python -m pytest -m "not slow and not system" -q
+
 ## Lint, format check, import contracts and strict typing of every package.
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -42,5 +52,6 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy -p switchyard.sdk -p switchyard.accelerator -p switchyard.platform -p switchyard.agents
 
+## Remove the virtual environments and the embedded data directory.
 clean:
 	rm -rf $(VENV) $(COMPAT) .switchyard
