@@ -69,8 +69,9 @@ def live_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory)
             break
         time.sleep(0.02)
     assert server.started, "the API server did not start"
-    # Agent runs and background responses execute in the server's own event loop, as `switchyard up` runs them in
-    # its embedded worker (without it they would wait in the broker for a worker this test does not start).
+    # Agent runs and background responses execute in the server's own event loop (the inline dispatcher), not on a
+    # Celery worker as under `switchyard up`: without it they would wait in the broker for a worker these tests do
+    # not start. What clients see of them is the same; the worker's own behaviour is tests/integration's.
     gateway = app.state.gateway
     environment = RunEnvironment(database=app.state.database, pool=gateway.pool, admission=gateway.admission)
     app.state.jobs = InlineDispatcher(environment)

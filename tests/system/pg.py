@@ -86,8 +86,3 @@ class Pg:
         lease_owner, status = found[0]
         moved = lease_owner is not None and lease_owner.split("#")[0] != owner
         return status not in ("queued", "in_progress") or moved
-
-    def columns(self, table: str) -> set[str]:
-        return {
-            r[0] for r in self.rows("SELECT column_name FROM information_schema.columns WHERE table_name = %s", table)
-        }

@@ -17,6 +17,7 @@ from tests.system.oracle import (
     check_members,
     check_reconcile,
     check_runs,
+    check_served,
     check_slots,
     check_timeouts,
     read_slots,
@@ -37,13 +38,13 @@ def _chat(
     return attempt
 
 
-def _usage(attempt: Attempt, *, tokens: int = 50, chip_us: int = 100, finish_reason: str | None = None) -> UsageRow:
+def _usage(attempt: Attempt, *, tokens: int = 50, chip_us: int = 100) -> UsageRow:
     assert attempt.completion_id is not None
-    return UsageRow(attempt.completion_id, None, 9, tokens, chip_us, finish_reason)
+    return UsageRow(attempt.completion_id, None, 9, tokens, chip_us)
 
 
 def _unseen(tokens: int = 50) -> UsageRow:
-    return UsageRow(f"chatcmpl-{uuid.uuid4().hex[:12]}", None, 9, tokens, 100, None)
+    return UsageRow(f"chatcmpl-{uuid.uuid4().hex[:12]}", None, 9, tokens, 100)
 
 
 def test_chat_billing_accepts_one_event_per_answer_and_partial_cancellations() -> None:
@@ -63,7 +64,6 @@ def test_chat_billing_accepts_one_event_per_answer_and_partial_cancellations() -
     [
         ("unbilled answer", "answered chat completions with no usage event"),
         ("billed without answer", "usage events for requests that got no answer"),
-        ("finish_reason says complete", "usage events for requests that got no answer"),
         ("wrong amount", "usage events whose chip-us differ"),
         ("billed, never seen", "usage events of completions no client saw a byte of, beyond the 1 requests"),
     ],
@@ -76,7 +76,6 @@ def test_chat_billing_reports_what_a_defect_leaves(case: str, expected: str) -> 
     usage = {
         "unbilled answer": [],
         "billed without answer": [_usage(answered), _usage(lost)],
-        "finish_reason says complete": [_usage(answered), _usage(lost, tokens=7, finish_reason="length")],
         "wrong amount": [_usage(answered, chip_us=99)],
         "billed, never seen": [_usage(answered), _unseen(), _unseen()],
     }[case]
@@ -94,7 +93,7 @@ def _run(status: str, *, error: dict[str, str] | None = None, steps: int = 1) ->
 
 
 def _billed(run: tuple[str, str, dict, int]) -> list[UsageRow]:
-    return [UsageRow(step["id"], run[0], 1, 1, 10, None) for step in run[2]["steps"]]
+    return [UsageRow(step["id"], run[0], 1, 1, 10) for step in run[2]["steps"]]
 
 
 def test_runs_completed_or_failed_with_a_reason_and_billed_per_step_pass() -> None:
@@ -180,3 +179,18 @@ def test_ledger_request_records_its_attempts() -> None:
     assert isinstance(request, Request)
     assert ledger.requests == [request]
     assert ledger.next_id() == "sys-t-000001"
+
+
+def test_served_needs_most_chat_completions_answered_and_runs_completed() -> None:
+    ledger = Ledger("t")
+    for index in range(4):
+        _chat(ledger, answered=index < 3)
+    for outcome in ("completed", "completed", "completed", "failed: model_error"):
+        ledger.begin("run").outcome = outcome
+    assert check_served(ledger, 0.75) == []
+    ledger.begin("run").outcome = "failed: model_error"
+    assert check_served(ledger, 0.75) == ["only 3 of 5 run operations completed (at least 75%)"]
+    assert check_served(Ledger("t"), 0.75) == [
+        "only 0 of 0 chat operations answered (at least 75%)",
+        "only 0 of 0 run operations completed (at least 75%)",
+    ]

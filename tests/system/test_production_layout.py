@@ -2,7 +2,7 @@
 a bounded mixed workload, a bounded fault schedule, then the books and the leftovers checked.
 
 Layout: a ``redis-server`` of the test's own (so it can be stopped), a fresh PostgreSQL database migrated by
-``switchyard db upgrade``, the fleet process (``switchyard fleet``, when the command exists), two ``switchyard
+``switchyard db upgrade``, the fleet process (``switchyard fleet``), two ``switchyard
 api`` processes, two ``switchyard worker`` processes and one ``switchyard beat``, with exactly the variables the
 README's production section sets (plus ``SWITCHYARD_TIME_SCALE`` and ``SWITCHYARD_AGENT_RUN_LEASE_SECONDS``).
 
@@ -19,7 +19,8 @@ without an answer has one unless it is a partial-compute cancellation; ``switchy
 with the chip-us check made; no request outlived the client timeout; no concurrency slot left held; every
 process exits within 10 s of SIGTERM. On failure the tail of every process's log is printed; the full logs and
 the client ledger (every attempt, one JSON line each) stay in the test's tmp directory. Error answers, operations
-that never got through and slow run takeovers are printed as observations, not asserted.
+that never got through and slow run takeovers are printed as observations; but at least 75 % of the chat
+completions must be answered and of the runs completed (the installation serves through its faults).
 
 Runs in ``make test`` whenever PostgreSQL and Redis are configured (as in ``.ci/run``), in about two minutes.
 Knobs: ``SWITCHYARD_SYSTEM_TEST_LONG=1`` (three rounds), ``..._SEED`` (replays the random choices),
@@ -42,6 +43,7 @@ from typing import Any
 import httpx
 import pytest
 
+from switchyard.platform.limits import SLOT_TTL_S
 from tests.system.faults import FaultSchedule
 from tests.system.installation import STOP_BOUND_S, Installation
 from tests.system.ledger import Ledger
@@ -52,6 +54,7 @@ from tests.system.oracle import (
     check_members,
     check_reconcile,
     check_runs,
+    check_served,
     check_slots,
     check_timeouts,
     read_slots,
@@ -63,6 +66,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.
 TIME_SCALE = 0.05
 LEASE_S = 5.0
 WARMUP_S = 5.0
+MIN_SERVED = 0.75  # of chat completions answered and of runs completed, through the faults
 COOLDOWN_S = 5.0
 SETTLE_RUNS_S = 2 * LEASE_S + 2 * 15 + 10  # leases pass, two sweeps (every 15 s) re-enqueue, the runs finish
 SETTLE_RATING_S = 75.0  # billing.sweep (every 60 s) rates what lost its nudge
@@ -99,6 +103,7 @@ def test_production_layout_under_faults(postgres_url: str, redis_url: str, tmp_p
         report.append("exit after SIGTERM (s): " + ", ".join(f"{n} {t and round(t, 1)}" for n, t in exits.items()))
         failures += check_exits(exits, STOP_BOUND_S)
         failures += _books(inst, ledger, report)
+        failures += check_served(ledger, MIN_SERVED)
         report += _observations(ledger, inst)
     except BaseException:
         print("\n".join(report))
@@ -191,10 +196,6 @@ async def _settle(inst: Installation, report: list[str]) -> None:
 async def _slots(inst: Installation, ledger: Ledger, faults: FaultSchedule, report: list[str]) -> list[str]:
     import redis
 
-    try:
-        from switchyard.platform.limits import SLOT_TTL_S as ttl_s  # the per-slot expiry, where slots have one
-    except ImportError:
-        ttl_s = None
     client = redis.Redis(host="127.0.0.1", port=inst.redis_port, db=1)
     attempts = {a.id: a for a in ledger.attempts}
     crashed: dict[str, float] = {}
@@ -214,7 +215,7 @@ async def _slots(inst: Installation, ledger: Ledger, faults: FaultSchedule, repo
         deadline = time.monotonic() + SETTLE_SLOTS_S
         while True:
             slots = await asyncio.to_thread(read_slots, client)
-            failures = check_slots(slots, crashed, unseen, ttl_s)
+            failures = check_slots(slots, crashed, unseen, SLOT_TTL_S)
             if not failures or time.monotonic() > deadline:
                 break
             await asyncio.sleep(1.0)
@@ -241,14 +242,12 @@ async def _members(inst: Installation, clients: Clients, workload: Workload) -> 
 
 def _books(inst: Installation, ledger: Ledger, report: list[str]) -> list[str]:
     """Usage events and runs against what the clients saw; reconciliation of every month the usage falls in."""
-    finish_reason = "finish_reason" in inst.pg.columns("usage_events")
     rows = inst.pg.rows(
-        "SELECT event_id, run_id, prompt_tokens, completion_tokens, chip_us, "
-        + ("finish_reason" if finish_reason else "NULL")
-        + ", occurred_at FROM usage_events WHERE tenant_id = %s",
+        "SELECT event_id, run_id, prompt_tokens, completion_tokens, chip_us, occurred_at FROM usage_events "
+        "WHERE tenant_id = %s",
         inst.tenant_id,
     )
-    usage = [UsageRow(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows]
+    usage = [UsageRow(r[0], r[1], int(r[2]), int(r[3]), int(r[4])) for r in rows]
     runs: list[tuple[str, str, dict[str, Any], int]] = [
         (r[0], r[1], r[2], int(r[3]))
         for r in inst.pg.rows("SELECT id, status, state, chip_us FROM runs WHERE tenant_id = %s", inst.tenant_id)
@@ -258,7 +257,7 @@ def _books(inst: Installation, ledger: Ledger, report: list[str]) -> list[str]:
         f"{dict(Counter(r[1] for r in runs))}"
     )
     failures = check_chat_billing(ledger, usage) + check_runs(runs, usage) + check_timeouts(ledger, CLIENT_TIMEOUT_S)
-    months = sorted({r[6].astimezone(UTC).strftime("%Y-%m") for r in rows}) or [datetime.now(UTC).strftime("%Y-%m")]
+    months = sorted({r[5].astimezone(UTC).strftime("%Y-%m") for r in rows}) or [datetime.now(UTC).strftime("%Y-%m")]
     for period in months:
         done = inst.cli("billing", "reconcile", "--period", period)
         report.append(

@@ -67,7 +67,9 @@ def api(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     settings = Settings(data_dir=directory / "data", database_url=database_url, time_scale=0)
     app = create_app(settings)
     with serve(app) as url:
-        # runs execute in the server's own event loop, as `switchyard up` runs them in its embedded worker
+        # runs execute in the server's own event loop (the inline dispatcher), not on a Celery worker as under
+        # `switchyard up`: no fair turns, shares, leases taken by a worker or put-aside waits here (the worker
+        # tests in tests/integration exercise those)
         gateway = app.state.gateway
         environment = RunEnvironment(database=app.state.database, pool=gateway.pool, admission=gateway.admission)
         app.state.jobs = InlineDispatcher(environment)
