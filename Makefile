@@ -40,7 +40,7 @@ test: $(STAMP)
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
 
-## The quick lane for the edit-test loop: every test not marked slow (processes, browsers, packaging, fuzzing)
+## Every test not marked slow (processes, browsers, packaging, fuzzing)
 ## or system, on whatever PostgreSQL/Redis the SWITCHYARD_TEST_*_URL variables name; `make test` runs them all.
 test-fast: $(STAMP)
 	@$(BIN)/python -m pytest -m "not slow and not system" -q

@@ -12,9 +12,18 @@ config = context.config
 target_metadata = SQLModel.metadata
 
 
+def _url() -> str:
+    """The URL Alembic was given (``switchyard db upgrade`` sets it), else ``SWITCHYARD_DATABASE_URL``'s (the
+    ``alembic`` command line, to write a revision against a scratch database)."""
+    from switchyard.platform.db.engine import sync_url
+    from switchyard.platform.settings import load_settings
+
+    return config.get_main_option("sqlalchemy.url") or sync_url(load_settings().database_url)
+
+
 def run_migrations_offline() -> None:
     context.configure(
-        url=config.get_main_option("sqlalchemy.url"),
+        url=_url(),
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
@@ -26,7 +35,7 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connectable = config.attributes.get("connection")
     if connectable is None:
-        engine = create_engine(config.get_main_option("sqlalchemy.url") or "", poolclass=pool.NullPool)
+        engine = create_engine(_url(), poolclass=pool.NullPool)
         with engine.connect() as connection:
             _run(connection)
         engine.dispose()

@@ -65,3 +65,19 @@ def test_autogenerate_finds_no_difference(empty_database: str) -> None:
     finally:
         engine.dispose()
     assert diff == []
+
+
+def test_the_alembic_command_line_migrates_the_database_switchyard_database_url_names(tmp_path: Path) -> None:
+    """`migrations/README.md`'s way to write a revision: `alembic -c migrations/alembic.ini ...` with
+    `SWITCHYARD_DATABASE_URL` set (the ini file holds no URL)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    database = tmp_path / "scratch.db"
+    env = {**os.environ, "SWITCHYARD_DATABASE_URL": f"sqlite:///{database}", "SWITCHYARD_DATA_DIR": str(tmp_path)}
+    alembic = [sys.executable, "-m", "alembic", "-c", str(root / "migrations" / "alembic.ini")]
+    done = subprocess.run([*alembic, "upgrade", "head"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert current_revision(f"sqlite:///{database}") is not None
