@@ -70,3 +70,28 @@ async def test_max_output_tokens_past_the_platforms_cap_is_400_naming_it(client:
     error = refused.json()["error"]
     assert (error["param"], error["code"]) == ("max_output_tokens", "invalid_value")
     assert error["message"].startswith("max_output_tokens is 1000000000000000000000000000000;")
+
+
+async def test_an_include_value_openai_does_not_define_is_400_naming_include(client: Any, make_tenant: Any) -> None:
+    """``include`` names OpenAI's includable values only (schemathesis sent ``?include=true`` to a response's
+    input items and got 200)."""
+    tenant = await make_tenant()
+    headers = tenant.headers("developer")
+    refused = await client.post(
+        "/v1/responses", json={"model": MODEL, "input": "x", "include": ["true"]}, headers=headers
+    )
+    assert refused.status_code == 400, refused.text
+    assert "include" in refused.text
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        assert (await session.execute(select(ResponseRecord))).scalars().all() == []
+    created = await client.post(
+        "/v1/responses",
+        json={"model": MODEL, "input": "x", "max_output_tokens": 4, "include": ["reasoning.encrypted_content"]},
+        headers=headers,
+    )
+    assert created.status_code == 200, created.text
+    response_id = created.json()["id"]
+    for path in (f"/v1/responses/{response_id}", f"/v1/responses/{response_id}/input_items"):
+        assert (await client.get(path, params={"include": "true"}, headers=headers)).status_code == 400
+        answered = await client.get(path, params={"include": "file_search_call.results"}, headers=headers)
+        assert answered.status_code == 200, answered.text

@@ -29,6 +29,7 @@ from switchyard.platform.responses.schemas import (
     ConversationCreate,
     ConversationItemsCreate,
     ConversationUpdate,
+    Includable,
     ResponseCreate,
 )
 from switchyard.platform.responses.store import response_row
@@ -165,7 +166,9 @@ class ResponseController(Controller):
             int | None,
             QueryParameter(ge=0, le=MAX_STORED_INTEGER, description="Resume the stream after this sequence number."),
         ] = None,
-        include: Annotated[list[str] | None, QueryParameter(description="Accepted; ignored.")] = None,
+        include: Annotated[
+            list[Includable] | None, QueryParameter(description="One of OpenAI's includable values; ignored.")
+        ] = None,
     ) -> Response[Any]:
         row = await response_row(db_session, tenant, response_id)
         if stream:
@@ -211,7 +214,9 @@ class ResponseController(Controller):
         after: After = None,
         limit: Limit = 20,
         order: Order = "desc",
-        include: Annotated[list[str] | None, QueryParameter(description="Accepted; ignored.")] = None,
+        include: Annotated[
+            list[Includable] | None, QueryParameter(description="One of OpenAI's includable values; ignored.")
+        ] = None,
     ) -> dict[str, Any]:
         row = await response_row(db_session, tenant, response_id)
         items = row.input_items if order == "asc" else list(reversed(row.input_items))
@@ -279,7 +284,9 @@ class ConversationController(Controller):
         after: After = None,
         limit: Limit = 20,
         order: Order = "desc",
-        include: Annotated[list[str] | None, QueryParameter(description="Accepted; ignored.")] = None,
+        include: Annotated[
+            list[Includable] | None, QueryParameter(description="One of OpenAI's includable values; ignored.")
+        ] = None,
     ) -> dict[str, Any]:
         await conversations.get(db_session, tenant, conversation_id)
         return await conversations.list_items(

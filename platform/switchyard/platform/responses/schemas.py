@@ -19,6 +19,7 @@ __all__ = [
     "ConversationCreate",
     "ConversationItemsCreate",
     "ConversationUpdate",
+    "Includable",
     "PromptReference",
     "ResponseCreate",
 ]
@@ -26,6 +27,18 @@ __all__ = [
 _IGNORED = "Accepted for compatibility; Switchyard ignores it."
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
 """The ``include`` value that asks for the logprobs of every ``output_text``."""
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
+"""What ``include`` may name: OpenAI's includable values (``openai.types.responses.ResponseIncludable``); any other
+is refused with 400, as OpenAI refuses it."""
 
 
 class _Strict(BaseModel):
@@ -92,11 +105,11 @@ class ResponseCreate(_Strict):
     priority: Literal["batch", "standard", "interactive"] | None = Field(
         default=None, description="Switchyard's: the fleet's scheduling class."
     )
-    include: list[str] | None = Field(
+    include: list[Includable] | None = Field(
         default=None,
         description='`"message.output_text.logprobs"`: each `output_text` (and each `response.output_text.delta` '
         "event) carries its tokens' logprobs (an `openai-compatible` upstream's as it sent them, the simulator's "
-        "synthetic). Other values are accepted and ignored.",
+        "synthetic). OpenAI's other includable values are accepted and ignored; anything else is refused.",
     )
     reasoning: dict[str, Any] | None = Field(default=None, description=_IGNORED)
     service_tier: str | None = Field(default=None, description=_IGNORED)
