@@ -91,12 +91,10 @@ async def can_go_on(database: Database, job: Job) -> bool:
         return found.scalar_one_or_none() is not None
 
 
-async def fair_order(
-    database: Database, *, passing: Collection[str] = (), tenant_id: str | None = None, limit: int = 8
-) -> list[Job]:
+async def fair_order(database: Database, *, passing: Collection[str] = (), limit: int = 8) -> list[Job]:
     """Up to ``limit`` jobs that can go on now, one per tenant, the least recently served tenant's first; each
-    tenant's oldest job (ids sort by creation time). Tenants in ``passing`` are passed over; with ``tenant_id``,
-    only that tenant's oldest job, if any."""
+    tenant's oldest job (ids sort by creation time). Tenants in ``passing`` are passed over (those at their share of
+    this worker: ``background.shares``)."""
     now = utc_now()
     async with database.unit_of_work(UNSCOPED) as session:
         oldest: dict[str, Job] = {}
@@ -105,8 +103,6 @@ async def fair_order(
             (RESPONSE, ResponseRecord, _response_can_go_on(now)),
         ):
             chosen = [condition, col(table.tenant_id).not_in(list(passing))] if passing else [condition]
-            if tenant_id is not None:
-                chosen.append(col(table.tenant_id) == tenant_id)
             rows = await session.execute(
                 select(col(table.tenant_id), func.min(col(table.id))).where(*chosen).group_by(col(table.tenant_id))
             )
