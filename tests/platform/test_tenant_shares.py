@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchyard.platform.background.shares import PARKED_RETRY_S, STALE_AFTER_S, TenantShares
+from switchyard.platform.background.shares import PARKED_RETRY_S, PRUNE_AT, STALE_AFTER_S, TenantShares
 
 
 @pytest.mark.parametrize(("share", "slots", "limit"), [(0.5, 4, 2), (0.5, 8, 4), (0.5, 1, 1), (0.3, 4, 1), (1.0, 4, 4)])
@@ -40,3 +40,14 @@ def test_a_job_is_parked_here_until_its_parked_message_is_due_and_a_while_after(
     shares.park(job)
     shares.unpark(job)
     assert not shares.parked_here(job), "its message came and took it"
+
+
+def test_stale_parked_entries_are_dropped_once_there_are_many() -> None:
+    now = [0.0]
+    shares = TenantShares(0.5, 4, clock=lambda: now[0])
+    for index in range(PRUNE_AT):
+        shares.park(("ten_a", f"run_{index}"))
+    now[0] += PARKED_RETRY_S + STALE_AFTER_S + 1
+    shares.park(("ten_a", "run_new"))
+    assert shares.parked_here(("ten_a", "run_new"))
+    assert len(shares._parked) == 1

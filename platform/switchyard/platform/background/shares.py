@@ -27,7 +27,7 @@ from typing import Any
 
 from celery.signals import worker_init
 
-__all__ = ["PARKED_RETRY_S", "SHARES", "STALE_AFTER_S", "TenantShares"]
+__all__ = ["PARKED_RETRY_S", "PRUNE_AT", "SHARES", "STALE_AFTER_S", "TenantShares"]
 
 PARKED_RETRY_S = 1.0
 """How long a parked message waits before it asks for a slot again."""
@@ -35,6 +35,8 @@ STALE_AFTER_S = 5.0
 """How long past its time a parked message is still expected here (a busy worker runs it late); after that it
 went to another worker, and a sweeper's message for its job is parked afresh (a second parked message is
 harmless)."""
+PRUNE_AT = 10_000
+"""Parked entries kept before the stale ones are dropped."""
 
 
 class TenantShares:
@@ -80,7 +82,10 @@ class TenantShares:
 
     def park(self, job: tuple[str, str]) -> None:
         with self._lock:
-            self._parked[job] = self._clock() + PARKED_RETRY_S
+            now = self._clock()
+            if len(self._parked) >= PRUNE_AT:  # entries of messages that went to other workers stay otherwise
+                self._parked = {key: due for key, due in self._parked.items() if now < due + STALE_AFTER_S}
+            self._parked[job] = now + PARKED_RETRY_S
 
     def unpark(self, job: tuple[str, str]) -> None:
         with self._lock:
