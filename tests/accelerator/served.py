@@ -11,11 +11,12 @@ from typing import Any
 
 
 @contextmanager
-def served(app: Any) -> Iterator[str]:
-    """``app`` listening on a free port of 127.0.0.1 while the block runs; yields its base URL."""
+def served(app: Any, port: int = 0) -> Iterator[str]:
+    """``app`` listening on ``port`` (by default a free one) of 127.0.0.1 while the block runs; yields its base
+    URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

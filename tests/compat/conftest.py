@@ -18,8 +18,8 @@ import uvicorn
 from switchyard.platform.app import create_app
 from switchyard.platform.bootstrap import bootstrap
 from switchyard.platform.db import Database
+from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.inline import InlineDispatcher
-from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.settings import Settings
 from tests.integration.conftest import free_port
 

@@ -41,9 +41,9 @@ HTTP_HITS: list[str] = []
 def _worker_main() -> None:
     from switchyard.agents import StaticResolver
     from switchyard.platform.cli import main
-    from switchyard.platform.runs import tasks
+    from switchyard.platform.execution import worker
 
-    tasks.TOOL_OPTIONS.update(resolver=StaticResolver(RESOLVER), allow_loopback=True)
+    worker.TOOL_OPTIONS.update(resolver=StaticResolver(RESOLVER), allow_loopback=True)
     main(["worker", "--pool", "solo"])
 
 

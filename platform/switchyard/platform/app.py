@@ -32,11 +32,11 @@ from switchyard.platform.http.allow import list_allowed_methods
 from switchyard.platform.http.bodies import ValidateAsDeclared
 from switchyard.platform.http.body_timeout import BodyReadTimeout
 from switchyard.platform.http.errors import exception_handlers
-from switchyard.platform.http.idempotency import IdempotencyMiddleware
 from switchyard.platform.http.json_body import JsonBodyRequest
 from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
+from switchyard.platform.idempotency import IdempotencyMiddleware
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway

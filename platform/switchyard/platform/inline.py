@@ -12,10 +12,10 @@ import logging
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
 from switchyard.platform.responses.executor import execute_response
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
-from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.executor import execute_run
 
 __all__ = ["InlineDispatcher"]
@@ -28,8 +28,8 @@ class InlineDispatcher:
 
     def __init__(self, env: RunEnvironment) -> None:
         self.env = env
-        if env.dispatch is None:
-            env.dispatch = self.dispatch
+        if env.send_job is None:
+            env.send_job = self.send_task
         self.tasks: set[asyncio.Task[str]] = set()
 
     def send_task(self, name: str, args: Sequence[Any]) -> None:
@@ -40,9 +40,6 @@ class InlineDispatcher:
         if name not in (EXECUTE_TASK, RESUME_TASK):
             raise ValueError(f"runs and responses execute inline; job {name!r} has no worker in this process")
         tenant_id, run_id = args
-        self.dispatch(tenant_id, run_id)
-
-    def dispatch(self, tenant_id: str, run_id: str) -> None:
         self._start(execute_run(self.env, tenant_id=tenant_id, run_id=run_id))
 
     def _start(self, work: Awaitable[str]) -> None:

@@ -13,9 +13,9 @@ from switchyard.agents import FunctionModel, Message, ModelCallInterrupted, Mode
 from switchyard.platform.admission import Admission, TryLater
 from switchyard.platform.admission.waiting import SLOT_RETRY_MAX_S, SLOT_RETRY_S, retry_in_s
 from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.execution.admitted import AdmissionDeferred, AdmittedModel
 from switchyard.platform.limits import MemoryConcurrency, MemoryRateLimiter, tenant_limit_key
 from switchyard.platform.models import utc_now
-from switchyard.platform.runs.admitted import AdmissionDeferred, AdmittedModel
 from switchyard.platform.settings import Settings
 
 
@@ -110,7 +110,7 @@ async def test_a_call_refused_a_slot_is_put_aside_longer_the_longer_its_job_wait
 
 def test_a_deferral_ends_at_the_runs_time_limit_when_that_comes_first() -> None:
     from switchyard.agents import AgentSpec, RunState
-    from switchyard.platform.runs.admitted import time_limit_of
+    from switchyard.platform.execution.admitted import time_limit_of
 
     spec = AgentSpec.model_validate({"name": "a", "model": "m", "limits": {"timeout_s": 30}})
     started = utc_now().replace(microsecond=0)

@@ -13,8 +13,8 @@ from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, Backend
 from switchyard.agents import FunctionModel, Message, ModelCallRefused, ModelParams, ModelRequest
 from switchyard.platform.admission import Admission
 from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.execution.admitted import AdmittedModel
 from switchyard.platform.limits import MemoryConcurrency, MemoryRateLimiter, tenant_limit_key
-from switchyard.platform.runs.admitted import AdmittedModel
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import make_agent, wait_for_run
 

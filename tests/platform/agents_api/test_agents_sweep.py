@@ -10,8 +10,8 @@ from sqlalchemy import update
 
 from switchyard.agents import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from switchyard.platform.db import UNSCOPED
+from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.models import Run, utc_now
-from switchyard.platform.runs.environment import RunEnvironment
 from switchyard.platform.runs.executor import execute_run
 from switchyard.platform.runs.tasks import sweep_runs
 from tests.platform.agents_api.factories import make_agent

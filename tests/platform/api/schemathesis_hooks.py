@@ -14,7 +14,7 @@ from typing import Any
 import schemathesis
 from schemathesis.specs.openapi.checks import ensure_resource_availability
 
-from switchyard.platform.http.idempotency import MAX_KEY_LENGTH
+from switchyard.platform.http.openapi import MAX_KEY_LENGTH
 
 
 @schemathesis.hook

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from switchyard.platform import idempotency
 from switchyard.platform.app import create_app
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.http import idempotency
 from switchyard.platform.models import ResponseRecord, UsageEvent
 from tests.platform.api.live import serve
 

@@ -34,7 +34,7 @@ async def test_a_tampered_stored_answer_is_treated_as_expired_and_logged(
             .where(col(IdempotencyRecord.id) == stored.id)
             .values(response_sealed=stored.response_sealed[:-1] + flipped)
         )
-    with caplog.at_level(logging.WARNING, logger="switchyard.platform.http.idempotency"):
+    with caplog.at_level(logging.WARNING, logger="switchyard.platform.idempotency"):
         again = await client.post("/v1/chat/completions", json=CHAT, headers=headers)
     assert again.status_code == 200, again.text
     assert "idempotent-replayed" not in again.headers  # it ran again

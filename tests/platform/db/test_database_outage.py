@@ -133,7 +133,7 @@ async def test_an_agent_model_call_without_its_database_is_interrupted_not_faile
     from switchyard.agents import FunctionModel, Message, ModelCallInterrupted, ModelRequest
     from switchyard.platform.admission import admission_for
     from switchyard.platform.db import Database, TenantScope
-    from switchyard.platform.runs.admitted import AdmittedModel
+    from switchyard.platform.execution.admitted import AdmittedModel
     from switchyard.platform.settings import Settings
 
     url, proxy = proxied_database_url

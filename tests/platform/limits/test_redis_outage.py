@@ -17,9 +17,9 @@ from switchyard.accelerator.pool import DEFAULT_FLEET, AcceleratorPool, Backend
 from switchyard.agents import FunctionModel, Message, ModelParams, ModelRequest
 from switchyard.platform.admission import admission_for
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
+from switchyard.platform.execution.admitted import AdmittedModel
 from switchyard.platform.limits import tenant_limit_key
 from switchyard.platform.models import UsageEvent
-from switchyard.platform.runs.admitted import AdmittedModel
 from tests.platform.limits.servers import RedisServer, ServedApp
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -51,11 +51,17 @@ ESTIMATE_S_PER_TOKEN = 0.05  # a long prompt or a big embedding call must not be
 
 
 class UpstreamError(RuntimeError):
-    """The upstream failed or answered with an error."""
+    """The upstream failed or answered with an error; ``retryable`` when it could not be reached or went away (a
+    refused connection, a connection dropped mid-answer, a 5xx or 429 answer): the same call may succeed later."""
 
-    def __init__(self, message: str, status_code: int = 502) -> None:
+    def __init__(self, message: str, status_code: int = 502, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.retryable = retryable
+
+
+_GONE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""Transport errors of an upstream that is not there (restarting, refusing): not of one that is slow."""
 
 
 class UpstreamDeployment:
@@ -156,20 +162,24 @@ class UpstreamDeployment:
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # the request never left
                 if attempt == CONNECT_RETRIES:
-                    raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}") from exc
+                    raise UpstreamError(f"upstream {self.spec.base_url} unreachable: {exc}", retryable=True) from exc
                 await asyncio.sleep(0.05 * 2**attempt)
                 continue
-            except httpx.HTTPError as exc:  # it left: not retried (the upstream may be generating)
-                raise UpstreamError(f"upstream {self.spec.base_url} failed: {exc!r}") from exc
+            except httpx.HTTPError as exc:  # it left: not retried here (the upstream may be generating)
+                gone = isinstance(exc, _GONE)
+                raise UpstreamError(f"upstream {self.spec.base_url} failed: {exc!r}", retryable=gone) from exc
             if response.status_code >= 400:
                 detail = (await response.aread()).decode(errors="replace")[:500]
                 await response.aclose()
-                raise UpstreamError(f"upstream answered {response.status_code}: {detail}")
+                busy = response.status_code >= 500 or response.status_code == 429
+                raise UpstreamError(f"upstream answered {response.status_code}: {detail}", retryable=busy)
             if read:
                 try:
                     await response.aread()
                 except httpx.HTTPError as exc:
-                    raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
+                    gone = isinstance(exc, _GONE)
+                    message = f"upstream {self.spec.base_url} failed while answering: {exc!r}"
+                    raise UpstreamError(message, retryable=gone) from exc
                 finally:
                     await response.aclose()
             return response
@@ -246,7 +256,7 @@ class UpstreamDeployment:
                 except TimeoutError:  # its compute reached the ceiling: closing the connection stops the upstream
                     answer.stop_at_compute_ceiling()
                     break
-                except httpx.HTTPError as exc:
+                except httpx.HTTPError as exc:  # part of the answer went out: not retryable (it would be repeated)
                     raise UpstreamError(f"upstream {self.spec.base_url} failed while answering: {exc!r}") from exc
                 if cancelled.is_set():
                     answer.finish_reason = "cancelled"

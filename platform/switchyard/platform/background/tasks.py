@@ -11,7 +11,7 @@ meanwhile is passed over for the next one.
 Every job that can go on, or is put aside, always has a message of its own still to come, so none is left to a
 sweep: a message whose own job could go on but that serves another job first sends its own job's message again
 (to the back of the queue; the next message takes it in turn), and a job put aside was sent for when it may go
-on (``runs.tasks.run_in_worker``). Counting on the served job's message instead would not hold: that message may
+on (``execution.worker.run_in_worker``). Counting on the served job's message instead would not hold: that message may
 be due only when its job is no longer put aside, or be spent on a job another slot took first, finding nothing
 (tenant B's runs waited for a put-aside job's message of tenant A, up to a minute; jobs were left with none).
 A message that finds its own job finished, held, put aside or behind another run serves the next job in turn, or
@@ -26,12 +26,13 @@ from __future__ import annotations
 from celery import current_app, shared_task
 
 from switchyard.platform.background.shares import PARKED_RETRY_S, SHARES
+from switchyard.platform.execution.turns import RESPONSE, RUN, Job, can_go_on, fair_order
+from switchyard.platform.execution.worker import worker_environment
 from switchyard.platform.jobs import enqueue, enqueue_after
 from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
 from switchyard.platform.responses.tasks import drive_response_in_worker
 from switchyard.platform.runs.dispatch import EXECUTE_TASK as RUN_TASK
-from switchyard.platform.runs.tasks import drive_run_in_worker, worker_environment
-from switchyard.platform.runs.turns import RESPONSE, RUN, Job, can_go_on, fair_order
+from switchyard.platform.runs.tasks import drive_run_in_worker
 
 __all__ = ["NOT_TAKEN", "execute_response_task", "execute_run_task", "serve_in_turn"]
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from kombu.connection import Connection
 from litestar import Request, Response, get
-from sqlalchemy import text
 
 from switchyard.platform.auth import access
 from switchyard.platform.health.schemas import Readiness
@@ -41,8 +40,7 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[Any]:
     """The database and the Celery broker answer; 503 names the one that does not."""
     state = request.app.state
     try:
-        async with state.database.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        await state.database.ping()
     except Exception as exc:
         return error_response(503, f"database unreachable: {type(exc).__name__}", code="database_unreachable")
     try:

@@ -45,7 +45,6 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
 from switchyard.platform.http.errors import ErrorEnvelope
-from switchyard.platform.http.idempotency import MAX_KEY_LENGTH
 from switchyard.platform.http.openapi_links import add_links
 
 __all__ = [
@@ -196,6 +195,9 @@ class _Titles(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
         return False
 
+
+MAX_KEY_LENGTH = 255
+"""The longest ``Idempotency-Key`` accepted (``idempotency.py`` refuses a longer one)."""
 
 _IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",

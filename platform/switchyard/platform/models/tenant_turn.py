@@ -12,7 +12,7 @@ __all__ = ["TenantTurn"]
 class TenantTurn(TenantOwned, table=True):
     """When a worker last took one of the tenant's background jobs (a run or a background response).
 
-    The workers serve the tenant served least recently first (``runs/turns.py``), so that one tenant's backlog
+    The workers serve the tenant served least recently first (``execution/turns.py``), so that one tenant's backlog
     delays another tenant's job by at most one job per worker slot. One row per tenant, written in the
     transaction that takes the job's lease.
     """

@@ -16,9 +16,9 @@ from sqlmodel import col
 from switchyard.agents import AgentSpec, RunState
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.db import TenantScope
+from switchyard.platform.execution.steps import client_loop
 from switchyard.platform.models import ResponseRecord, utc_now
 from switchyard.platform.responses.objects import FINISHED
-from switchyard.platform.runs.persist import client_loop
 
 __all__ = ["cancel"]
 

@@ -16,6 +16,8 @@ from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.billing.errors import BudgetExceeded
 from switchyard.platform.db import TenantScope
 from switchyard.platform.deps import CurrentPrincipal, CurrentTenant, DbSession
+from switchyard.platform.execution.environment import RunEnvironment
+from switchyard.platform.execution.events import follow_events
 from switchyard.platform.http.bodies import MAX_STORED_INTEGER
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited
 from switchyard.platform.http.openapi import answers
@@ -33,8 +35,6 @@ from switchyard.platform.responses.schemas import (
     ResponseCreate,
 )
 from switchyard.platform.responses.store import response_row
-from switchyard.platform.runs.environment import RunEnvironment
-from switchyard.platform.runs.stream import follow_events
 
 __all__ = ["ConversationController", "ResponseController"]
 

@@ -27,7 +27,7 @@ from switchyard.platform.runs.schemas import (
     SubmitToolOutputs,
     ThreadAndRunCreate,
 )
-from switchyard.platform.runs.stream import run_events
+from switchyard.platform.runs.stream import last_event_number, run_events
 from switchyard.platform.threads.schemas import ThreadCreate
 from switchyard.platform.threads.service import create_thread
 
@@ -55,16 +55,8 @@ def _run_or_stream(
 
 
 async def _last_sequence(request: Request[Any, Any, Any], scope: TenantScope, run_id: str) -> int:
-    from sqlalchemy import func, select
-    from sqlmodel import col
-
-    from switchyard.platform.models import RunEventRecord
-
     async with request.app.state.database.unit_of_work(scope) as session:
-        statement = select(func.max(col(RunEventRecord.sequence_number))).where(
-            col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == run_id
-        )
-        return int((await session.execute(statement)).scalar_one_or_none() or 0)
+        return await last_event_number(session, scope, run_id)
 
 
 class RunController(Controller):

@@ -1,50 +1,26 @@
 """Writing one run transition: the new state, its events, its messages and its usage, in one transaction.
 
 Every write is conditional on the stored ``revision`` (and, for a worker, on still holding the lease), so of
-two writers racing on one run exactly one succeeds and the other learns it lost (``StaleRun``).
+two writers racing on one run exactly one succeeds and the other learns it lost (``StaleRun``, the kernel's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.agents import AgentSpec, RunLoop, RunState, StepType, ToolRegistry, events_between
-from switchyard.platform.billing import budgets
-from switchyard.platform.billing.ledger import UsageEventCreate, record_usage
+from switchyard.agents import RunState, events_between
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.execution.steps import Attribution, StaleRun, bill_model_steps
 from switchyard.platform.models import Run, RunEventRecord, utc_now
 from switchyard.platform.threads.service import append_messages
 
-__all__ = [
-    "Attribution",
-    "RunContext",
-    "StaleRun",
-    "bill_model_steps",
-    "client_loop",
-    "initial_events",
-    "save_transition",
-]
-
-
-class StaleRun(Exception):
-    """The run changed under us (another writer, a cancel) or our lease passed: stop working on it."""
-
-
-@dataclass(frozen=True)
-class Attribution:
-    """Whose model steps are billed: the usage events' key, agent, run and instance type."""
-
-    api_key_id: str | None
-    agent_id: str | None
-    agent_version: int | None
-    run_id: str | None
-    instance_type: str
+__all__ = ["RunContext", "initial_events", "save_transition"]
 
 
 @dataclass(frozen=True)
@@ -63,11 +39,6 @@ class RunContext:
         return Attribution(self.api_key_id, self.agent_id, self.agent_version, self.run_id, self.instance_type)
 
 
-def client_loop(spec: AgentSpec) -> RunLoop:
-    """A loop for client transitions (tool outputs, approvals, cancel), which use neither tools nor the model."""
-    return RunLoop(spec, ToolRegistry(), context_window_tokens=1)
-
-
 def _payload(name: str, data: dict[str, object], ctx: RunContext) -> dict[str, object]:
     """The stored event data: the library's payload with the OpenAI-style ``object`` and the thread id."""
     if name.startswith("thread.run.step."):
@@ -77,10 +48,6 @@ def _payload(name: str, data: dict[str, object], ctx: RunContext) -> dict[str, o
     else:
         kind = "thread.run"
     return {"object": kind, **data, "thread_id": ctx.thread_id}
-
-
-def _ms_time(ms: int | None) -> datetime:
-    return utc_now() if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 async def _append_events(
@@ -132,42 +99,6 @@ def initial_events(session: AsyncSession, scope: TenantScope, ctx: RunContext, s
                 data=_payload(event.event, event.data, ctx),
             )
         )
-
-
-async def bill_model_steps(
-    session: AsyncSession,
-    scope: TenantScope,
-    ctx: Attribution,
-    before: RunState,
-    after: RunState,
-    reservations: dict[str, str] | None,
-) -> None:
-    """One usage event per model step ``after`` completed and ``before`` had not (its id is the step's, so a
-    step is billed once), each settling its budget hold from ``reservations``."""
-    billed = {s.id for s in before.steps if s.usage is not None}
-    for step in after.steps:
-        if step.type is not StepType.MODEL_CALL or step.usage is None or step.id in billed:
-            continue
-        await record_usage(
-            session,
-            scope=scope,
-            event=UsageEventCreate(
-                event_id=step.id,
-                api_key_id=ctx.api_key_id,
-                agent_id=ctx.agent_id,
-                agent_version=ctx.agent_version,
-                run_id=ctx.run_id,
-                model=step.model or "unknown",
-                instance_type=ctx.instance_type,
-                chip_us=step.chip_us,
-                prompt_tokens=step.usage.input_tokens,
-                completion_tokens=step.usage.output_tokens,
-                occurred_at=_ms_time(step.completed_at_ms),
-            ),
-        )
-        held = (reservations or {}).pop(step.id, None)
-        if held is not None:  # the budget hold of this call becomes its actual spend, with the usage
-            await budgets.settle(session, scope=scope, reservation_id=held, actual_chip_us=step.chip_us)
 
 
 async def save_transition(

@@ -24,12 +24,13 @@ from switchyard.platform.agent_registry.service import ModelCheck, get_version
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.execution.steps import StaleRun, client_loop
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate, unknown_cursor
 from switchyard.platform.jobs import JobSender, enqueue
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage, utc_now
 from switchyard.platform.runs.dispatch import EXECUTE_TASK
-from switchyard.platform.runs.persist import RunContext, StaleRun, client_loop, initial_events, save_transition
+from switchyard.platform.runs.persist import RunContext, initial_events, save_transition
 from switchyard.platform.runs.schemas import (
     RunCreate,
     RunPublic,

@@ -1,35 +1,31 @@
-"""Server-sent events of a run, replayed from the stored events and followed live by polling the database.
-
-Each event: ``id: <sequence_number>``, ``event: <dotted name>``, ``data: <JSON with sequence_number>``.
-A comment line ``: ping`` every ``PING_S``; the stream ends with ``event: done`` / ``data: [DONE]`` once the
-run is finished or waits for the client, and every event up to then was sent. Polling the database makes the
-fan-out work across API and worker processes without any broker.
-"""
+"""A run's server-sent events (``GET /v1/threads/{id}/runs/{id}/events`` and the streams of run creation), over
+the kernel's event follower (``execution/events.py``): the stream ends with ``event: done`` once the run is
+finished or waits for the client."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
-from collections.abc import AsyncIterator, Callable, Collection
-from typing import Any
+from collections.abc import AsyncIterator
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.execution.events import PING_S, POLL_S, follow_events
 from switchyard.platform.models import Run, RunEventRecord
 
-__all__ = ["PING_S", "POLL_S", "follow_events", "format_event", "run_events"]
+__all__ = ["last_event_number", "run_events"]
 
-POLL_S = 0.2
-PING_S = 10.0
 _PAUSED = {"requires_action", "completed", "failed", "cancelled", "incomplete", "expired"}
 
 
-def format_event(sequence_number: int, name: str, data: dict[str, object]) -> bytes:
-    payload = json.dumps({**data, "sequence_number": sequence_number}, separators=(",", ":"))
-    return f"id: {sequence_number}\nevent: {name}\ndata: {payload}\n\n".encode()
+async def last_event_number(session: AsyncSession, scope: TenantScope, run_id: str) -> int:
+    """The sequence number of the run's last stored event (0 before any): a stream starting after it shows only
+    what comes next."""
+    statement = select(func.max(col(RunEventRecord.sequence_number))).where(
+        col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == run_id
+    )
+    return int((await session.execute(statement)).scalar_one_or_none() or 0)
 
 
 async def run_events(
@@ -56,63 +52,3 @@ async def run_events(
     ):
         yield chunk
     yield b"event: done\ndata: [DONE]\n\n"
-
-
-def _stored(row: Any) -> bytes:
-    return format_event(row.sequence_number, row.event, row.data)
-
-
-async def follow_events(
-    database: Database,
-    scope: TenantScope,
-    *,
-    owner: Any,
-    events: Any,
-    events_owner: Any,
-    owner_id: str,
-    paused: Collection[str],
-    starting_after: int = 0,
-    poll_s: float = POLL_S,
-    ping_s: float = PING_S,
-    render: Callable[[Any], bytes] = _stored,
-) -> AsyncIterator[bytes]:
-    """The stored events of a run or a response (``owner``, its table; ``events``, its events' table, whose column
-    ``events_owner`` names it) numbered after ``starting_after``, live until its status is one of ``paused``."""
-    last = starting_after
-    last_sent = time.monotonic()
-    while True:
-        async with database.unit_of_work(scope) as session:
-            # the status first: events committed with a final status are then certain to be read below
-            status = (
-                await session.execute(
-                    select(col(owner.status)).where(col(owner.tenant_id) == scope.tenant_id, col(owner.id) == owner_id)
-                )
-            ).scalar_one()
-            rows = (
-                (
-                    await session.execute(
-                        select(events)
-                        .where(
-                            col(events.tenant_id) == scope.tenant_id,
-                            col(events_owner) == owner_id,
-                            col(events.sequence_number) > last,
-                        )
-                        .order_by(col(events.sequence_number))
-                        .limit(500)
-                    )
-                )
-                .scalars()
-                .all()
-            )
-        for row in rows:
-            yield render(row)
-            last = row.sequence_number
-            last_sent = time.monotonic()
-        if len(rows) == 500:
-            continue
-        if status in paused:
-            return
-        if time.monotonic() - last_sent >= ping_s:
-            yield b": ping\n\n"
-            last_sent = time.monotonic()
-        await asyncio.sleep(poll_s)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import Cookie
 from litestar.response import Redirect
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
@@ -31,6 +30,9 @@ from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.limits import LimitsUnavailable
 from switchyard.platform.models import Member
+
+if TYPE_CHECKING:  # a type only: pages issue no SQL (the services they call do)
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["SignInController", "console_cookie", "signed_in"]
 

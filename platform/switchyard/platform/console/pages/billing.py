@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Redirect
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.agent_registry.service import list_agents
 from switchyard.platform.api_keys.service import list_keys
@@ -36,6 +35,9 @@ from switchyard.platform.http.errors import ApiError
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.models import utc_now
+
+if TYPE_CHECKING:  # a type only: pages issue no SQL (the services they call do)
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["BillingPagesController", "Coverable", "coverables"]
 

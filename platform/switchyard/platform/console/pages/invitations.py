@@ -9,11 +9,10 @@ back with the error, the link still unused).
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.console.edge import CONSOLE_PREFIX, CSRF_COOKIE, console_access
@@ -30,6 +29,9 @@ from switchyard.platform.members.invitations import (
     find_invitation,
 )
 from switchyard.platform.models import Tenant
+
+if TYPE_CHECKING:  # a type only: pages issue no SQL (the services they call do)
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["InvitationController", "invitation_url"]
 

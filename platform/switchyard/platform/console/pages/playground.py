@@ -17,8 +17,6 @@ from litestar.datastructures import FormMultiDict
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Stream
 from pydantic import ValidationError
-from sqlalchemy import func, select
-from sqlmodel import col
 
 from switchyard.agents import TERMINAL_STATUSES, StepType
 from switchyard.platform.agent_registry.controllers import model_check
@@ -35,10 +33,9 @@ from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.jobs import jobs_for
-from switchyard.platform.models import RunEventRecord
 from switchyard.platform.runs import service as runs
 from switchyard.platform.runs.schemas import RunCreate, SubmitApprovals, SubmitToolOutputs
-from switchyard.platform.runs.stream import run_events
+from switchyard.platform.runs.stream import last_event_number, run_events
 from switchyard.platform.threads.schemas import MessageCreate, ThreadCreate
 from switchyard.platform.threads.service import add_message, create_thread, list_messages
 
@@ -60,18 +57,11 @@ async def _thread_of(db_session: DbSession, scope: TenantScope, run_id: str) -> 
     return thread_id
 
 
-async def _last_sequence(db_session: DbSession, scope: TenantScope, run_id: str) -> int:
-    statement = select(func.max(col(RunEventRecord.sequence_number))).where(
-        col(RunEventRecord.tenant_id) == scope.tenant_id, col(RunEventRecord.run_id) == run_id
-    )
-    return int((await db_session.execute(statement)).scalar_one_or_none() or 0)
-
-
 async def _result(db_session: DbSession, scope: TenantScope, run_id: str) -> dict[str, Any]:
     """The conversation as it stands: the thread's messages, the run, its model calls' compute, what it waits for,
     and the last event the page has seen (the stream continues after it)."""
     thread_id = await _thread_of(db_session, scope, run_id)
-    after = await _last_sequence(db_session, scope, run_id)  # before the messages: a message is shown twice at most
+    after = await last_event_number(db_session, scope, run_id)  # before the messages: a message is shown twice at most
     run = await runs.get_run(db_session, scope=scope, thread_id=thread_id, run_id=run_id)
     messages = await list_messages(db_session, scope=scope, thread_id=thread_id, params=_ALL)
     steps = await runs.list_steps(db_session, scope=scope, thread_id=thread_id, run_id=run_id, params=_ALL)

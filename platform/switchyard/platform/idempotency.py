@@ -56,6 +56,7 @@ from switchyard.platform.audit.service import record, record_operator
 from switchyard.platform.auth.keys import parse_key
 from switchyard.platform.auth.principal import Actor, Principal
 from switchyard.platform.db import UNSCOPED, Database, new_id
+from switchyard.platform.http.openapi import MAX_KEY_LENGTH
 from switchyard.platform.http.replay_seal import StoredAnswer, seal, unseal
 from switchyard.platform.http.request_id import request_id_of
 from switchyard.platform.models import IdempotencyRecord, utc_now
@@ -65,7 +66,6 @@ __all__ = ["IN_FLIGHT_LEASE", "REPLAY_ACTION", "IdempotencyMiddleware"]
 log = logging.getLogger(__name__)
 
 IN_FLIGHT_LEASE = timedelta(minutes=10)
-MAX_KEY_LENGTH = 255
 REPLAY_ACTION = "request.replay"
 _OUTCOME_HEADERS = frozenset({"content-type", "location"})
 """Headers a replay repeats, besides ``x-switchyard-*``: not ``x-request-id`` (per request) nor rate-limit headers

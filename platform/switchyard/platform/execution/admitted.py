@@ -11,7 +11,7 @@ the run with its code (``request_exceeds_token_limit`` for a call that can never
 
 Where it waits depends on who drives it. In a worker (``defer``) the call raises :class:`AdmissionDeferred`
 instead: the job stops at its last checkpoint and gives its worker slot back until the time the refusal names
-(the executor puts it aside; see ``runs/lease.py``). Elsewhere (a foreground response in its API process) it
+(the executor puts it aside; see ``execution/lease.py``). Elsewhere (a foreground response in its API process) it
 waits in place (``admit_waiting``).
 
 A background job's first model call had its rates charged when the job was created (``POST`` answers 429 then,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,8 @@ from switchyard.platform.db import Database
 __all__ = ["ModelFactory", "RunEnvironment", "worker_identity"]
 
 ModelFactory = Callable[[str, str], Model]
-"""``(tenant_id, thread_id) -> Model``: replaces the pool's model (tests)."""
+"""``(tenant_id, session key) -> Model`` (the session key: a run's thread, a response's id): replaces the pool's model
+(tests)."""
 
 
 def worker_identity() -> str:
@@ -39,10 +40,11 @@ class RunEnvironment:
     model_factory: ModelFactory | None = None
     tool_options: dict[str, Any] = field(default_factory=dict)
     """Passed to ``build_tools`` (tests: ``resolver``, ``allow_loopback``)."""
-    dispatch: Callable[[str, str], None] | None = None
-    """``(tenant_id, run_id)``: enqueue a run; used to start a thread's next queued run when one ends."""
+    send_job: Callable[[str, Sequence[Any]], None] | None = None
+    """``(job name, arguments)``: send a job (a worker: to the broker; the inline dispatcher: to this process);
+    runs use it to start a thread's next queued run when one ends."""
     usage_committed: Callable[[], None] | None = None
     """Called after a checkpoint that committed model-call usage (workers: ask for its rating)."""
     worker: bool = False
     """A worker's environment: a model call that must wait puts its job aside instead of holding the worker slot
-    (``AdmissionDeferred``), and each job taken counts as its tenant's turn (``runs/turns.py``)."""
+    (``AdmissionDeferred``), and each job taken counts as its tenant's turn (``execution/turns.py``)."""
