@@ -40,10 +40,11 @@ test: $(STAMP)
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
 
-## Every test not marked slow (processes, browsers, packaging, fuzzing)
-## or system, on whatever PostgreSQL/Redis the SWITCHYARD_TEST_*_URL variables name; `make test` runs them all.
+## The edit-test lane: every test not marked slow (processes, browsers, packaging, fuzzing) or system, on SQLite
+## and the in-process limiters (the SWITCHYARD_TEST_*_URL variables are ignored), four at a time; `make test` runs all.
 test-fast: $(STAMP)
-	@$(BIN)/python -m pytest -m "not slow and not system" -q
+	@env -u SWITCHYARD_TEST_POSTGRES_URL -u SWITCHYARD_TEST_REDIS_URL -u SWITCHYARD_TEST_RABBITMQ_URL \
+		$(BIN)/python -m pytest -m "not slow and not system" -q -n 4
 
 ## Lint, format check, import contracts and strict typing of every package.
 lint: $(STAMP)

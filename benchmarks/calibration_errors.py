@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.calibration import (
+from switchyard.accelerator.sim.calibration import (
     NEW_STACK_SOFTWARE,
     NEW_STACK_TIED,
     STACK_SCOPED,
@@ -33,11 +33,11 @@ from switchyard.accelerator.calibration import (
     calibrate,
     read_benchmarks,
 )
-from switchyard.accelerator.calibration_data import NXD_INFERENCE, POOLED_GROUP
-from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.models import get_model
-from switchyard.accelerator.point import PromptEncoding, point_features, prompt_encoding
+from switchyard.accelerator.sim.calibration_data import NXD_INFERENCE, POOLED_GROUP
+from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.models import get_model
+from switchyard.accelerator.sim.point import PromptEncoding, point_features, prompt_encoding
 
 DATA = Path(__file__).resolve().parent / "data"
 TABLES = ("neuron_benchmarks.csv", "neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")

@@ -23,13 +23,13 @@ import argparse
 import time
 from pathlib import Path
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import Deployment, make_deployment
-from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import UnknownNameError
-from switchyard.accelerator.hardware import get_instance
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.workloads import load_azure_trace, load_csv_workload, repeat_workload
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import Deployment, make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.workloads import load_azure_trace, load_csv_workload, repeat_workload
 
 DATA = Path(__file__).resolve().parent / "data" / "traces"
 DEFAULT_TRACE = DATA / "azure_llm_2023_conv.csv"

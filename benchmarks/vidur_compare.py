@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.stepcost import StepCost
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.stepcost import StepCost
 
 DATA = Path(__file__).resolve().parent / "data"
 TRACE = DATA / "traces" / "conv_10k_poisson4.csv"

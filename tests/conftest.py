@@ -142,26 +142,10 @@ async def client(settings: Any) -> AsyncIterator[Any]:
 @pytest.fixture(scope="session")
 def fake_upstream() -> Iterator[Any]:
     """Base URL (``http://127.0.0.1:<port>/v1``) of a running fake OpenAI-compatible upstream."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     from switchyard.accelerator.pool.echo_upstream import EchoUpstream
+    from tests.support.served import served
 
     app = EchoUpstream()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.02)
-    app.base_url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
-    yield app
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app, lifespan="on") as url:
+        app.base_url = f"{url}/v1"  # type: ignore[attr-defined]
+        yield app

@@ -7,10 +7,7 @@ from typing import Any
 
 import pytest
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
-from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool import (
     AcceleratorPool,
     ComputeReceipt,
@@ -24,7 +21,10 @@ from switchyard.accelerator.pool import (
 )
 from switchyard.accelerator.pool.fleet import DEFAULT_FLEET
 from switchyard.accelerator.pool.sim_backend import TICK_S, SimulatedDeployment
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 

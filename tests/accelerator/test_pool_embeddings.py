@@ -4,18 +4,13 @@ deterministic unit vectors, and the fleet process serving them over HTTP."""
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import ConfigurationError
-from switchyard.accelerator.models import get_model
 from switchyard.accelerator.pool import (
     EMBEDDING_SHAPES,
     AcceleratorPool,
@@ -26,7 +21,11 @@ from switchyard.accelerator.pool import (
     FleetServer,
 )
 from switchyard.accelerator.pool.sim_backend import max_chip_us
-from switchyard.accelerator.stepcost import StepCost
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.models import get_model
+from switchyard.accelerator.sim.stepcost import StepCost
+from tests.support.served import served
 
 BGE = "BAAI/bge-large-en-v1.5"
 QWEN = "Qwen/Qwen3-Embedding-8B"
@@ -155,19 +154,9 @@ async def _cancelled(pool: AcceleratorPool, backend: Any) -> Any:
 
 @pytest.fixture
 def fleet() -> Iterator[str]:
-    import uvicorn
-
     app = FleetServer(AcceleratorPool.from_specs(EMBEDDERS, time_scale=0), token="tok")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "fleet server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield url
 
 
 async def test_the_fleet_process_serves_embeddings_with_their_receipts(fleet: str) -> None:

@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
 from switchyard.accelerator.pool.fair_queue import FairQueue
-from switchyard.accelerator.requests import FinishedRequest
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import FinishedRequest
 
 SLO_TTFT_MS = 2000.0
 

@@ -24,7 +24,7 @@ from switchyard.accelerator.pool import (
     ToolCallDelta,
     UpstreamError,
 )
-from tests.accelerator.served import served
+from tests.support.served import served
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 TOKEN = "fleet-secret"

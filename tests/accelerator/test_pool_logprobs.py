@@ -26,7 +26,7 @@ from switchyard.accelerator.pool import (
     complete,
 )
 from switchyard.accelerator.pool.echo_upstream import REFUSAL, REFUSAL_TRIGGER
-from tests.accelerator.served import served
+from tests.support.served import served
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 QUESTION = [{"role": "user", "content": "how does the fleet batch requests?"}]

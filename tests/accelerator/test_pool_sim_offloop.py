@@ -29,7 +29,7 @@ from switchyard.accelerator.pool import (
 )
 from switchyard.accelerator.pool.sim_backend import light
 from switchyard.accelerator.pool.sim_lm import complete
-from tests.accelerator.served import served
+from tests.support.served import served
 
 SMALL = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, replicas=2)
 HUGE = {"type": "array", "minItems": 5000, "items": {"type": "string", "minLength": 100_000}}

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchyard.accelerator.attribution import attribute_chip_us
+from switchyard.accelerator.sim.attribution import attribute_chip_us
 
 works = st.lists(st.integers(min_value=0, max_value=10**9), min_size=1, max_size=50)
 float_works = st.lists(st.floats(min_value=0, max_value=1e9, allow_nan=False), min_size=1, max_size=50)

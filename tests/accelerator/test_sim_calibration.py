@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration import (
+from switchyard.accelerator.errors import DoesNotFitError
+from switchyard.accelerator.sim.calibration import (
     GPU_FIT_CHIPS,
     STACK_SCOPED,
     BenchmarkRow,
@@ -17,18 +18,17 @@ from switchyard.accelerator.calibration import (
     fit_coefficients,
     read_benchmarks,
 )
-from switchyard.accelerator.calibration_data import (
+from switchyard.accelerator.sim.calibration_data import (
     NXD_INFERENCE,
     canonical_stack,
     coefficients_for,
     load_coefficients,
     newest_stack,
 )
-from switchyard.accelerator.costmodel import COEFFICIENT_NAMES
-from switchyard.accelerator.errors import DoesNotFitError
-from switchyard.accelerator.fitting import bounded_lstsq, nnls
-from switchyard.accelerator.hardware import get_instance
-from switchyard.accelerator.point import simulate_point
+from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES
+from switchyard.accelerator.sim.fitting import bounded_lstsq, nnls
+from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.point import simulate_point
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 CALIBRATION_CSVS = [DATA / "neuron_benchmarks.csv", DATA / "neuron_benchmarks_2025.csv", DATA / "gpu_benchmarks.csv"]
@@ -182,7 +182,7 @@ def test_committed_coefficients_are_the_output_of_the_fit(result: CalibrationRes
         for phase in ("prefill", "decode"):
             got = getattr(committed[group], phase).as_array()
             np.testing.assert_allclose(got, getattr(coeffs, phase).as_array(), rtol=1e-9)
-    raw = json.loads(resources.files("switchyard.accelerator").joinpath("data/coefficients.json").read_text())
+    raw = json.loads(resources.files("switchyard.accelerator.sim").joinpath("data/coefficients.json").read_text())
     assert set(raw["groups"]["trn1/transformers-neuronx 2.18.1"]["decode"]) >= set(COEFFICIENT_NAMES)
     assert raw["stack_scoped"] == list(STACK_SCOPED)
 

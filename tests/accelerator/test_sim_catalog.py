@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, UnknownNameError
-from switchyard.accelerator.hardware import Topology, get_chip, get_instance, list_chips, list_instances
-from switchyard.accelerator.models import get_model, list_models, load_model_config
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.hardware import Topology, get_chip, get_instance, list_chips, list_instances
+from switchyard.accelerator.sim.models import get_model, list_models, load_model_config
 
 REQUIRED_INSTANCES = [
     "trn1.32xlarge",

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from switchyard.accelerator.calibration_data import load_coefficients
 from switchyard.accelerator.cli import simulate
-from switchyard.accelerator.point import simulate_point
+from switchyard.accelerator.sim.calibration_data import load_coefficients
+from switchyard.accelerator.sim.point import simulate_point
 
 
 def test_simulate_is_a_click_group_with_the_subcommands() -> None:

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from switchyard.accelerator.cli import simulate
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.workloads import load_csv_workload, parse_workload
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.workloads import load_csv_workload, parse_workload
 
 from .conftest import DATA
 

@@ -6,11 +6,11 @@ import re
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import bucket, forward_time_s
-from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, UnknownNameError
-from switchyard.accelerator.point import PromptEncoding, point_features, prompt_encoding, simulate_point
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.costmodel import bucket, forward_time_s
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.point import PromptEncoding, point_features, prompt_encoding, simulate_point
 
 
 def _decode_time(model: str, instance: str, tp: int, batch: int, ctx: int, weights: str = "bf16") -> float:

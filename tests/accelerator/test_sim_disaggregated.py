@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.disaggregated import DisaggregatedCluster
-from switchyard.accelerator.metrics import summarize
-from switchyard.accelerator.workloads import poisson_workload
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
+from switchyard.accelerator.sim.metrics import summarize
+from switchyard.accelerator.sim.workloads import poisson_workload
 
 MODEL = "meta-llama/Llama-3.1-8B"
 

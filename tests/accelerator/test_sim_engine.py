@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.point import simulate_point
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.router import RoutingPolicy
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.router import RoutingPolicy
 
 
 def _requests(n: int, rate: float, seed: int, max_prompt: int = 3000, max_out: int = 400) -> list[Request]:

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchyard.accelerator.attribution import attribute_chip_us, attribute_chunks_and_decodes
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import Deployment, make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.attribution import attribute_chip_us, attribute_chunks_and_decodes
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import Deployment, make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 GPU = make_deployment("meta-llama/Llama-2-70b-hf", "p5.48xlarge", 2)
 NEURON = make_deployment("meta-llama/Meta-Llama-3-8B", "trn1.32xlarge", 32)

@@ -3,10 +3,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 # ~6k KV tokens: small enough that random workloads hit admission limits, preemption and rejection.
 DEPLOYMENT = make_deployment("meta-llama/Llama-2-13b-hf", "inf2.xlarge", 2)

@@ -4,10 +4,10 @@ import random
 
 import numpy as np
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 DEPLOYMENT = make_deployment("meta-llama/Llama-3.1-8B", "trn2.3xlarge", 4)
 

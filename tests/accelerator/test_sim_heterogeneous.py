@@ -6,10 +6,10 @@ import pytest
 from click.testing import CliRunner
 
 from switchyard.accelerator.cli import simulate
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.metrics import summarize
-from switchyard.accelerator.workloads import poisson_workload
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.metrics import summarize
+from switchyard.accelerator.sim.workloads import poisson_workload
 
 MODEL = "meta-llama/Llama-3.1-8B"
 

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from switchyard.accelerator.cli import simulate
-from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import UnknownNameError
-from switchyard.accelerator.models import get_model, model_aliases
-from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool import AcceleratorPool, parse_fleet
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.models import get_model, model_aliases
+from switchyard.accelerator.sim.point import simulate_point
 
 from .conftest import DATA
 

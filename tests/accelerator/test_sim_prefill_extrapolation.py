@@ -11,10 +11,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration import BenchmarkRow, _fit_phase, read_benchmarks
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, PhaseCoefficients
-from switchyard.accelerator.hardware import get_instance
+from switchyard.accelerator.sim.calibration import BenchmarkRow, _fit_phase, read_benchmarks
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, PhaseCoefficients
+from switchyard.accelerator.sim.hardware import get_instance
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 TABLES = ("neuron_benchmarks.csv", "neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")

@@ -4,11 +4,11 @@ import itertools
 import math
 from collections import Counter
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.workloads import agentic_workload
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.workloads import agentic_workload
 
 
 def _without_prefixes(reqs: list[Request]) -> list[Request]:

@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import MoeDispatch, bucket, forward_features, forward_time_s
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.hardware import get_instance
-from switchyard.accelerator.stepcost import StepCost
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.costmodel import MoeDispatch, bucket, forward_features, forward_time_s
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.stepcost import StepCost
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from switchyard.accelerator.workloads import (
+from switchyard.accelerator.sim.workloads import (
     agentic_workload,
     bursty_workload,
     load_azure_trace,

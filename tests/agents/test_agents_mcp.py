@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 
 from switchyard.agents import (
@@ -33,6 +29,8 @@ from switchyard.agents import (
     drive_run,
 )
 from switchyard.agents.tools import McpServerConnection, SSRFGuard, ToolContext
+from tests.support.mcp import mcp_http_app
+from tests.support.served import port_of, served
 
 CALLS: list[str] = []
 
@@ -66,21 +64,9 @@ def _make_server() -> MCPServer:
 
 @pytest.fixture(scope="module")
 def mcp_port() -> Iterator[int]:
-    app = _make_server().streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(allowed_hosts=["mcp.test:*"], allowed_origins=[]),
-    )
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "MCP test server did not start"
-        time.sleep(0.01)
-    yield int(server.servers[0].sockets[0].getsockname()[1])
-    server.should_exit = True
-    thread.join(timeout=10)
+    app = mcp_http_app(_make_server())
+    with served(app) as url:
+        yield port_of(url)
 
 
 RESOLVER = {"mcp.test": ["127.0.0.1"], "app.test": ["127.0.0.1"]}

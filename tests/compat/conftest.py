@@ -16,12 +16,12 @@ import pytest
 import uvicorn
 
 from switchyard.platform.app import create_app
+from switchyard.platform.background.inline import InlineDispatcher
 from switchyard.platform.bootstrap import bootstrap
 from switchyard.platform.db import Database
 from switchyard.platform.execution.environment import RunEnvironment
-from switchyard.platform.inline import InlineDispatcher
 from switchyard.platform.settings import Settings
-from tests.integration.conftest import free_port
+from tests.support.ports import free_port
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -31,12 +30,6 @@ BROKERS = ("redis", "amqp")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"rabbitmq: needs RabbitMQ ({RABBITMQ_ENV}) and rabbitmqctl")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from tests.platform.limits.servers import RedisServer, make_tenant_over_http
-
-from .conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

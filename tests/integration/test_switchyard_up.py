@@ -13,8 +13,7 @@ import pytest
 
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker import create_celery
-
-from .conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import free_port, rabbitmqctl, redis_database_of_its_own
+from tests.support.ports import free_port
+
+from .conftest import rabbitmqctl, redis_database_of_its_own
 from .test_run_recovery import _run_row
 from .test_worker_redis_limits import MODEL, owner_headers
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from switchyard.platform.settings import Settings
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -275,14 +276,6 @@ def test_dockerignore_rules_are_read_as_docker_reads_them(tmp_path: Path) -> Non
 # -- health checks run against the real processes ---------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _probe(test: list[str], env: dict[str, str]) -> int:
     """Run a health check's `test` as Docker does (CMD: the argv; CMD-SHELL: through sh) with the image's PATH."""
     kind, *argv = test
@@ -336,7 +329,7 @@ def test_health_checks_pass_on_the_processes_they_probe_and_fail_without_them(pr
     redis_server = shutil.which("redis-server")
     assert redis_server, "redis-server is not on PATH"
     services = _compose()["services"]
-    redis_port, api_port, fleet_port = _free_port(), _free_port(), _free_port()
+    redis_port, api_port, fleet_port = free_port(), free_port(), free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHYARD_")},
         "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
@@ -393,7 +386,7 @@ def test_the_proxy_streams_unbuffered_hides_metrics_and_lets_the_api_answer_413(
         pytest.skip(message)
     import httpx
 
-    api_port, proxy_port = _free_port(), _free_port()
+    api_port, proxy_port = free_port(), free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHYARD_")},
         "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),

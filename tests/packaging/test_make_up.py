@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +20,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.ports import free_port
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(sys.executable).parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -51,7 +46,7 @@ def _default_signals() -> None:  # a terminal's foreground job: SIGINT not ignor
 
 @pytest.mark.parametrize("stop", ["sigterm-switchyard", "sigterm-make", "sigint-group"])
 def test_make_up_stops_cleanly(stop: str, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),

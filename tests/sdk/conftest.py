@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.support.ports import free_port
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

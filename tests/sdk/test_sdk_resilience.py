@@ -15,10 +15,10 @@ from switchyard.sdk import (
     RateLimitError,
     Switchyard,
 )
-from tests.integration.conftest import free_port
 from tests.sdk.conftest import MODEL, Installation
 from tests.sdk.servers import CuttingProxy, Scripted, scripted_server
 from tests.sdk.test_sdk_runs import CALCULATOR, new_tenant_key
+from tests.support.ports import free_port
 
 THREAD = {"object": "thread", "id": "thr_1", "created_at": "2026-12-03T00:00:00Z", "metadata": {}}
 

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.system.layout import Layout, Proc, free_port, http_ok, log_says, process_env, redis_pings, switchyard_bin
+from tests.support.ports import free_port
+from tests.system.layout import Layout, Proc, http_ok, log_says, process_env, redis_pings, switchyard_bin
 from tests.system.pg import Pg
 
 __all__ = ["Installation", "readme_production"]

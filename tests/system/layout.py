@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,9 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["Layout", "Proc", "free_port", "switchyard_bin"]
+__all__ = ["Layout", "Proc", "switchyard_bin"]
 
 TAIL_LINES = 40
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def switchyard_bin() -> str:

@@ -9,20 +9,20 @@ from typing import Any
 
 import click
 
-from switchyard.accelerator.calibration import calibrate, read_benchmarks, write_result
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
-from switchyard.accelerator.disaggregated import DisaggregatedCluster
-from switchyard.accelerator.engine import EngineConfig
 from switchyard.accelerator.errors import SimulatorError
-from switchyard.accelerator.hardware import get_instance
-from switchyard.accelerator.metrics import RunSummary, summarize
-from switchyard.accelerator.models import load_model_config
-from switchyard.accelerator.point import simulate_point
-from switchyard.accelerator.report import format_table, html_report, with_progress
-from switchyard.accelerator.requests import Request
-from switchyard.accelerator.router import RoutingPolicy
-from switchyard.accelerator.workloads import parse_workload, scale_rate
+from switchyard.accelerator.sim.calibration import calibrate, read_benchmarks, write_result
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.metrics import RunSummary, summarize
+from switchyard.accelerator.sim.models import load_model_config
+from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.report import format_table, html_report, with_progress
+from switchyard.accelerator.sim.requests import Request
+from switchyard.accelerator.sim.router import RoutingPolicy
+from switchyard.accelerator.sim.workloads import parse_workload, scale_rate
 
 __all__ = ["simulate"]
 

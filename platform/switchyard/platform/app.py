@@ -24,7 +24,6 @@ from switchyard.platform.billing.controllers import (
     UsageController,
 )
 from switchyard.platform.console import console_router
-from switchyard.platform.console.passwords import configure_password_hashing
 from switchyard.platform.db import Database
 from switchyard.platform.deps import dependencies
 from switchyard.platform.health.controllers import healthz, readyz
@@ -37,6 +36,7 @@ from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
 from switchyard.platform.idempotency import IdempotencyMiddleware
+from switchyard.platform.identity.passwords import configure_password_hashing
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway

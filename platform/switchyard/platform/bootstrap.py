@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.console.operator.accounts import create_operator_account
-from switchyard.platform.console.passwords import first_owner_password
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.identity.operator_accounts import create_operator_account
+from switchyard.platform.identity.passwords import first_owner_password
 from switchyard.platform.models import OperatorKey
 from switchyard.platform.tenants.service import create_operator_key, create_tenant
 

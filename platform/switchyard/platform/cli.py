@@ -54,7 +54,7 @@ def _settings(**overrides: Any) -> Settings:
     settings = load_settings(**{k: v for k, v in overrides.items() if v is not None})
     if settings.uses_sqlite:
         settings.ensure_data_dir()
-    from switchyard.platform.console.passwords import configure_password_hashing
+    from switchyard.platform.identity.passwords import configure_password_hashing
 
     configure_password_hashing(*argon2_cost(settings.password_hash))  # operator logins are made here too
     return settings
@@ -368,8 +368,8 @@ def tenant() -> None:
 def tenant_create(name: str, owner_email: str | None) -> None:
     """Create tenant NAME and print its owner API key (shown once)."""
     from switchyard.platform.bootstrap import CLI_ACTOR
-    from switchyard.platform.console.passwords import first_owner_password
     from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.identity.passwords import first_owner_password
     from switchyard.platform.tenants.service import create_tenant
 
     async def make(database: Any) -> Any:
@@ -488,7 +488,7 @@ def operator_login() -> None:
 def operator_login_create(email: str) -> None:
     """Create an operator console account and print its one-time password (shown once)."""
     from switchyard.platform.bootstrap import CLI_ACTOR
-    from switchyard.platform.console.operator.accounts import create_operator_account
+    from switchyard.platform.identity.operator_accounts import create_operator_account
 
     account, password = _unscoped(lambda session: create_operator_account(session, actor=CLI_ACTOR, email=email))
     settings = _settings()
@@ -501,7 +501,7 @@ def operator_login_create(email: str) -> None:
 def operator_login_reset_password(email: str) -> None:
     """Give an operator account a new one-time password (the old one stops working) and print it once."""
     from switchyard.platform.bootstrap import CLI_ACTOR
-    from switchyard.platform.console.operator.accounts import reset_operator_password
+    from switchyard.platform.identity.operator_accounts import reset_operator_password
 
     password = _unscoped(lambda session: reset_operator_password(session, actor=CLI_ACTOR, email=email))
     click.echo(f"console:   {email.strip().lower()}, one-time password {password}")
@@ -512,7 +512,7 @@ def operator_login_reset_password(email: str) -> None:
 def operator_login_disable(email: str) -> None:
     """Disable an operator console account: it cannot sign in, and its sessions end at once."""
     from switchyard.platform.bootstrap import CLI_ACTOR
-    from switchyard.platform.console.operator.accounts import disable_operator_account
+    from switchyard.platform.identity.operator_accounts import disable_operator_account
 
     account = _unscoped(lambda session: disable_operator_account(session, actor=CLI_ACTOR, email=email))
     click.echo(f"{account.id} {account.email} disabled at {account.disabled_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -521,7 +521,7 @@ def operator_login_disable(email: str) -> None:
 @operator_login.command("list")
 def operator_login_list() -> None:
     """List operator console accounts: id, email, created, and whether disabled (never a password)."""
-    from switchyard.platform.console.operator.accounts import list_operator_accounts
+    from switchyard.platform.identity.operator_accounts import list_operator_accounts
 
     for row in _unscoped(list_operator_accounts):
         state = f"disabled {row.disabled_at:%Y-%m-%d %H:%M}" if row.disabled_at else "active"

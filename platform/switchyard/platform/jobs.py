@@ -32,7 +32,7 @@ _PENDING = "switchyard_jobs_after_commit"
 
 class JobSender(Protocol):
     """Where jobs go: a Celery app (inside a worker), a ``BrokerSender`` (API processes), or an in-process
-    stand-in (tests: ``platform.inline.InlineDispatcher``)."""
+    stand-in (tests: ``platform.background.inline.InlineDispatcher``)."""
 
     def send_task(self, name: str, args: Sequence[Any]) -> object: ...
 

@@ -11,8 +11,8 @@ import os
 from typing import Any
 
 from switchyard.agents import FunctionModel, Message, ModelRequest, ToolCall
+from switchyard.platform.background.inline import InlineDispatcher
 from switchyard.platform.execution.environment import ModelFactory, RunEnvironment
-from switchyard.platform.inline import InlineDispatcher
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -3,14 +3,13 @@ tenant's MCP ``headers`` look like when they arrive."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from tests.support.mcp import mcp_http_app
+from tests.support.served import port_of, served
 
 TOKEN = "Bearer sk-mcp-0123456789-the-tenant-s-secret"
 """The credential the tests give; the secret part must appear in no answer and no database row."""
@@ -30,7 +29,6 @@ class RecordingMcpServer:
 def recording_mcp_server() -> Iterator[RecordingMcpServer]:
     """Serve an MCP server with one tool, ``lookup``, recording each request's ``Authorization`` header."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.transport_security import TransportSecuritySettings
 
     mcp = MCPServer("switchyard-secrets")
 
@@ -39,11 +37,7 @@ def recording_mcp_server() -> Iterator[RecordingMcpServer]:
         """Look a key up."""
         return f"value-of-{key}"
 
-    inner = mcp.streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(allowed_hosts=["mcp.test:*"], allowed_origins=[]),
-    )
+    inner = mcp_http_app(mcp)
     recorded: list[str | None] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -53,15 +47,5 @@ def recording_mcp_server() -> Iterator[RecordingMcpServer]:
             recorded.append(value.decode() if value is not None else None)
         await inner(scope, receive, send)
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.01)
-    try:
-        yield RecordingMcpServer(int(server.servers[0].sockets[0].getsockname()[1]), recorded)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(app, lifespan="on") as url:
+        yield RecordingMcpServer(port_of(url), recorded)

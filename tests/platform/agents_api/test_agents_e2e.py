@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,6 +19,8 @@ import pytest
 from switchyard.agents import FunctionModel, Message, ModelRequest, StaticResolver, ToolCall
 from tests.platform.agents_api.factories import make_agent, run_inline
 from tests.platform.agents_api.test_agents_api import parse_sse
+from tests.support.mcp import mcp_http_app
+from tests.support.served import port_of, served
 
 RESOLVER = {"mcp.test": ["127.0.0.1"], "api.test": ["127.0.0.1"]}
 
@@ -50,9 +51,7 @@ def http_port() -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def mcp_port() -> Iterator[int]:
-    import uvicorn
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.transport_security import TransportSecuritySettings
 
     mcp = MCPServer("switchyard-e2e")
 
@@ -61,21 +60,9 @@ def mcp_port() -> Iterator[int]:
         """Look a key up."""
         return f"value-of-{key}"
 
-    app = mcp.streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(allowed_hosts=["mcp.test:*"], allowed_origins=[]),
-    )
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    yield int(server.servers[0].sockets[0].getsockname()[1])
-    server.should_exit = True
-    thread.join(timeout=10)
+    app = mcp_http_app(mcp)
+    with served(app) as url:
+        yield port_of(url)
 
 
 def _script(http_port: int) -> Any:

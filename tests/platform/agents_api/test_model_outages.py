@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -27,8 +26,9 @@ from switchyard.platform.execution.outages import LONGEST_WAIT_S
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.models import Run, UsageEvent, utc_now
 from switchyard.platform.runs.executor import execute_run
-from tests.accelerator.served import served
 from tests.platform.agents_api.factories import make_agent, run_inline
+from tests.support.ports import free_port
+from tests.support.served import served
 
 MODEL = "upstream/flaky"
 
@@ -52,12 +52,6 @@ class Restarting:
         await self.echo(scope, receive, send)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def upstream() -> Iterator[tuple[Restarting, str]]:
     app = Restarting(failures=3)
@@ -69,7 +63,7 @@ def upstream() -> Iterator[tuple[Restarting, str]]:
 def base_url(request: pytest.FixtureRequest) -> str:
     """Where the model's upstream is: the restarting one, or (``"refusing"``) a port nothing listens on yet."""
     if getattr(request, "param", None) == "refusing":
-        return f"http://127.0.0.1:{_free_port()}/v1"
+        return f"http://127.0.0.1:{free_port()}/v1"
     return str(request.getfixturevalue("upstream")[1])
 
 

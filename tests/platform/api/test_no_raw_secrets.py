@@ -30,7 +30,7 @@ from switchyard.platform.auth.keys import hash_secret, parse_key
 from switchyard.platform.cli import main as cli
 from switchyard.platform.db import sync_url
 from switchyard.platform.settings import Settings
-from tests.integration.conftest import free_port
+from tests.support.ports import free_port
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}

@@ -23,10 +23,10 @@ import httpx
 import pytest
 
 from switchyard.platform.app import create_app
+from switchyard.platform.background.inline import InlineDispatcher
 from switchyard.platform.bootstrap import FirstStart, bootstrap
 from switchyard.platform.db import Database
 from switchyard.platform.execution.environment import RunEnvironment
-from switchyard.platform.inline import InlineDispatcher
 from switchyard.platform.settings import Settings
 from tests.platform.api.live import serve
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from switchyard.platform.auth import Role
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.console.passwords import set_password
 from switchyard.platform.db import TenantScope
+from switchyard.platform.identity.passwords import set_password
 from switchyard.platform.members.service import add_member
 
 PASSWORD = "correct horse battery staple"

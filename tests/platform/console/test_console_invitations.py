@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import update
 
 from switchyard.platform.db import UNSCOPED
-from switchyard.platform.members.invitations import INVITATION_LIFETIME
+from switchyard.platform.identity.invitations import INVITATION_LIFETIME
 from switchyard.platform.models import MemberInvitation
 from tests.platform.console.factories import csrf_of, page_csrf, sign_in
 

@@ -19,7 +19,7 @@ import pytest
 from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.db import TenantScope
-from switchyard.platform.members.invitations import invite_member
+from switchyard.platform.identity.invitations import invite_member
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, scripted_model, wait_for_run
 from tests.platform.billing.factories import BILLING_FACTORIES
@@ -273,8 +273,8 @@ async def _operator_actions(client: Any) -> list[str]:
 async def test_operator_pages_refuse_no_session_and_member_sessions(
     console: Any, make_console_tenant: Any, route: ConsoleRoute
 ) -> None:
-    from switchyard.platform.console.operator.accounts import create_operator_account
     from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.identity.operator_accounts import create_operator_account
     from tests.platform.console.factories import TEST_ACTOR, csrf_of
 
     tenant = await make_console_tenant()

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from switchyard.platform.cli import main
-from switchyard.platform.console.attempts import FAILURES_PER_ACCOUNT_AND_CLIENT
 from switchyard.platform.console.edge import SESSION_COOKIE
-from switchyard.platform.console.operator.accounts import create_operator_account
 from switchyard.platform.console.operator.edge import OPERATOR_SESSION_COOKIE
 from switchyard.platform.db import UNSCOPED
+from switchyard.platform.identity.attempts import FAILURES_PER_ACCOUNT_AND_CLIENT
+from switchyard.platform.identity.operator_accounts import create_operator_account
 from switchyard.platform.models import AuditEvent, OperatorAccount, OperatorAuditEvent, OperatorConsoleSession
 from tests.platform.conftest import bearer
 from tests.platform.console.factories import PASSWORD, TEST_ACTOR, csrf_of, sign_in

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from sqlalchemy import select, update
 
 from switchyard.platform.cli import main
-from switchyard.platform.console.attempts import FAILURES_PER_ACCOUNT_AND_CLIENT
 from switchyard.platform.console.edge import SESSION_COOKIE
-from switchyard.platform.console.sessions import IDLE_TIMEOUT
 from switchyard.platform.db import UNSCOPED
+from switchyard.platform.identity.attempts import FAILURES_PER_ACCOUNT_AND_CLIENT
+from switchyard.platform.identity.sessions import IDLE_TIMEOUT
 from switchyard.platform.models import AuditEvent, ConsoleSession, MemberPassword, utc_now
 from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
 
@@ -243,7 +243,7 @@ async def test_a_password_hashed_at_another_cost_is_hashed_again_at_today_s_on_s
 ) -> None:
     from argon2 import PasswordHasher
 
-    from switchyard.platform.console.passwords import hash_password
+    from switchyard.platform.identity.passwords import hash_password
     from switchyard.platform.settings import argon2_cost
 
     tenant = await make_console_tenant()

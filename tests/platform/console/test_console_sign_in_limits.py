@@ -25,16 +25,16 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, select
 
 from switchyard.platform.cli import main
-from switchyard.platform.console import passwords
-from switchyard.platform.console.attempts import FAILURES_PER_ACCOUNT, FAILURES_PER_ACCOUNT_AND_CLIENT
 from switchyard.platform.console.edge import SESSION_COOKIE
-from switchyard.platform.console.sessions import password_hash_of
 from switchyard.platform.db import UNSCOPED, TenantScope
 from switchyard.platform.http.client_address import forwarded_client
+from switchyard.platform.identity import passwords
+from switchyard.platform.identity.attempts import FAILURES_PER_ACCOUNT, FAILURES_PER_ACCOUNT_AND_CLIENT
+from switchyard.platform.identity.sessions import password_hash_of
 from switchyard.platform.models import AuditEvent
 from switchyard.platform.priority import thread_niceness
-from tests.integration.conftest import free_port
 from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
+from tests.support.ports import free_port
 
 PROXY = "10.9.0.2"  # the one trusted proxy of these tests
 WRONG = "guess guess guess"

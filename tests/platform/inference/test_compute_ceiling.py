@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from switchyard.accelerator.pool import count_tokens
-from tests.accelerator.served import served
 from tests.platform.inference.test_output_ceiling import Overproducer, _answer, _books, _streamed
+from tests.support.served import served
 
 MODEL = "slow"
 SECONDS_PER_CHUNK = 0.6  # 3 tokens a chunk: 5 tokens a second

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, FleetBusy, UsageEvent
-from tests.accelerator.served import client_left, served
+from tests.support.served import client_left, served
 
 BGE = "BAAI/bge-large-en-v1.5"
 QWEN = "Qwen/Qwen3-Embedding-8B"

@@ -7,7 +7,6 @@ Anything that reaches the fleet process gets completions nobody meters and can r
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,19 +15,14 @@ import pytest
 import yaml
 
 from switchyard.platform.inference.fleet_process import exposed_without_token
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_switchyard_fleet_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SWITCHYARD_FLEET_TOKEN"}
-    env |= {"SWITCHYARD_DATA_DIR": str(tmp_path), "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{_free_port()}"}
+    env |= {"SWITCHYARD_DATA_DIR": str(tmp_path), "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{free_port()}"}
     command = [sys.executable, "-m", "switchyard.platform.cli", "fleet", "--host", "0.0.0.0"]
     try:
         result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from switchyard.platform.db import UNSCOPED
 from switchyard.platform.settings import Settings
 from switchyard.platform.tenants.service import create_operator_key
 from tests.platform.conftest import bearer
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -36,18 +36,12 @@ SMALL = {"name": "small", "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.
 OTHER = {"name": "other", "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.3xlarge", "tp": 4}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def fleet_settings(database_url: str, tmp_path: Path) -> Iterator[Settings]:
     """Settings of an API process whose simulated deployments live in a `switchyard fleet` process."""
     fleet_file = tmp_path / "fleet.json"
     fleet_file.write_text(json.dumps({"deployments": [SMALL]}))
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     env = {
         **os.environ,
         "SWITCHYARD_DATABASE_URL": database_url,

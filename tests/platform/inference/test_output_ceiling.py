@@ -16,7 +16,7 @@ from sqlalchemy import select
 from switchyard.accelerator.pool import count_prompt_tokens, count_tokens
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import BudgetReservation, UsageEvent
-from tests.accelerator.served import client_left, served
+from tests.support.served import client_left, served
 
 MODEL = "talker"
 CHUNKS = 300  # what the upstream sends whatever it is asked: 3 tokens a chunk, 900 in all
@@ -232,7 +232,7 @@ async def test_a_fleet_process_answer_past_the_ceiling_is_cut_and_its_receipt_st
     from switchyard.accelerator.pool import AcceleratorPool, DeploymentSpec, InferenceRequest, TextDelta, ToolCallDelta
     from switchyard.accelerator.pool.fleet_server import FleetServer
     from switchyard.accelerator.pool.types import ComputeReceipt
-    from tests.accelerator.served import served
+    from tests.support.served import served
 
     spec = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4)
     tool = {"type": "function", "function": {"name": "fill", "parameters": FORM}}
@@ -269,7 +269,7 @@ async def test_the_simulated_model_stops_at_the_ceiling_without_max_tokens(tools
     from switchyard.accelerator.pool import AcceleratorPool, DeploymentSpec, InferenceRequest
     from switchyard.accelerator.pool.fleet_server import FleetServer
     from switchyard.accelerator.pool.types import ComputeReceipt
-    from tests.accelerator.served import served
+    from tests.support.served import served
 
     spec = DeploymentSpec(name="small", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4)
     bulky = {"type": "object", "properties": {"items": {"type": "array", "minItems": 500, "items": {"type": "string"}}}}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -18,13 +17,9 @@ from typing import Any
 import httpx
 import redis
 
+from tests.support.ports import free_port
+
 __all__ = ["RedisServer", "ServedApp", "make_tenant_over_http", "serve_app"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:
@@ -35,7 +30,7 @@ class RedisServer:
         if binary is None:
             raise RuntimeError("redis-server is not on PATH")
         self.binary = binary
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
 

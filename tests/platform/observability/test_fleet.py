@@ -24,8 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from switchyard.platform.app import create_app
 from switchyard.platform.observability.tracing import flush_tracing
 from switchyard.platform.settings import Settings
-from tests.integration.conftest import free_port
 from tests.platform.conftest import bearer
+from tests.support.ports import free_port
 
 SMALL = {"name": "small", "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.3xlarge", "tp": 4, "replicas": 2}
 BGE = {"name": "bge", "model": "BAAI/bge-large-en-v1.5", "task": "embeddings", "tp": 1}

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 UPSTREAM_ONLY = {"name": "up", "backend": "openai-compatible", "base_url": "http://127.0.0.1:9/v1", "chips": 1}

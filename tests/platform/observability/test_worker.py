@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from switchyard.platform.observability.tracing import configure_tracing, shutdown_tracing, trace_id_of, tracer
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker import create_celery
-from tests.integration.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchyard.platform.inline import InlineDispatcher
+from switchyard.platform.background.inline import InlineDispatcher
 from tests.platform.agents_api.factories import MODEL, run_inline
 
 _conversations: dict[str, str] = {}

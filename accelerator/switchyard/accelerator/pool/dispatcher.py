@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.accelerator.cluster import Cluster
 from switchyard.accelerator.pool.fair_queue import FairQueue
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 __all__ = ["Dispatcher", "Job"]
 

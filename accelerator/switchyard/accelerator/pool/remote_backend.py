@@ -17,13 +17,13 @@ from typing import Any
 
 import httpx
 
-from switchyard.accelerator.deployment import make_deployment
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest
 from switchyard.accelerator.pool.fleet import DeploymentSpec
 from switchyard.accelerator.pool.sim_backend import max_chip_us
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
 from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, UpstreamError, _Answer
+from switchyard.accelerator.sim.deployment import make_deployment
 
 __all__ = ["RemoteSimulatedDeployment", "reload_fleet_process"]
 

@@ -24,10 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.deployment import Deployment, make_deployment
-from switchyard.accelerator.engine import EngineConfig
-from switchyard.accelerator.point import simulate_point
 from switchyard.accelerator.pool.dispatcher import Dispatcher, Job
 from switchyard.accelerator.pool.embeddings import (
     EMBEDDING_SHAPES,
@@ -47,7 +43,11 @@ from switchyard.accelerator.pool.types import (
     TextDelta,
     ToolCallDelta,
 )
-from switchyard.accelerator.requests import FinishedRequest
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.deployment import Deployment, make_deployment
+from switchyard.accelerator.sim.engine import EngineConfig
+from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.requests import FinishedRequest
 
 __all__ = ["SimulatedDeployment", "light", "max_chip_us"]
 

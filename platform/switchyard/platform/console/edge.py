@@ -24,9 +24,9 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.auth.roles import Role
-from switchyard.platform.console.sessions import ConsoleUser, resolve_session
 from switchyard.platform.db import UNSCOPED, Database, scope_session
 from switchyard.platform.http.errors import PermissionDenied
+from switchyard.platform.identity.sessions import ConsoleUser, resolve_session
 
 __all__ = [
     "CONSOLE_PREFIX",

@@ -1,4 +1,5 @@
-"""HTTP edge concerns shared by every domain: errors, request ids, pagination, idempotency."""
+"""HTTP edge concerns shared by every domain: errors, request ids, pagination, body limits, the OpenAPI contract
+(the ``Idempotency-Key`` middleware, which needs auth and audit, is ``platform/idempotency.py``)."""
 
 from __future__ import annotations
 

@@ -29,8 +29,7 @@ from switchyard.platform.http.errors import (
     ServiceUnavailable,
 )
 from switchyard.platform.http.openapi import answers
-from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
-from switchyard.platform.inference.responses import (
+from switchyard.platform.inference.completions import (
     AnswerText,
     chunk,
     completion_object,
@@ -39,6 +38,7 @@ from switchyard.platform.inference.responses import (
     text_chunk,
     tool_call_deltas,
 )
+from switchyard.platform.inference.gateway import Admitted, InferenceGateway, RequestEvents
 from switchyard.platform.inference.runtime import build_pool, reload_pool
 from switchyard.platform.inference.schemas import (
     ChatCompletion,

@@ -41,8 +41,8 @@ from switchyard.platform.deps import CurrentPrincipal
 from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.http.errors import InvalidRequest, NotFound, RateLimited, ServiceUnavailable
 from switchyard.platform.http.openapi import answers
+from switchyard.platform.inference.completions import compute_headers
 from switchyard.platform.inference.gateway import InferenceGateway
-from switchyard.platform.inference.responses import compute_headers
 from switchyard.platform.inference.schemas import ComputeUsage
 
 __all__ = ["VALUE_BYTES", "CreateEmbeddingResponse", "EmbeddingController", "EmbeddingCreate", "answer_bytes"]

@@ -6,7 +6,7 @@ the client sent is forwarded unchanged to ``openai-compatible`` upstreams (``for
 model honours ``response_format``, ``stop``, tools, ``max_tokens``, ``seed`` and ``logprobs``/``top_logprobs``
 (synthetic logprobs) and ignores the rest.
 
-The answer models document the wire format (``inference.responses`` builds the answers as dicts, exactly as OpenAI
+The answer models document the wire format (``inference.completions`` builds the answers as dicts, exactly as OpenAI
 spells them); the OpenAPI test checks real answers against them.
 """
 

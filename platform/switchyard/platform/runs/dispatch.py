@@ -3,7 +3,7 @@
 The API sends ``runs.execute(tenant_id, run_id)`` with ``jobs.enqueue`` after the request commits (a rolled-back
 request sends nothing); a worker sends it when a run ends and the next run of its thread is queued.
 ``runs.recover`` sends ``runs.resume`` (the same job, in a queue the workers take first) for runs whose worker
-died. Tests execute runs inline instead (``platform.inline.InlineDispatcher``).
+died. Tests execute runs inline instead (``platform.background.inline.InlineDispatcher``).
 """
 
 from __future__ import annotations

@@ -107,8 +107,8 @@ def console(
 async def _set_first_owner_password(settings: Settings, tenant_id: str) -> None:
     from sqlalchemy import select
 
-    from switchyard.platform.console.passwords import set_password
     from switchyard.platform.db import TenantScope
+    from switchyard.platform.identity.passwords import set_password
     from switchyard.platform.models import Member
 
     database = Database(settings.database_url)

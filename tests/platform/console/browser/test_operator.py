@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from switchyard.platform.bootstrap import CLI_ACTOR
-from switchyard.platform.console.operator.accounts import create_operator_account
 from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.identity.operator_accounts import create_operator_account
 from tests.platform.console.browser.served import MODELS, Console
 from tests.platform.console.factories import PASSWORD
 

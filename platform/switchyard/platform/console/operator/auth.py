@@ -13,27 +13,27 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import CONSOLE_PREFIX, CSRF_COOKIE, OPERATOR_KEY, OPERATOR_PREFIX, console_access
-from switchyard.platform.console.operator.accounts import find_operator_account
 from switchyard.platform.console.operator.edge import (
     OPERATOR_SESSION_COOKIE,
     operator_actor,
     operator_cookie,
     operator_user,
 )
-from switchyard.platform.console.operator.sessions import end_operator_session, start_operator_session
-from switchyard.platform.console.passwords import (
+from switchyard.platform.console.render import SECURITY_HEADERS, render
+from switchyard.platform.db import UNSCOPED, Database
+from switchyard.platform.deps import DbSession
+from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.identity.attempts import spend_attempt
+from switchyard.platform.identity.operator_accounts import find_operator_account
+from switchyard.platform.identity.operator_sessions import end_operator_session, start_operator_session
+from switchyard.platform.identity.passwords import (
     MAX_PASSWORD_LENGTH,
     hash_password,
     password_needs_rehash,
     verify_password,
 )
-from switchyard.platform.console.render import SECURITY_HEADERS, render
-from switchyard.platform.console.sessions import SESSION_LIFETIME
-from switchyard.platform.db import UNSCOPED, Database
-from switchyard.platform.deps import DbSession
-from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.identity.sessions import SESSION_LIFETIME
 from switchyard.platform.limits import LimitsUnavailable
 
 __all__ = ["OperatorSignInController"]

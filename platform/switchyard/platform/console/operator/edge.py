@@ -16,9 +16,9 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from switchyard.platform.auth.principal import Actor, Principal
 from switchyard.platform.console.edge import OPERATOR_KEY, OPERATOR_PREFIX, USER_KEY, SignInRequired
-from switchyard.platform.console.operator.sessions import OperatorUser, resolve_operator_session
 from switchyard.platform.db import UNSCOPED, Database, scope_session
 from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.identity.operator_sessions import OperatorUser, resolve_operator_session
 
 __all__ = ["OPERATOR_SESSION_COOKIE", "OperatorSessionMiddleware", "operator_actor", "operator_cookie", "operator_user"]
 

@@ -1,5 +1,5 @@
 """Sign-in and sign-out. Failed sign-ins are rate-limited (per account and client address, per client address and
-per account: :mod:`~switchyard.platform.console.attempts`) and audited."""
+per account: :mod:`~switchyard.platform.identity.attempts`) and audited."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from litestar.response import Redirect
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import (
     CONSOLE_PREFIX,
     CSRF_COOKIE,
@@ -22,12 +21,13 @@ from switchyard.platform.console.edge import (
     console_access,
     console_user,
 )
-from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, rehash_member_password, verify_password
 from switchyard.platform.console.render import SECURITY_HEADERS, render
-from switchyard.platform.console.sessions import SESSION_LIFETIME, end_session, find_sign_in_candidates, start_session
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.identity.attempts import spend_attempt
+from switchyard.platform.identity.passwords import MAX_PASSWORD_LENGTH, rehash_member_password, verify_password
+from switchyard.platform.identity.sessions import SESSION_LIFETIME, end_session, find_sign_in_candidates, start_session
 from switchyard.platform.limits import LimitsUnavailable
 from switchyard.platform.models import Member
 

@@ -17,17 +17,17 @@ from litestar.params import FromPath
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.console.edge import CONSOLE_PREFIX, CSRF_COOKIE, console_access
 from switchyard.platform.console.pages.auth import console_cookie, signed_in
-from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password
 from switchyard.platform.console.render import render
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.request_id import request_id_of
-from switchyard.platform.members.invitations import (
+from switchyard.platform.identity.invitations import (
     InvitationNotValid,
     PendingInvitation,
     accept_invitation,
     find_invitation,
 )
+from switchyard.platform.identity.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password
 from switchyard.platform.models import Tenant
 
 if TYPE_CHECKING:  # a type only: pages issue no SQL (the services they call do)

@@ -14,19 +14,25 @@ from pydantic import ValidationError
 
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
-from switchyard.platform.console.attempts import spend_attempt
 from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
 from switchyard.platform.console.pages.invitations import invitation_url
-from switchyard.platform.console.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password, verify_password
 from switchyard.platform.console.render import render
-from switchyard.platform.console.sessions import password_hash_of
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.identity import invitations
+from switchyard.platform.identity.attempts import spend_attempt
+from switchyard.platform.identity.invitations import IssuedInvitation
+from switchyard.platform.identity.passwords import (
+    MAX_PASSWORD_LENGTH,
+    check_new_password,
+    set_password,
+    verify_password,
+)
+from switchyard.platform.identity.sessions import password_hash_of
 from switchyard.platform.limits import LimitsUnavailable
-from switchyard.platform.members import invitations, service
-from switchyard.platform.members.invitations import IssuedInvitation
+from switchyard.platform.members import service
 from switchyard.platform.members.schemas import MemberCreate
 from switchyard.platform.models import utc_now
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from switchyard.accelerator.costmodel import FloatArray
+from switchyard.accelerator.sim.costmodel import FloatArray
 
 __all__ = ["bounded_lstsq", "nnls"]
 

@@ -11,9 +11,9 @@ from sqlmodel import col
 
 from switchyard.platform.audit.service import record_operator
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.console.passwords import check_new_password, hash_password
 from switchyard.platform.db import new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest, NotFound
+from switchyard.platform.identity.passwords import check_new_password, hash_password
 from switchyard.platform.members.schemas import EMAIL_PATTERN
 from switchyard.platform.models import OperatorAccount, OperatorConsoleSession, utc_now
 

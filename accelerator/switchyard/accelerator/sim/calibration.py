@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.calibration_data import (
+from switchyard.accelerator.sim.calibration_data import (
     MOE_NXD_STACKS,
     NXD_INFERENCE,
     POOLED_GROUP,
@@ -21,11 +21,11 @@ from switchyard.accelerator.calibration_data import (
     host_sampling,
     newest_stack,
 )
-from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, FloatArray, PhaseCoefficients
-from switchyard.accelerator.deployment import make_deployment
-from switchyard.accelerator.fitting import bounded_lstsq
-from switchyard.accelerator.hardware import get_instance, list_instances
-from switchyard.accelerator.point import point_features, prompt_encoding
+from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, Coefficients, FloatArray, PhaseCoefficients
+from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.fitting import bounded_lstsq
+from switchyard.accelerator.sim.hardware import get_instance, list_instances
+from switchyard.accelerator.sim.point import point_features, prompt_encoding
 
 __all__ = [
     "GPU_FIT_CHIPS",

@@ -183,7 +183,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
 @cache
 def _catalog() -> dict[str, Any]:
     raw: dict[str, Any] = json.loads(
-        resources.files("switchyard.accelerator").joinpath("data/models.json").read_text("utf-8")
+        resources.files("switchyard.accelerator.sim").joinpath("data/models.json").read_text("utf-8")
     )
     return raw
 

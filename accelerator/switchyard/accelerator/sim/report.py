@@ -9,9 +9,9 @@ from typing import TextIO, TypeVar
 
 import numpy as np
 
-from switchyard.accelerator.costmodel import FloatArray
-from switchyard.accelerator.metrics import RunSummary
-from switchyard.accelerator.requests import FinishedRequest
+from switchyard.accelerator.sim.costmodel import FloatArray
+from switchyard.accelerator.sim.metrics import RunSummary
+from switchyard.accelerator.sim.requests import FinishedRequest
 
 __all__ = ["format_table", "html_report", "with_progress"]
 

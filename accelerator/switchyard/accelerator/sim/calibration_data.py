@@ -10,9 +10,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from switchyard.accelerator.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
-from switchyard.accelerator.hardware import Instance
+from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
+from switchyard.accelerator.sim.hardware import Instance
 
 __all__ = [
     "MOE_NXD_STACKS",
@@ -79,7 +79,7 @@ def newest_stack(stacks: Iterable[str]) -> str:
 
 @cache
 def _packaged() -> dict[str, Any]:
-    res = resources.files("switchyard.accelerator").joinpath(_DATA_FILE)
+    res = resources.files("switchyard.accelerator.sim").joinpath(_DATA_FILE)
     if not res.is_file():
         return {"groups": {}}
     data: dict[str, Any] = json.loads(res.read_text("utf-8"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from switchyard.accelerator.requests import Request
+from switchyard.accelerator.sim.requests import Request
 
 __all__ = ["PrefixCache", "PrefixEntry"]
 

@@ -13,8 +13,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.platform.console.sessions import SESSION_LIFETIME, TOUCH_AFTER, live_session, token_sha256
 from switchyard.platform.db import new_id
+from switchyard.platform.identity.sessions import SESSION_LIFETIME, TOUCH_AFTER, live_session, token_sha256
 from switchyard.platform.models import OperatorAccount, OperatorConsoleSession, utc_now
 
 __all__ = ["OperatorUser", "end_operator_session", "resolve_operator_session", "start_operator_session"]

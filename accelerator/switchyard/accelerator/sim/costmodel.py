@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from switchyard.accelerator.deployment import Deployment
+from switchyard.accelerator.sim.deployment import Deployment
 
 __all__ = [
     "COEFFICIENT_NAMES",

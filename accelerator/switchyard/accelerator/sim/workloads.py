@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from switchyard.accelerator.requests import Request
+from switchyard.accelerator.sim.requests import Request
 
 __all__ = [
     "agentic_workload",

@@ -7,7 +7,7 @@ import itertools
 from collections import deque
 from collections.abc import Iterator
 
-from switchyard.accelerator.sequence import EngineConfig, SeqState
+from switchyard.accelerator.sim.sequence import EngineConfig, SeqState
 
 __all__ = ["WaitQueue"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.disaggregated import DisaggregatedCluster
-from switchyard.accelerator.requests import FinishedRequest
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
+from switchyard.accelerator.sim.requests import FinishedRequest
 
 __all__ = ["RunSummary", "summarize"]
 

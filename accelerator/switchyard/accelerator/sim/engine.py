@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
-from switchyard.accelerator.admission import WaitQueue
-from switchyard.accelerator.attribution import attribute_chunks_and_decodes
-from switchyard.accelerator.costmodel import FloatArray
-from switchyard.accelerator.deployment import Deployment
-from switchyard.accelerator.prefix_cache import PrefixCache
-from switchyard.accelerator.requests import FinishedRequest, Request
-from switchyard.accelerator.sequence import EngineConfig, SeqState
-from switchyard.accelerator.stepcost import StepCost
+from switchyard.accelerator.sim.attribution import attribute_chunks_and_decodes
+from switchyard.accelerator.sim.costmodel import FloatArray
+from switchyard.accelerator.sim.deployment import Deployment
+from switchyard.accelerator.sim.prefix_cache import PrefixCache
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.sequence import EngineConfig, SeqState
+from switchyard.accelerator.sim.stepcost import StepCost
+from switchyard.accelerator.sim.wait_queue import WaitQueue
 
 __all__ = ["EngineConfig", "ReplicaEngine"]
 

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
-from switchyard.accelerator.hardware import Instance, Topology, get_instance
-from switchyard.accelerator.models import ModelConfig, get_model
+from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
+from switchyard.accelerator.sim.models import ModelConfig, get_model
 
 __all__ = ["HBM_USABLE_FRACTION", "Deployment", "Precision", "make_deployment"]
 

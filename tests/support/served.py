@@ -1,4 +1,4 @@
-"""An ASGI app (a fleet server, an upstream) served by uvicorn on 127.0.0.1 in a thread, for one test."""
+"""An ASGI app (the API, a fleet server, an upstream, an MCP server) served by uvicorn on 127.0.0.1 in a thread."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from typing import Any
 
 
 @contextmanager
-def served(app: Any, port: int = 0) -> Iterator[str]:
+def served(app: Any, port: int = 0, *, lifespan: str = "auto", timeout_s: float = 10.0) -> Iterator[str]:
     """``app`` listening on ``port`` (by default a free one) of 127.0.0.1 while the block runs; yields its base
-    URL."""
+    URL. ``lifespan="on"`` runs the app's startup and shutdown (the API's database and gateway)."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + timeout_s
     while not server.started:
+        assert thread.is_alive(), "the server stopped while starting"
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
     try:
@@ -28,6 +29,11 @@ def served(app: Any, port: int = 0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def port_of(url: str) -> int:
+    """The port of a URL ``served`` yields."""
+    return int(url.rsplit(":", 1)[1])
 
 
 async def client_left(receive: Any, seconds: float) -> bool:

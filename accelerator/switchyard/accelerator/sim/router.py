@@ -8,8 +8,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from switchyard.accelerator.engine import ReplicaEngine
-from switchyard.accelerator.requests import Request
+from switchyard.accelerator.sim.engine import ReplicaEngine
+from switchyard.accelerator.sim.requests import Request
 
 __all__ = ["Router", "RoutingPolicy", "make_router"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import Coefficients
-from switchyard.accelerator.deployment import Deployment
-from switchyard.accelerator.engine import EngineConfig, ReplicaEngine
-from switchyard.accelerator.requests import FinishedRequest, Request
-from switchyard.accelerator.router import RoutingPolicy, make_router
-from switchyard.accelerator.stepcost import StepCost
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.costmodel import Coefficients
+from switchyard.accelerator.sim.deployment import Deployment
+from switchyard.accelerator.sim.engine import EngineConfig, ReplicaEngine
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.router import RoutingPolicy, make_router
+from switchyard.accelerator.sim.stepcost import StepCost
 
 __all__ = ["Cluster"]
 

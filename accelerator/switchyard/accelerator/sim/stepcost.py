@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from switchyard.accelerator.costmodel import Coefficients, FloatArray, PhaseCoefficients, all_expert_flops_per_token
-from switchyard.accelerator.deployment import Deployment
+from switchyard.accelerator.sim.costmodel import Coefficients, FloatArray, PhaseCoefficients, all_expert_flops_per_token
+from switchyard.accelerator.sim.deployment import Deployment
 
 __all__ = ["StepCost"]
 

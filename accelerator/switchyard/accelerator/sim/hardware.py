@@ -87,7 +87,7 @@ class Instance:
 
 def _load() -> tuple[dict[str, Chip], dict[str, Instance]]:
     raw: dict[str, Any] = json.loads(
-        resources.files("switchyard.accelerator").joinpath("data/hardware.json").read_text("utf-8")
+        resources.files("switchyard.accelerator.sim").joinpath("data/hardware.json").read_text("utf-8")
     )
     chips: dict[str, Chip] = {}
     for c in raw["chips"]:

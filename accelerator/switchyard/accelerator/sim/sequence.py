@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from switchyard.accelerator.prefix_cache import PrefixEntry
-from switchyard.accelerator.requests import Request
+from switchyard.accelerator.sim.prefix_cache import PrefixEntry
+from switchyard.accelerator.sim.requests import Request
 
 __all__ = ["EngineConfig", "SeqState"]
 

@@ -8,12 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from switchyard.accelerator.calibration_data import coefficients_for
-from switchyard.accelerator.costmodel import STEP_ROW, Coefficients, FloatArray, MoeDispatch, bucket, forward_features
-from switchyard.accelerator.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
-from switchyard.accelerator.hardware import Instance
-from switchyard.accelerator.models import ModelConfig
+from switchyard.accelerator.sim.calibration_data import coefficients_for
+from switchyard.accelerator.sim.costmodel import (
+    STEP_ROW,
+    Coefficients,
+    FloatArray,
+    MoeDispatch,
+    bucket,
+    forward_features,
+)
+from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.sim.hardware import Instance
+from switchyard.accelerator.sim.models import ModelConfig
 
 __all__ = ["PointResult", "PromptEncoding", "point_features", "prompt_encoding", "simulate_point"]
 

@@ -11,8 +11,8 @@ import heapq
 import math
 from dataclasses import replace
 
-from switchyard.accelerator.cluster import Cluster
-from switchyard.accelerator.requests import FinishedRequest, Request
+from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 __all__ = ["DisaggregatedCluster"]
 
