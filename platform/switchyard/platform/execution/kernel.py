@@ -211,7 +211,10 @@ async def _drive_loop(
         if env.model_factory is not None
         else PoolModel(env.pool, tenant=scope.tenant_id, session=job.session_key, on_event=job.on_event)
     )
-    inner = WaitsOutOutages(inner, defer=env.worker, waiting_since=job.waiting_since)  # a backend briefly away
+    # a backend briefly away: a worker's job put aside and resumed goes on waiting from its last progress; a job
+    # this process keeps (a foreground response, an inline run) waits from its first refused call
+    since = job.waiting_since if env.worker else None
+    inner = WaitsOutOutages(inner, defer=env.worker, waiting_since=since)
     if cancel_requested is not None:  # a cancel stops the model call at the fleet, not only the next step
         inner = StopsOnCancel(inner, cancel_requested=cancel_requested, stop=backend.cancel)
     state = job.state
