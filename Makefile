@@ -35,10 +35,13 @@ install: $(STAMP) compat-venvs
 up: $(STAMP)
 	$(BIN)/switchyard up
 
-## Run the whole test suite (PostgreSQL/Redis suites too when SWITCHYARD_TEST_*_URL are set).
+## Run the whole test suite (PostgreSQL/Redis suites too when SWITCHYARD_TEST_*_URL are set): four tests at a time
+## (most wait on processes and sockets), then the tests marked `alone` (they measure interference) by themselves.
 test: $(STAMP)
-	@$(BIN)/python -m pytest; status=$$?; \
-	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; exit $$status
+	@$(BIN)/python -m pytest -n 4 --dist worksteal -m "not alone"; status=$$?; \
+	$(BIN)/python -m pytest -m alone; alone=$$?; \
+	if [ $$status -eq 5 ] || [ $$alone -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)" >&2; fi; \
+	if [ $$status -ne 0 ]; then exit $$status; fi; exit $$alone
 
 ## The edit-test lane: every test not marked slow (processes, browsers, packaging, fuzzing) or system, on SQLite
 ## and the in-process limiters (the SWITCHYARD_TEST_*_URL variables are ignored), four at a time; `make test` runs all.

@@ -60,6 +60,16 @@ def redis_url() -> str:
     return str(url)
 
 
+@pytest.fixture
+def redis_database(redis_url: str) -> Iterator[str]:
+    """A Redis database 1-14 that no other test holds, emptied: a broker of the test's own (another test's
+    workers would take its jobs)."""
+    from tests.support.redis_databases import redis_database_of_its_own
+
+    with redis_database_of_its_own(redis_url) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite database migrated to head once; each test gets a copy."""

@@ -9,7 +9,6 @@ machine), so concurrent runs never share a queue.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -109,13 +108,6 @@ def rabbitmq_vhost(rabbitmq_url: str) -> Iterator[str]:
         rabbitmqctl("delete_vhost", vhost)
 
 
-def redis_database_of_its_own(redis_url: str) -> str:
-    """``redis_url`` on a random database 1-14 (another test run's workers must not take these jobs)."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(redis_url).set(database=str(random.randint(1, 14))).render_as_string(hide_password=False)
-
-
 @pytest.fixture
 def broker(request: pytest.FixtureRequest) -> str:
     """Which production broker ``production_layout`` uses: ``redis`` unless a test parametrizes it (indirect)."""
@@ -138,12 +130,17 @@ class ProductionLayout:
 
 @pytest.fixture
 def production_layout(
-    database_url: str, redis_url: str, broker: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Callable[[float], ProductionLayout]]:
-    """``make(lease_s)``: the layout's variables; the broker's queues are emptied (or deleted) at teardown."""
+    database_url: str,
+    redis_url: str,
+    redis_database: str,
+    broker: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> Callable[[float], ProductionLayout]:
+    """``make(lease_s)``: the layout's variables."""
     from switchyard.platform.settings import Settings
 
-    results_url = redis_database_of_its_own(redis_url)
+    results_url = redis_database
     broker_url = request.getfixturevalue("rabbitmq_vhost") if broker == "amqp" else results_url
 
     def make(lease_s: float) -> ProductionLayout:
@@ -169,10 +166,4 @@ def production_layout(
         )
         return ProductionLayout(env=env, settings=settings, broker_url=broker_url)
 
-    yield make
-    if broker == "redis":
-        import redis
-
-        from switchyard.platform.worker.celery_app import QUEUES
-
-        redis.Redis.from_url(broker_url).delete(*QUEUES)
+    return make  # (the Redis database is emptied when given back, a virtual host deleted)

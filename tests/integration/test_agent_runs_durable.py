@@ -126,8 +126,6 @@ def http_port() -> Iterator[int]:
 def chaos_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     """SQLite database + SQLite broker (the embedded default), or PostgreSQL + Redis or RabbitMQ (production; with
     RabbitMQ the results go to a Redis database, as docs/operations.md asks)."""
-    from .conftest import redis_database_of_its_own  # (not at the top: this file also runs as the worker script)
-
     results_url = ""
     if request.param == "sqlite":
         path = tmp_path / "switchyard.db"
@@ -137,7 +135,7 @@ def chaos_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
         # A broker of its own (another test run's workers would take these tasks; the sweeper would send them
         # again, but slowly): a Redis database, or a RabbitMQ virtual host.
         database_url = request.getfixturevalue("postgres_database")
-        broker_url = redis_database_of_its_own(request.getfixturevalue("redis_url"))
+        broker_url = request.getfixturevalue("redis_database")
         if request.param == "amqp":
             broker_url, results_url = request.getfixturevalue("rabbitmq_vhost"), broker_url
     return {

@@ -12,8 +12,6 @@ import pytest
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker import create_celery
 
-from .conftest import redis_database_of_its_own
-
 pytestmark = pytest.mark.slow
 
 
@@ -27,10 +25,10 @@ pytestmark = pytest.mark.slow
 def worker_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_SIMULATE_IN_PROCESS": "1"}  # no model calls
     if request.param == "redis":
-        env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_url")
+        env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_database")
     if request.param == "amqp":
         env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("rabbitmq_vhost")
-        env["SWITCHYARD_RESULT_BACKEND"] = redis_database_of_its_own(request.getfixturevalue("redis_url"))
+        env["SWITCHYARD_RESULT_BACKEND"] = request.getfixturevalue("redis_database")
     return env
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.ports import free_port
 
-from .conftest import rabbitmqctl, redis_database_of_its_own
+from .conftest import rabbitmqctl
 from .test_run_recovery import _run_row
 from .test_worker_redis_limits import MODEL, owner_headers
 
@@ -86,7 +86,7 @@ def test_a_worker_goes_on_after_its_broker_drops_mid_acknowledgement(
 @pytest.mark.redis
 @pytest.mark.timeout(180)
 def test_a_worker_goes_on_after_rabbitmq_closes_its_connections(
-    rabbitmq_vhost: str, redis_url: str, tmp_path: Path, start_process: Any
+    rabbitmq_vhost: str, redis_database: str, tmp_path: Path, start_process: Any
 ) -> None:
     """RabbitMQ closes every connection of the worker's virtual host while the worker acknowledges a stream of
     jobs (as a broker restart or a failover does): the worker reconnects each time and answers a job afterwards."""
@@ -94,7 +94,7 @@ def test_a_worker_goes_on_after_rabbitmq_closes_its_connections(
     from switchyard.platform.worker import create_celery
 
     vhost = rabbitmq_vhost.rsplit("/", 1)[1]
-    results = redis_database_of_its_own(redis_url)
+    results = redis_database
     env = {
         "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
         "SWITCHYARD_BROKER_URL": rabbitmq_vhost,

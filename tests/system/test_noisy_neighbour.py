@@ -58,7 +58,8 @@ from benchmarks.neighbours import (
 )
 from tests.system.installation import Installation
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.system]
+# alone: its ratios (B beside the noise against B alone) mean nothing while other tests load the same two cores
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.system, pytest.mark.alone]
 
 TIME_SCALE = 0.05
 LEASE_S = 30.0

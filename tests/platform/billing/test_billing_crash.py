@@ -58,7 +58,7 @@ def worker_env(request: pytest.FixtureRequest, database_url: str, tmp_path: Path
     env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": database_url}
     env["SWITCHYARD_SIMULATE_IN_PROCESS"] = "1"  # the worker rates and finalizes; it serves no model
     if request.param == "redis-broker":
-        env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_url")
+        env["SWITCHYARD_BROKER_URL"] = request.getfixturevalue("redis_database")
     return env
 
 
