@@ -187,3 +187,31 @@ async def test_a_switchyard_agent_as_the_prompt(default_client: openai.AsyncOpen
     stored = await default_client.responses.retrieve(response.response_id or "")
     assert stored.instructions == "You add numbers."
     assert [item.type for item in stored.output] == ["mcp_call", "message"]
+
+
+def _define(live_server: Any, api_key: str, body: dict[str, Any]) -> str:
+    created = httpx.post(f"{live_server.base_url}/agents", json=body, headers={"Authorization": f"Bearer {api_key}"})
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+async def test_a_switchyard_triage_agent_hands_off_on_the_server(
+    default_client: openai.AsyncOpenAI, live_server: Any, api_key: str
+) -> None:
+    """A triage agent defined in Switchyard hands off on the server to one of two specialists; openai-agents reads
+    the transfer (a server-side ``transfer_to_<name>`` call with its output) and the specialist's answer unchanged."""
+    billing = _define(live_server, api_key, {"name": "billing", "model": ALIAS, "instructions": "Invoices."})
+    refunds = _define(live_server, api_key, {"name": "refunds", "model": ALIAS, "instructions": "Refunds."})
+    handoffs = [{"agent_id": billing}, {"agent_id": refunds}]
+    triage = _define(live_server, api_key, {"name": "triage", "model": ALIAS, "handoffs": handoffs})
+    agent = Agent(name="triage", model=ALIAS, prompt={"id": triage})
+    result = await Runner.run(agent, "My refund is late, transfer_to_refunds please")
+    assert result.final_output.startswith('Result of transfer_to_refunds: {"assistant": "refunds"}')
+    (response,) = result.raw_responses
+    transfer, answer = response.output
+    assert (transfer.type, transfer.name, transfer.output) == (
+        "mcp_call",
+        "transfer_to_refunds",
+        '{"assistant": "refunds"}',
+    )  # type: ignore[union-attr]
+    assert answer.type == "message"

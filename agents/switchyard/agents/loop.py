@@ -21,6 +21,13 @@ A worker that dies at any point resumes by loading the last stored state and cal
   is recorded, so never twice);
 * a tool step recorded but not completed is executed again if the call is ``idempotent``, and otherwise
   (``at_most_once``) completed with an error output saying the outcome is unknown — never executed twice.
+
+A run may act as other agents (``members``, :mod:`switchyard.agents.team`): the model's ``transfer_to_<name>``
+call makes the run go on as that agent (``RunState.active_agent``), on the same messages, at most
+``limits.max_handoffs`` times; the run's own agent's limits hold for the whole run. Guardrails
+(:mod:`switchyard.agents.guardrails`) check the run's input (the thread's last user message) before its first model
+call, with the run's own agent's input guardrails, and its answer with the answering agent's output guardrails; a
+trip fails the run with ``guardrail_tripped`` (a tripped answer is replaced by a notice).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 
 from switchyard.agents.context import TokenCounter, assemble_context
 from switchyard.agents.errors import ContextOverflowError, InvalidTransitionError, ToolOutputsError
+from switchyard.agents.guardrails import Trip, first_trip
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import ModelRequest, ModelResponse, default_token_counter
 from switchyard.agents.spec import AgentSpec
@@ -49,6 +57,7 @@ from switchyard.agents.state import (
     StepType,
     ToolInvocation,
 )
+from switchyard.agents.team import HandoffTool, Member, handoff_output
 from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolRegistry, ToolResult, validate_arguments
 
 __all__ = ["INTERRUPTED_OUTPUT", "RunLoop"]
@@ -58,6 +67,7 @@ INTERRUPTED_OUTPUT = (
     "The tool call was interrupted and its outcome is unknown; it was not repeated to avoid a duplicate side effect."
 )
 DENIED_OUTPUT = "The tool call was not approved and was not executed."
+WITHHELD_ANSWER = "The answer was withheld: it tripped an output guardrail."
 
 
 class RunLoop:
@@ -66,7 +76,8 @@ class RunLoop:
     ``tools`` are the agent's tools (MCP tools already listed); ``context_window_tokens`` is the window of
     the model in use; ``token_counter`` counts tokens of a text for that model; ``reserved_output_tokens``
     is the room kept for the answer when the agent sets no ``max_tokens``; ``call_options`` are further
-    chat-completions fields sent with every model call (``ModelRequest.options``).
+    chat-completions fields sent with every model call (``ModelRequest.options``); ``members`` are the agents
+    the run may act as after a handoff, by agent id (their tools include their own handoffs).
     """
 
     def __init__(
@@ -78,13 +89,25 @@ class RunLoop:
         token_counter: TokenCounter = default_token_counter,
         reserved_output_tokens: int = 1024,
         call_options: Mapping[str, Any] | None = None,
+        members: Mapping[str, Member] | None = None,
     ) -> None:
         self.spec = spec
+        self.members = dict(members or {})
         self.call_options = dict(call_options or {})
         self.tools = tools
         self.context_window_tokens = context_window_tokens
         self.token_counter = token_counter
         self.reserved_output_tokens = reserved_output_tokens
+
+    def acting(self, agent: str | None) -> tuple[AgentSpec, ToolRegistry, int]:
+        """The spec, tools and context window of ``agent`` (``None``: the run's own)."""
+        member = self.members.get(agent) if agent is not None else None
+        if member is None:
+            return self.spec, self.tools, self.context_window_tokens
+        return member.spec, member.tools, member.context_window_tokens
+
+    def tools_of(self, agent: str | None) -> ToolRegistry:
+        return self.acting(agent)[1]
 
     # -- starting and stepping -------------------------------------------------------------------------
 
@@ -106,6 +129,9 @@ class RunLoop:
             state.status = RunStatus.IN_PROGRESS
             state.started_at_ms = now_ms
             self._bump(state)
+            trip = first_trip(self.spec.guardrails.input, _input_text(thread))
+            if trip is not None:  # before any model call: the run costs nothing
+                return self._tripped(state, trip, "input", now_ms)
         started = state.started_at_ms if state.started_at_ms is not None else now_ms
         if now_ms - started >= self.spec.limits.timeout_s * 1000:
             return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="timeout")
@@ -178,6 +204,12 @@ class RunLoop:
         if step.status is not StepStatus.COMPLETED or state.status is not RunStatus.IN_PROGRESS:
             return state  # the run stopped while the model worked: the compute is billed, the answer dropped
         message = response.message.model_copy(update={"id": f"msg_{step_id}"})
+        if not message.tool_calls:
+            trip = first_trip(self.acting(step.agent)[0].guardrails.output, message.content or "")
+            if trip is not None:
+                state.messages.append(message.model_copy(update={"content": WITHHELD_ANSWER}))
+                state, _ = self._tripped(state, trip, "output", now_ms)
+                return state
         if response.finish_reason == "length" and message.tool_calls:
             # cut at max_tokens: its tool calls' arguments are not whole, and running them or asking the model
             # again would spend past what the call was allowed, so the run stops with what it has
@@ -253,6 +285,11 @@ class RunLoop:
     def _bump(state: RunState) -> None:
         state.revision += 1
 
+    def _tripped(self, state: RunState, trip: Trip, where: str, now_ms: int) -> tuple[RunState, Action]:
+        stopped, finished = self._stop(state, RunStatus.FAILED, now_ms)
+        stopped.last_error = RunError(code="guardrail_tripped", message=trip.message(where))
+        return stopped, finished
+
     def _stop(
         self, state: RunState, status: RunStatus, now_ms: int, *, reason: str | None = None
     ) -> tuple[RunState, Action]:
@@ -293,7 +330,9 @@ class RunLoop:
 
     def _new_step(self, state: RunState, kind: StepType, now_ms: int) -> Step:
         index = len(state.steps)
-        step = Step(id=f"{state.run_id}_step_{index}", index=index, type=kind, created_at_ms=now_ms)
+        step = Step(
+            id=f"{state.run_id}_step_{index}", index=index, type=kind, created_at_ms=now_ms, agent=state.active_agent
+        )
         state.steps.append(step)
         return step
 
@@ -309,7 +348,8 @@ class RunLoop:
 
     def _invocation(self, step: Step) -> ToolInvocation:
         assert step.tool_call is not None
-        return ToolInvocation(step_id=step.id, tool_call=step.tool_call, arguments=step.tool_call.parsed_arguments())
+        arguments = step.tool_call.parsed_arguments()
+        return ToolInvocation(step_id=step.id, tool_call=step.tool_call, arguments=arguments, agent=step.agent)
 
     def _unanswered_calls(self, state: RunState) -> list[ToolCall]:
         last_index = next(
@@ -326,10 +366,18 @@ class RunLoop:
 
     def _handle_tool_calls(self, state: RunState, calls: list[ToolCall], now_ms: int) -> Action | None:
         """Record steps for new tool calls; return the action they need, or ``None`` to carry on."""
+        tools = self.tools_of(state.active_agent)
         needs_approval: list[ToolCall] = []
         runnable: list[tuple[ToolCall, dict[str, object]]] = []
+        handoff: tuple[ToolCall, HandoffTool] | None = None
         for call in calls:
-            tool = self.tools.get(call.name)
+            tool = tools.get(call.name)
+            if isinstance(tool, HandoffTool):
+                if handoff is not None:
+                    self._record_immediate(state, call, ToolResult(_ONE_HANDOFF, is_error=True), now_ms)
+                else:
+                    handoff = (call, tool)
+                continue
             error: str | None = None
             arguments: dict[str, object] = {}
             if tool is None:
@@ -356,21 +404,37 @@ class RunLoop:
             return self._require(state, "approval", needs_approval, now_ms)
         invocations: list[ToolInvocation] = []
         for call, arguments in runnable:
-            tool = self.tools.get(call.name)
+            tool = tools.get(call.name)
             assert tool is not None
             step = self._new_step(state, StepType.TOOL_CALL, now_ms)
             step.tool_call = call
             step.tool_kind = tool.kind
             step.retry = tool.retry_semantics(arguments)
             if tool.kind is not ToolKind.FUNCTION:
-                invocations.append(ToolInvocation(step_id=step.id, tool_call=call, arguments=arguments))
+                invocations.append(self._invocation(step))
+        if handoff is not None:  # after the calls of the agent that asked for it
+            self._hand_off(state, *handoff, now_ms=now_ms)
         self._bump(state)
         if invocations:
             return ExecuteTools(invocations=tuple(invocations))
         return None
 
+    def _hand_off(self, state: RunState, call: ToolCall, tool: HandoffTool, *, now_ms: int) -> None:
+        """Record the transfer as a completed tool call; the run goes on as the target, within ``max_handoffs``."""
+        done = sum(1 for s in state.steps if s.tool_kind is ToolKind.HANDOFF and not s.is_error)
+        target = self.members.get(tool.target)
+        if target is None:
+            result = ToolResult(f"the agent {tool.target!r} is not available", is_error=True)
+        elif done >= self.spec.limits.max_handoffs:
+            result = ToolResult(f"no more handoffs: this run made {done}, its limit", is_error=True)
+        else:
+            result = ToolResult(handoff_output(target.spec.name))
+        self._record_immediate(state, call, result, now_ms)
+        if not result.is_error:
+            state.active_agent = tool.target
+
     def _record_immediate(self, state: RunState, call: ToolCall, result: ToolResult, now_ms: int) -> None:
-        tool = self.tools.get(call.name)
+        tool = self.tools_of(state.active_agent).get(call.name)
         step = self._new_step(state, StepType.TOOL_CALL, now_ms)
         step.tool_call = call
         step.tool_kind = tool.kind if tool is not None else None
@@ -401,7 +465,7 @@ class RunLoop:
         if tripped is not None:
             return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason=tripped)
         step = self._new_step(state, StepType.MODEL_CALL, now_ms)
-        step.model = self.spec.model
+        step.model = self.acting(step.agent)[0].model
         try:
             action = self._call_model_action(state, thread, step)
         except ContextOverflowError as exc:
@@ -413,14 +477,15 @@ class RunLoop:
         return state, action
 
     def _call_model_action(self, state: RunState, thread: Sequence[Message], step: Step) -> CallModel:
-        tools = tuple(d.to_openai() for d in self.tools.definitions())
-        params = self.spec.model_params
+        spec, registry, window = self.acting(step.agent)
+        tools = tuple(d.to_openai() for d in registry.definitions())
+        params = spec.model_params
         reserved = params.max_tokens or self.reserved_output_tokens
         context = assemble_context(
-            instructions=self.spec.instructions,
+            instructions=spec.instructions,
             history=[*thread, *state.messages],
             tools=tools,
-            context_window_tokens=self.context_window_tokens,
+            context_window_tokens=window,
             reserved_output_tokens=reserved,
             counter=self.token_counter,
         )
@@ -430,7 +495,8 @@ class RunLoop:
             remaining = max(1, limit - state.usage.total_tokens - context.input_tokens)
             params = params.model_copy(update={"max_tokens": min(reserved, remaining)})
         request = ModelRequest(
-            model=self.spec.model,
+            model=spec.model,
+            agent=step.agent,
             messages=context.messages,
             tools=tools,
             params=params,
@@ -438,3 +504,14 @@ class RunLoop:
             options=self.call_options,
         )
         return CallModel(step_id=step.id, request=request)
+
+
+_ONE_HANDOFF = "Only one handoff is made per turn; this one was not."
+
+
+def _input_text(thread: Sequence[Message]) -> str:
+    """What a run's input guardrails check: the text of the thread's last user message."""
+    for message in reversed(thread):
+        if message.role == "user":
+            return message.content or ""
+    return ""

@@ -28,6 +28,7 @@ class ModelRequest(BaseModel):
     model: str
     messages: tuple[Message, ...]
     request_id: str = Field(default="", description="the step id: stable when a call is repeated after a crash")
+    agent: str | None = Field(default=None, description="the agent acting after a handoff (None: the run's own)")
     tools: tuple[dict[str, Any], ...] = Field(default=(), description="OpenAI-style tools[] entries")
     params: ModelParams = Field(default_factory=ModelParams)
     output_ceiling: int | None = Field(

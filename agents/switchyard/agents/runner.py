@@ -32,7 +32,7 @@ def wall_clock_ms() -> int:
 
 async def execute_tool(loop: RunLoop, invocation: ToolInvocation, context: ToolContext) -> ToolResult:
     """Run one worker-side tool call; failures become error outputs the model can read."""
-    tool = loop.tools.get(invocation.tool_call.name)
+    tool = loop.tools_of(invocation.agent).get(invocation.tool_call.name)
     if tool is None:
         return ToolResult(f"unknown tool {invocation.tool_call.name!r}", is_error=True)
     try:

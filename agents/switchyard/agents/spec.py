@@ -16,14 +16,21 @@ __all__ = [
     "CalculatorToolSpec",
     "CurrentTimeToolSpec",
     "FunctionToolSpec",
+    "GuardrailSpec",
+    "Guardrails",
+    "HandoffSpec",
     "HttpRequestToolSpec",
+    "JsonSchemaGuardrail",
+    "MaxLengthGuardrail",
     "McpToolSpec",
     "ModelParams",
+    "RegexGuardrail",
     "RunLimits",
     "ToolSpec",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+_AGENT_ID_PATTERN = r"^agent_[A-Za-z0-9]{1,64}$"
 # Checking a schema against JSON Schema's metaschema costs ~0.06 ms of CPU a node, on the event loop that serves
 # every tenant (a 107 KB allOf bomb: 1.2 s); these bound it to ~60 ms a tool and ~300 ms a spec, once per schema
 MAX_TOOL_SCHEMA_NODES = 1_000  # one function tool's parameters: its objects, arrays and the values in them
@@ -154,6 +161,78 @@ ToolSpec = Annotated[
 ]
 
 
+class HandoffSpec(_Strict):
+    """An agent of the tenant the model may transfer the conversation to (a ``transfer_to_<name>`` tool call):
+    the run goes on with that agent's instructions, tools and model, on the same messages."""
+
+    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
+    version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
+    description: str = Field(default="", max_length=1024, description="when the model should transfer")
+
+
+class _Guardrail(_Strict):
+    name: str | None = Field(default=None, pattern=_NAME_PATTERN, description="named in the error when it trips")
+
+
+class RegexGuardrail(_Guardrail):
+    """Trips when the text contains a match of ``pattern`` (Python ``re`` syntax; evaluation is bounded in time,
+    and a pattern that takes longer trips it)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(min_length=1, max_length=1000)
+    ignore_case: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        import regex  # type: ignore[import-untyped]
+
+        try:
+            regex.compile(value, flags=regex.VERSION0)
+        except regex.error as exc:
+            raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
+        return value
+
+
+class JsonSchemaGuardrail(_Guardrail):
+    """Trips unless the text is JSON valid against ``schema``."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: dict[str, Any] = Field(alias="schema", description="a JSON Schema")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
+            raise ValueError(f"schema has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
+        error = _schema_error(json.dumps(value, sort_keys=True))
+        if error is not None:
+            raise ValueError(f"schema is not a valid JSON Schema: {error}")
+        return value
+
+
+class MaxLengthGuardrail(_Guardrail):
+    """Trips when the text is longer than ``max_chars`` characters."""
+
+    type: Literal["max_length"] = "max_length"
+    max_chars: int = Field(gt=0, le=10_000_000)
+
+
+GuardrailSpec = Annotated[RegexGuardrail | JsonSchemaGuardrail | MaxLengthGuardrail, Field(discriminator="type")]
+
+
+class Guardrails(_Strict):
+    """Checks on a run's input, before its first model call (a trip costs no compute), and on the final answer,
+    before it is given (a trip replaces it). Either ends the run ``failed`` with ``guardrail_tripped``."""
+
+    input: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
+    output: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
+
+
 class ModelParams(_Strict):
     """Sampling parameters passed to every model call of a run."""
 
@@ -171,6 +250,7 @@ class RunLimits(_Strict):
     max_tokens_per_run: int | None = Field(default=None, gt=0, description="input + output tokens of all calls")
     max_chip_seconds_per_run: float | None = Field(default=None, gt=0, description="accelerator chip-seconds")
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="wall time from the run's start")
+    max_handoffs: int = Field(default=10, ge=0, le=100, description="transfers between agents per run")
     requires_action_ttl_s: float = Field(
         default=600.0, gt=0, le=604_800, description="how long tool outputs may take (at most 7 days)"
     )
@@ -183,6 +263,8 @@ class AgentSpec(_Strict):
     instructions: str = Field(default="", max_length=256_000)
     model: str = Field(min_length=1, max_length=256, description="a model name the accelerator pool serves")
     tools: list[ToolSpec] = Field(default_factory=list, max_length=128)
+    handoffs: list[HandoffSpec] = Field(default_factory=list, max_length=32)
+    guardrails: Guardrails = Field(default_factory=Guardrails)
     model_params: ModelParams = Field(default_factory=ModelParams)
     limits: RunLimits = Field(default_factory=RunLimits)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
@@ -190,13 +272,21 @@ class AgentSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _bounded_tool_schemas(cls, data: Any) -> Any:
-        tools = data.get("tools") if isinstance(data, dict) else None
-        if isinstance(tools, list):
-            schemas = [tool.get("parameters") for tool in tools if isinstance(tool, dict)]
-            if schema_nodes(schemas, past=MAX_TOOLS_SCHEMA_NODES + 1) > MAX_TOOLS_SCHEMA_NODES + 1:
-                raise ValueError(
-                    f"the tools' parameters have more than {MAX_TOOLS_SCHEMA_NODES:,} nodes together (JSON values)"
-                )
+        if not isinstance(data, dict):
+            return data
+        tools, guardrails = data.get("tools"), data.get("guardrails")
+        schemas = (
+            [tool.get("parameters") for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else []
+        )
+        if isinstance(guardrails, dict):
+            for checks in (guardrails.get("input"), guardrails.get("output")):
+                if isinstance(checks, list):
+                    schemas.extend(check.get("schema") for check in checks if isinstance(check, dict))
+        if schema_nodes(schemas, past=MAX_TOOLS_SCHEMA_NODES + 1) > MAX_TOOLS_SCHEMA_NODES + 1:
+            raise ValueError(
+                f"the tools' parameters and the guardrails' schemas have more than {MAX_TOOLS_SCHEMA_NODES:,} "
+                "nodes together (JSON values)"
+            )
         return data
 
     @model_validator(mode="after")
@@ -212,6 +302,9 @@ class AgentSpec(_Strict):
             if tool.name in seen:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
             seen.add(tool.name)
+        targets = [h.agent_id for h in self.handoffs]
+        if len(set(targets)) < len(targets):
+            raise ValueError("handoffs name an agent more than once")
         return self
 
     @field_validator("metadata")

@@ -86,6 +86,7 @@ class Step(BaseModel):
     replica: str | None = Field(default=None, description="the pool replica that served the model call")
     finish_reason: str | None = Field(default=None, description="stop | length | tool_calls")
     dropped_messages: int = Field(default=0, description="history messages left out of the context")
+    agent: str | None = Field(default=None, description="the agent acting (after a handoff), else the run's own")
     # tool calls
     tool_call: ToolCall | None = None
     tool_kind: ToolKind | None = None
@@ -129,6 +130,10 @@ class RunState(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     approvals: dict[str, bool] = Field(default_factory=dict)
+    active_agent: str | None = Field(default=None, description="the agent handed off to last, else the run's own")
+    agents: dict[str, int] = Field(
+        default_factory=dict, description="the versions of the agents it may hand off to, fixed when it started"
+    )
     required_action: RequiredAction | None = None
     usage: Usage = Field(default_factory=Usage)
     chip_us: int = 0
@@ -168,6 +173,7 @@ class ToolInvocation(BaseModel):
     step_id: str
     tool_call: ToolCall
     arguments: dict[str, Any]
+    agent: str | None = None
 
 
 class ExecuteTools(BaseModel):

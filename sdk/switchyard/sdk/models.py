@@ -63,6 +63,8 @@ class AgentFields(SwitchyardObject):
     instructions: str
     model: str
     tools: list[dict[str, Any]]
+    handoffs: list[dict[str, Any]]
+    guardrails: dict[str, Any]
     model_params: dict[str, Any]
     limits: dict[str, Any]
     metadata: dict[str, str]
@@ -147,6 +149,7 @@ class RunStep(SwitchyardObject):
     index: int
     type: str
     status: str
+    agent_id: str
     step_details: dict[str, Any]
     created_at: datetime
     completed_at: datetime | None

@@ -43,6 +43,8 @@ class AgentCreateParams(TypedDict, total=False):
     model: Required[str]
     instructions: str
     tools: list[dict[str, Any]]
+    handoffs: list[dict[str, Any]]
+    guardrails: dict[str, Any]
     model_params: dict[str, Any]
     limits: dict[str, Any]
     metadata: dict[str, str]
@@ -53,6 +55,8 @@ class AgentUpdateParams(TypedDict, total=False):
     model: str
     instructions: str
     tools: list[dict[str, Any]]
+    handoffs: list[dict[str, Any]]
+    guardrails: dict[str, Any]
     model_params: dict[str, Any]
     limits: dict[str, Any]
     metadata: dict[str, str]

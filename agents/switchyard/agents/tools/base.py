@@ -6,6 +6,7 @@ Three kinds of tool exist (:class:`ToolKind`):
   until the outputs are submitted. The worker never executes them.
 * ``builtin`` — executed by the worker (``calculator``, ``current_time``, ``http_request``).
 * ``mcp`` — executed by a remote MCP server the worker calls.
+* ``handoff`` — ``transfer_to_<agent>``: performed by the run loop itself, which goes on as that agent.
 
 Retry guarantee (:class:`RetrySemantics`). The run loop records a tool call as a step *before* executing it
 and its result *after*. When a worker dies between the two, the next worker sees a started step without a
@@ -45,6 +46,7 @@ class ToolKind(StrEnum):
     FUNCTION = "function"
     BUILTIN = "builtin"
     MCP = "mcp"
+    HANDOFF = "handoff"
 
 
 class RetrySemantics(StrEnum):

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from switchyard.agents import AgentSpec, ModelParams, RunLimits, ToolSpec
+from switchyard.agents import AgentSpec, Guardrails, HandoffSpec, ModelParams, RunLimits, ToolSpec
 from switchyard.agents.tools.secrets import redact_tool_secrets
 from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Agent, AgentVersion
@@ -43,6 +43,8 @@ class AgentUpdate(BaseModel):
     instructions: str | None = Field(default=None, max_length=256_000)
     model: _Name = Field(default=None, min_length=1, max_length=256)
     tools: list[ToolSpec] | None = Field(default=None, max_length=128)
+    handoffs: list[HandoffSpec] | None = Field(default=None, max_length=32)
+    guardrails: Guardrails | None = None
     model_params: ModelParams | None = None
     limits: RunLimits | None = None
     metadata: dict[str, str] | None = None
@@ -53,6 +55,8 @@ class _Definition(BaseModel):
     instructions: str
     model: str
     tools: list[dict[str, Any]]
+    handoffs: list[dict[str, Any]]
+    guardrails: dict[str, Any]
     model_params: dict[str, Any]
     limits: dict[str, Any]
     metadata: dict[str, str]

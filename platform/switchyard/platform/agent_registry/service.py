@@ -18,10 +18,12 @@ from switchyard.platform.agent_registry.schemas import (
     AgentUpdate,
     AgentVersionPublic,
 )
+from switchyard.platform.agent_registry.team import check_handoffs
+from switchyard.platform.agent_registry.versions import agent_row, get_version
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
-from switchyard.platform.http.errors import InvalidRequest, NotFound
+from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.models import Agent, AgentVersion, utc_now
 
@@ -49,31 +51,6 @@ def _check_output_cap(spec: AgentSpec, max_output_tokens: int) -> None:
             param="model_params.max_tokens",
             code="invalid_value",
         )
-
-
-async def _agent_row(session: AsyncSession, scope: TenantScope, agent_id: str) -> Agent:
-    statement = select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.id) == agent_id)
-    row = (await session.execute(statement)).scalar_one_or_none()
-    if row is None or row.deleted_at is not None:
-        raise NotFound(f"no agent {agent_id!r}", param="agent_id")
-    return row
-
-
-async def get_version(
-    session: AsyncSession, *, scope: TenantScope, agent_id: str, version: int | None = None
-) -> tuple[Agent, AgentVersion]:
-    """The agent and one of its versions (the latest when ``version`` is ``None``)."""
-    agent = await _agent_row(session, scope, agent_id)
-    wanted = agent.latest_version if version is None else version
-    statement = select(AgentVersion).where(
-        col(AgentVersion.tenant_id) == scope.tenant_id,
-        col(AgentVersion.agent_id) == agent_id,
-        col(AgentVersion.version) == wanted,
-    )
-    row = (await session.execute(statement)).scalar_one_or_none()
-    if row is None:
-        raise NotFound(f"agent {agent_id!r} has no version {wanted}", param="agent_version")
-    return agent, row
 
 
 def _sealed(spec: AgentSpec, current: AgentSpec | None = None) -> AgentSpec:
@@ -108,6 +85,7 @@ async def create_agent(
     check_model(data.model)
     spec = _sealed(AgentSpec.model_validate(data.model_dump()))
     _check_output_cap(spec, max_output_tokens)
+    await check_handoffs(session, scope, spec)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
     session.add(agent)
     version = _add_version(session, scope, agent, spec)
@@ -173,7 +151,7 @@ async def update_agent(
             definition.pop(field, None)
         else:
             definition[field] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
-            if field == "tools":
+            if field in ("tools", "handoffs"):
                 definition[field] = [t.model_dump(mode="json") for t in value]
     try:
         spec = AgentSpec.model_validate(definition)
@@ -186,6 +164,8 @@ async def update_agent(
     if "model" in data.model_fields_set:
         check_model(spec.model)
     _check_output_cap(spec, max_output_tokens)
+    if "handoffs" in data.model_fields_set:
+        await check_handoffs(session, scope, spec)
     agent.latest_version += 1
     agent.name = spec.name
     agent.updated_at = utc_now()
@@ -204,7 +184,7 @@ async def update_agent(
 
 
 async def delete_agent(session: AsyncSession, *, scope: TenantScope, actor: Actor, agent_id: str) -> AgentDeleted:
-    agent = await _agent_row(session, scope, agent_id)
+    agent = await agent_row(session, scope, agent_id)
     agent.deleted_at = utc_now()
     record(
         session, tenant_id=scope.tenant_id, actor=actor, action="agent.delete", target_type="agent", target_id=agent_id
@@ -216,7 +196,7 @@ async def delete_agent(session: AsyncSession, *, scope: TenantScope, actor: Acto
 async def list_versions(
     session: AsyncSession, *, scope: TenantScope, agent_id: str, params: CursorParams
 ) -> Page[AgentVersionPublic]:
-    await _agent_row(session, scope, agent_id)
+    await agent_row(session, scope, agent_id)
     statement = select(AgentVersion).where(
         col(AgentVersion.tenant_id) == scope.tenant_id, col(AgentVersion.agent_id) == agent_id
     )

@@ -25,12 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.accelerator.pool import Backend, PoolEvent
-from switchyard.agents import AgentSpec, Message, Model, RunLoop, RunState, ToolRegistry, build_tools, drive_run
+from switchyard.agents import AgentSpec, Message, Model, ModelRequest, ModelResponse, RunLoop, RunState, drive_run
 from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
-from switchyard.platform.admission import Holds, ModelNotFound, model_backend
+from switchyard.platform.admission import Holds
 from switchyard.platform.db import TenantScope
 from switchyard.platform.execution.admitted import AdmissionDeferred, AdmittedModel, time_limit_of
+from switchyard.platform.execution.cast import Cast, CastError, resolve_cast
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.execution.lease import cancel_flag, heartbeat, holder, postpone, release, take
 from switchyard.platform.execution.outages import WaitsOutOutages
@@ -38,7 +39,6 @@ from switchyard.platform.execution.steps import StaleRun, client_loop
 from switchyard.platform.execution.stop_on_cancel import StopsOnCancel
 from switchyard.platform.execution.turns import take_turn
 from switchyard.platform.models import utc_now
-from switchyard.platform.observability.instrument import traced_tools
 
 __all__ = ["FrontEnd", "Job", "execute"]
 
@@ -64,8 +64,8 @@ class Job(Protocol):
     cancellable: bool
     """A cancel request stops the job's model call at the fleet and the loop at its next step."""
 
-    def start(self, backend: Backend | None, tools: ToolRegistry) -> None:
-        """The model and tools were resolved (``backend`` is None when the model is unknown)."""
+    def start(self, cast: Cast | None) -> None:
+        """The agents, their models and tools were resolved (``None`` when they could not be)."""
 
     async def history(self) -> list[Message]:
         """The messages before the job's own: a thread's, a conversation's, a chain of responses'."""
@@ -158,86 +158,76 @@ async def _claim(env: RunEnvironment, front: FrontEnd, scope: TenantScope, job_i
 async def _drive(
     env: RunEnvironment, front: FrontEnd, scope: TenantScope, job_id: str, job: Job, admitted: Holds | None
 ) -> str:
-    spec = job.spec
-    backend: Backend | None = None
-    failure: tuple[str, str] | None = None
+    cast: Cast | None = None
     try:
-        backend = model_backend(env.pool, spec.model, scope.tenant_id)
-        # an alias is billed under the served name, as chat completions bill it: one model in the books
-        spec = spec.model_copy(update={"model": backend.name})
-    except ModelNotFound as exc:
-        failure = ("model_not_found", exc.message)
-    tools = ToolRegistry()
-    if failure is None:
-        try:
-            tools = traced_tools(await build_tools(spec, **env.tool_options))
-        except Exception as exc:  # an MCP server that cannot be listed fails the job, with the reason
-            failure = ("tool_setup_error", f"{type(exc).__name__}: {exc}")
-    job.start(backend, tools)
+        cast = await resolve_cast(env, scope, job.spec, job.state)
+    except CastError as exc:
+        failure = exc
+    job.start(cast)
     try:
-        if failure is not None:
-            failed = client_loop(spec).fail(job.state, code=failure[0], message=failure[1], now_ms=wall_clock_ms())
+        if cast is None:
+            now_ms = wall_clock_ms()
+            failed = client_loop(job.spec).fail(job.state, code=failure.code, message=failure.message, now_ms=now_ms)
             await job.checkpoint(failed)
             return job.outcome(failed)
-        assert backend is not None  # resolved, since nothing failed
-        return await _drive_loop(env, front, scope, job_id, job, spec, backend, tools, admitted)
+        return await _drive_loop(env, front, scope, job_id, job, cast, admitted)
     finally:
         await job.close()
 
 
 async def _drive_loop(
-    env: RunEnvironment,
-    front: FrontEnd,
-    scope: TenantScope,
-    job_id: str,
-    job: Job,
-    spec: AgentSpec,
-    backend: Backend,
-    tools: ToolRegistry,
-    admitted: Holds | None,
+    env: RunEnvironment, front: FrontEnd, scope: TenantScope, job_id: str, job: Job, cast: Cast, admitted: Holds | None
 ) -> str:
+    spec = cast.spec
     loop = RunLoop(
         spec,
-        tools,
-        context_window_tokens=backend.context_window,
+        cast.tools,
+        context_window_tokens=cast.backend.context_window,
         token_counter=pool_token_counter,
         reserved_output_tokens=1024,
         call_options=job.call_options,
+        members=cast.members,
     )
     thread = await job.history()
     cancel_requested = cancel_flag(env.database, scope, front.table, job_id) if job.cancellable else None
-    inner: Model = (
-        env.model_factory(scope.tenant_id, job.session_key)
-        if env.model_factory is not None
-        else PoolModel(env.pool, tenant=scope.tenant_id, session=job.session_key, on_event=job.on_event)
-    )
-    # a backend briefly away: a worker's job put aside and resumed goes on waiting from its last progress; a job
-    # this process keeps (a foreground response, an inline run) waits from its first refused call
-    since = job.waiting_since if env.worker else None
-    inner = WaitsOutOutages(inner, defer=env.worker, waiting_since=since)
-    if cancel_requested is not None:  # a cancel stops the model call at the fleet, not only the next step
-        inner = StopsOnCancel(inner, cancel_requested=cancel_requested, stop=backend.cancel)
     state = job.state
-    model = AdmittedModel(
-        inner,
-        admission=env.admission,
-        scope=scope,
-        backend=backend,
-        api_key_id=job.api_key_id,
-        agent_id=job.agent_id,
-        reservations=job.reservations,
-        admitted=admitted,
-        # the first call's rates were charged when the job was created (its admission, or the create's check)
-        rates_charged=admitted is None and not any(step.usage is not None for step in state.steps),
-        defer=env.worker,
-        waiting_since=job.waiting_since,
-    )
+    # the first call's rates were charged when the job was created (its admission, or the create's check)
+    charged = admitted is None and not any(step.usage is not None for step in state.steps)
+
+    def model_for(backend: Backend, agent_id: str | None, first: bool) -> Model:
+        inner: Model = (
+            env.model_factory(scope.tenant_id, job.session_key)
+            if env.model_factory is not None
+            else PoolModel(env.pool, tenant=scope.tenant_id, session=job.session_key, on_event=job.on_event)
+        )
+        # a backend briefly away: a worker's job put aside and resumed goes on waiting from its last progress; a
+        # job this process keeps (a foreground response, an inline run) waits from its first refused call
+        since = job.waiting_since if env.worker else None
+        inner = WaitsOutOutages(inner, defer=env.worker, waiting_since=since)
+        if cancel_requested is not None:  # a cancel stops the model call at the fleet, not only the next step
+            inner = StopsOnCancel(inner, cancel_requested=cancel_requested, stop=backend.cancel)
+        return AdmittedModel(
+            inner,
+            admission=env.admission,
+            scope=scope,
+            backend=backend,
+            api_key_id=job.api_key_id,
+            agent_id=agent_id,
+            reservations=job.reservations,
+            admitted=admitted if first else None,
+            rates_charged=charged if first else False,
+            defer=env.worker,
+            waiting_since=job.waiting_since,
+        )
+
+    own = model_for(cast.backend, job.agent_id, first=True)
+    members = {agent_id: model_for(b, agent_id, first=False) for agent_id, b in cast.backends.items()}
     try:
         final, _action = await drive_run(
             loop,
             state,
             thread=thread,
-            model=model,
+            model=_ByAgent(own, members),
             checkpoint=job.checkpoint,
             tenant_id=scope.tenant_id,
             cancel_requested=cancel_requested,
@@ -245,3 +235,16 @@ async def _drive_loop(
     except AdmissionDeferred as deferred:
         raise deferred.capped(time_limit_of(spec, job.state)) from None
     return job.outcome(final)
+
+
+class _ByAgent:
+    """The model of the agent acting in a request: the job's own, or a member's after a handoff (its own backend,
+    admitted and budgeted as that agent)."""
+
+    def __init__(self, own: Model, members: dict[str, Model]) -> None:
+        self.own = own
+        self.members = members
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        model = self.members.get(request.agent, self.own) if request.agent is not None else self.own
+        return await model.request(request)

@@ -7,7 +7,8 @@ so of two writers racing on one run or response exactly one succeeds and the oth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,6 +35,8 @@ class Attribution:
     agent_version: int | None
     run_id: str | None
     instance_type: str
+    instance_types: Mapping[str, str] = field(default_factory=dict)
+    """The instance type serving each model the job may call after a handoff, by served model name."""
 
 
 def client_loop(spec: AgentSpec) -> RunLoop:
@@ -54,7 +57,8 @@ async def bill_model_steps(
     reservations: dict[str, str] | None,
 ) -> None:
     """One usage event per model step ``after`` completed and ``before`` had not (its id is the step's, so a
-    step is billed once), each settling its budget hold from ``reservations``."""
+    step is billed once), each settling its budget hold from ``reservations``; a step made after a handoff is the
+    acting agent's (at the version the job fixed)."""
     billed = {s.id for s in before.steps if s.usage is not None}
     for step in after.steps:
         if step.type is not StepType.MODEL_CALL or step.usage is None or step.id in billed:
@@ -65,11 +69,11 @@ async def bill_model_steps(
             event=UsageEventCreate(
                 event_id=step.id,
                 api_key_id=ctx.api_key_id,
-                agent_id=ctx.agent_id,
-                agent_version=ctx.agent_version,
+                agent_id=step.agent or ctx.agent_id,
+                agent_version=after.agents.get(step.agent, ctx.agent_version) if step.agent else ctx.agent_version,
                 run_id=ctx.run_id,
                 model=step.model or "unknown",
-                instance_type=ctx.instance_type,
+                instance_type=ctx.instance_types.get(step.model or "", ctx.instance_type),
                 chip_us=step.chip_us,
                 prompt_tokens=step.usage.input_tokens,
                 completion_tokens=step.usage.output_tokens,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,10 +21,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.accelerator.pool import Backend, PoolEvent
-from switchyard.agents import AgentSpec, Message, RunState, RunStatus, ToolKind, ToolRegistry
+from switchyard.accelerator.pool import PoolEvent
+from switchyard.agents import AgentSpec, Message, RunState, RunStatus, ToolKind
 from switchyard.platform.admission import Holds
 from switchyard.platform.db import Database, TenantScope, new_id
+from switchyard.platform.execution.cast import Cast
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.execution.kernel import execute
 from switchyard.platform.execution.steps import Attribution, StaleRun, bill_model_steps
@@ -94,14 +96,6 @@ async def _last_event(session: AsyncSession, scope: TenantScope, response_id: st
     return -1 if last is None else int(last)
 
 
-def _kinds(tools: ToolRegistry) -> Callable[[str], ToolKind | None]:
-    def kind_of(name: str) -> ToolKind | None:
-        tool = tools.get(name)
-        return tool.kind if tool is not None else None
-
-    return kind_of
-
-
 class _ResponseJob:
     """A claimed response: its transitions go to its row (state and output), its usage, its stored stream events
     (background) or its listener (foreground), and, when it finishes, its conversation."""
@@ -128,14 +122,16 @@ class _ResponseJob:
             row.api_key_id, row.agent_id, row.agent_version, None, row.request["instance_type"]
         )
         self.seeded = int(row.request.get("seeded", 0))
-        self.kind_of: Callable[[str], ToolKind | None] = _kinds(ToolRegistry())
+        self.kind_of: Callable[[str], ToolKind | None] = lambda name: None
         self.listed: list[dict[str, Any]] = []
         self.stream: ResponseStream | None = None
 
-    def start(self, backend: Backend | None, tools: ToolRegistry) -> None:
+    def start(self, cast: Cast | None) -> None:
         row = self.row
-        self.kind_of = _kinds(tools)
-        self.listed = mcp_listings(tools, row.id)
+        if cast is not None:
+            self.kind_of = cast.kind_of
+            self.listed = mcp_listings(cast.tools, row.id)
+            self.attribution = replace(self.attribution, instance_types=cast.instance_types())
         self.stream = ResponseStream(
             listed=self.listed,
             response_id=row.id,

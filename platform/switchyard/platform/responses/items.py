@@ -221,7 +221,9 @@ def output_items(
     state: RunState, kind_of: KindOf, *, seeded: int = 0, listed: Sequence[dict[str, Any]] = ()
 ) -> list[dict[str, Any]]:
     """A response's output, from its run state: the MCP servers' tool lists (``listed``), the model's text, the
-    client's function calls, the server's tool calls with their results, and the calls awaiting approval.
+    client's function calls, the server's tool calls with their results (handoffs between agents among them: an
+    ``mcp_call`` named ``transfer_to_<agent>``, never a ``function_call``, which a client would try to execute), and
+    the calls awaiting approval.
     ``seeded`` leading messages came from the previous response (calls approved since): only their calls'
     results are this response's."""
     awaiting = state.required_action if state.status is RunStatus.REQUIRES_ACTION else None

@@ -10,6 +10,7 @@ live worker or put aside is skipped, and a worker killed mid-run leaves the last
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -17,10 +18,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.accelerator.pool import Backend, PoolEvent
-from switchyard.agents import TERMINAL_STATUSES, AgentSpec, Message, RunState, RunStatus, ToolRegistry
+from switchyard.accelerator.pool import PoolEvent
+from switchyard.agents import TERMINAL_STATUSES, AgentSpec, Message, RunState, RunStatus
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.db import TenantScope
+from switchyard.platform.execution.cast import Cast
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.execution.kernel import execute
 from switchyard.platform.models import AgentVersion, Run, ThreadMessage
@@ -115,13 +117,14 @@ class _RunJob:
         self.ctx = self._context("unknown")
         self.deltas = MessageDeltas(env.database, scope, self.ctx)
 
-    def _context(self, instance_type: str) -> RunContext:
+    def _context(self, instance_type: str, instance_types: Mapping[str, str] | None = None) -> RunContext:
         run = self.run
-        return RunContext(run.id, run.thread_id, run.agent_id, run.agent_version, run.api_key_id, instance_type)
+        known = (run.id, run.thread_id, run.agent_id, run.agent_version, run.api_key_id)
+        return RunContext(*known, instance_type, instance_types or {})
 
-    def start(self, backend: Backend | None, tools: ToolRegistry) -> None:
-        if backend is not None:
-            self.ctx = self._context(backend.spec.instance)
+    def start(self, cast: Cast | None) -> None:
+        if cast is not None:
+            self.ctx = self._context(cast.backend.spec.instance, cast.instance_types())
             self.deltas.ctx = self.ctx
 
     async def history(self) -> list[Message]:

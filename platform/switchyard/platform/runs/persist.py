@@ -6,8 +6,8 @@ two writers racing on one run exactly one succeeds and the other learns it lost 
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import func, select, update
@@ -33,10 +33,12 @@ class RunContext:
     agent_version: int
     api_key_id: str | None
     instance_type: str
+    instance_types: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def attribution(self) -> Attribution:
-        return Attribution(self.api_key_id, self.agent_id, self.agent_version, self.run_id, self.instance_type)
+        run = (self.api_key_id, self.agent_id, self.agent_version, self.run_id)
+        return Attribution(*run, self.instance_type, self.instance_types)
 
 
 def _payload(name: str, data: dict[str, object], ctx: RunContext) -> dict[str, object]:

@@ -174,6 +174,7 @@ class StepPublic(BaseModel):
     index: int
     type: StepType
     status: str
+    agent_id: str = Field(description="the agent that acted: the run's, or the one it handed off to")
     step_details: dict[str, Any]
     created_at: datetime
     completed_at: datetime | None
@@ -208,6 +209,7 @@ class StepPublic(BaseModel):
             index=step.index,
             type=step.type,
             status=step.status.value,
+            agent_id=step.agent or run.agent_id,
             step_details=details,
             created_at=created,
             completed_at=_time(step.completed_at_ms),
