@@ -213,3 +213,120 @@ def test_handoffs_name_each_agent_once_and_only_agent_ids() -> None:
         AgentSpec(name="a", model="m", handoffs=[{"agent_id": BILLING}, {"agent_id": BILLING}])
     with pytest.raises(ValidationError, match="should match pattern"):
         AgentSpec(name="a", model="m", handoffs=[{"agent_id": "../etc"}])
+
+
+RESEARCHER = "agent_research1"
+
+
+def _caller(tool: dict[str, object] | None = None) -> tuple[AgentSpec, ToolRegistry, dict[str, Member]]:
+    """A writer that may call a researcher agent as a tool; the researcher has the calculator."""
+    from switchyard.agents import AgentToolSpec
+    from switchyard.agents.team import AgentTool
+
+    researcher = AgentSpec(
+        name="Researcher",
+        model="m-research",
+        instructions="You find facts.",
+        tools=[{"type": "calculator"}],
+        guardrails={"input": [{"type": "max_length", "max_chars": 40}]},
+    )
+    spec = AgentSpec(name="writer", model="m-writer", tools=[tool or {"type": "agent", "agent_id": RESEARCHER}])
+    assert isinstance(spec.tools[0], AgentToolSpec)
+    tools = ToolRegistry([AgentTool.of(spec.tools[0], researcher.name)])
+    members = {RESEARCHER: _member(RESEARCHER, researcher, ToolRegistry([CalculatorTool()]))}
+    return spec, tools, members
+
+
+async def test_an_agent_called_as_a_tool_runs_on_its_own_context_and_answers_the_call() -> None:
+    spec, tools, members = _caller()
+    asked: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> Message:
+        asked.append(request)
+        if request.model == "m-research" and request.messages[-1].role == "user":
+            return Message.assistant(None, [ToolCall(id="c2", name="calculator", arguments='{"expression": "6*7"}')])
+        if request.model == "m-research":
+            return Message.assistant("It is 42.")
+        if request.messages[-1].role == "tool":
+            return Message.assistant(f"The researcher says: {request.messages[-1].content}")
+        return Message.assistant(None, [ToolCall(id="c1", name="researcher", arguments='{"input": "what is 6*7?"}')])
+
+    loop = RunLoop(spec, tools, context_window_tokens=8192, members=members)
+    state, _ = await drive_run(
+        loop,
+        loop.new_run("run_1", now_ms=0),
+        thread=[Message.user("a secret the researcher must not see")],
+        model=FunctionModel(model, chip_us_per_token=1),
+    )
+    assert state.status is RunStatus.COMPLETED
+    assert state.final_message is not None
+    assert state.final_message.content == "The researcher says: It is 42."
+    assert [r.model for r in asked] == ["m-writer", "m-research", "m-research", "m-writer"]
+    first_of_researcher = asked[1]
+    assert [m.content for m in first_of_researcher.messages] == ["You find facts.", "what is 6*7?"]  # its own context
+    assert [(s.agent, s.depth) for s in state.steps if s.type is StepType.MODEL_CALL] == [
+        (None, 0),
+        (RESEARCHER, 1),
+        (RESEARCHER, 1),
+        (None, 0),
+    ]
+    call = state.steps[1]
+    assert call.tool_kind is ToolKind.AGENT
+    assert call.output == "It is 42."
+    assert state.frames == []
+    assert [m.role for m in state.messages] == ["assistant", "tool", "assistant"]  # the frame's stay out of the run's
+
+
+async def test_an_agent_tool_is_refused_past_its_agents_input_guardrails_and_depth() -> None:
+    spec, tools, members = _caller()
+    answers = [
+        Message.assistant(None, [ToolCall(id="c1", name="researcher", arguments='{"input": "' + "x" * 50 + '"}')]),
+        Message.assistant("I could not ask."),
+    ]
+    loop = RunLoop(spec, tools, context_window_tokens=8192, members=members)
+    state, _ = await drive_run(
+        loop,
+        loop.new_run("run_1", now_ms=0),
+        thread=[Message.user("go")],
+        model=FunctionModel(lambda r: answers.pop(0)),
+    )
+    assert state.status is RunStatus.COMPLETED
+    refused = state.steps[1]
+    assert refused.is_error
+    assert refused.output is not None
+    assert refused.output.startswith("input guardrail 'max_length' (max_length) tripped")
+
+
+async def test_a_run_killed_inside_an_agent_tool_resumes_there_billing_each_step_once() -> None:
+    spec, tools, members = _caller()
+    answers = {
+        "m-writer": [
+            Message.assistant(None, [ToolCall(id="c1", name="researcher", arguments='{"input": "6*7?"}')]),
+            Message.assistant("done"),
+        ],
+        "m-research": [Message.assistant("42")],
+    }
+    calls: list[str] = []
+
+    def model(request: ModelRequest) -> Message:
+        calls.append(request.model)
+        return answers[request.model].pop(0)
+
+    loop = RunLoop(spec, tools, context_window_tokens=8192, members=members)
+    state = loop.new_run("run_1", now_ms=0)
+    from switchyard.agents import RunState
+
+    # the worker dies right after the frame opened and its first model step was stored, before the call
+
+    function_model = FunctionModel(model, chip_us_per_token=1)
+    state, action = loop.advance(state, thread=[Message.user("go")], now_ms=1)
+    response = await function_model.request(action.request)  # type: ignore[union-attr]
+    state = loop.record_model_response(state, action.step_id, response, now_ms=2)  # type: ignore[union-attr]
+    state, action = loop.advance(state, thread=[Message.user("go")], now_ms=3)
+    assert len(state.frames) == 1
+    resumed = RunState.model_validate(state.model_dump(mode="json"))
+    final, _ = await drive_run(loop, resumed, thread=[Message.user("go")], model=function_model, clock_ms=lambda: 4)
+    assert final.status is RunStatus.COMPLETED
+    assert calls == ["m-writer", "m-research", "m-writer"]  # the researcher's step was asked once more, not twice
+    billed = [s.id for s in final.steps if s.usage is not None]
+    assert len(billed) == len(set(billed)) == 3

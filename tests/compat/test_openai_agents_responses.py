@@ -215,3 +215,18 @@ async def test_a_switchyard_triage_agent_hands_off_on_the_server(
         '{"assistant": "refunds"}',
     )  # type: ignore[union-attr]
     assert answer.type == "message"
+
+
+async def test_a_switchyard_agent_calls_another_as_a_tool_on_the_server(
+    default_client: openai.AsyncOpenAI, live_server: Any, api_key: str
+) -> None:
+    """A writer agent defined in Switchyard calls a researcher agent as a tool on the server (the researcher runs on
+    its own context, billed as itself); openai-agents reads the call and the answer unchanged."""
+    researcher = _define(live_server, api_key, {"name": "researcher", "model": ALIAS, "instructions": "Facts."})
+    tools = [{"type": "agent", "agent_id": researcher}]
+    writer = _define(live_server, api_key, {"name": "writer", "model": ALIAS, "tools": tools})
+    result = await Runner.run(Agent(name="writer", model=ALIAS, prompt={"id": writer}), "Ask researcher input=tides")
+    (response,) = result.raw_responses
+    call, answer = response.output
+    assert (call.type, call.name, answer.type) == ("mcp_call", "researcher", "message")  # type: ignore[union-attr]
+    assert result.final_output.startswith(f"Result of researcher: {call.output}")  # type: ignore[union-attr]

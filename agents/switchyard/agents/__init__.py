@@ -32,6 +32,7 @@ from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import drive_run, execute_tool
 from switchyard.agents.spec import (
     AgentSpec,
+    AgentToolSpec,
     CalculatorToolSpec,
     CurrentTimeToolSpec,
     FunctionToolSpec,
@@ -76,6 +77,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Action",
     "AgentSpec",
+    "AgentToolSpec",
     "AgentsError",
     "AssembledContext",
     "AwaitClient",

@@ -28,6 +28,11 @@ call makes the run go on as that agent (``RunState.active_agent``), on the same 
 (:mod:`switchyard.agents.guardrails`) check the run's input (the thread's last user message) before its first model
 call, with the run's own agent's input guardrails, and its answer with the answering agent's output guardrails; a
 trip fails the run with ``guardrail_tripped`` (a tripped answer is replaced by a notice).
+
+An agent called as a tool (``AgentToolSpec``) runs in a frame (``RunState.frames``): a conversation of its own
+that starts with the call's ``input`` as the user's message and sees nothing of the caller's; its steps are the
+run's (billed to it), and its final answer (checked by its output guardrails) becomes the call's output in the
+caller's conversation. Frames nest up to ``MAX_FRAMES`` deep.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from switchyard.agents.state import (
     AwaitClient,
     CallModel,
     ExecuteTools,
+    Frame,
     RequiredAction,
     RunError,
     RunFinished,
@@ -57,7 +63,7 @@ from switchyard.agents.state import (
     StepType,
     ToolInvocation,
 )
-from switchyard.agents.team import HandoffTool, Member, handoff_output
+from switchyard.agents.team import AgentTool, HandoffTool, Member, handoff_output
 from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolRegistry, ToolResult, validate_arguments
 
 __all__ = ["INTERRUPTED_OUTPUT", "RunLoop"]
@@ -68,6 +74,8 @@ INTERRUPTED_OUTPUT = (
 )
 DENIED_OUTPUT = "The tool call was not approved and was not executed."
 WITHHELD_ANSWER = "The answer was withheld: it tripped an output guardrail."
+MAX_FRAMES = 4
+"""How deep agents called as tools may nest (an agent calling itself stops there)."""
 
 
 class RunLoop:
@@ -149,8 +157,8 @@ class RunLoop:
         for step in state.steps:
             if step.type is not StepType.TOOL_CALL or step.status is not StepStatus.IN_PROGRESS:
                 continue
-            if step.tool_kind is ToolKind.FUNCTION:
-                continue
+            if step.tool_kind in (ToolKind.FUNCTION, ToolKind.AGENT):
+                continue  # the client answers the first; the second's agent is a frame
             assert step.tool_call is not None
             if step.retry is RetrySemantics.IDEMPOTENT:
                 retry.append(self._invocation(step))
@@ -172,6 +180,7 @@ class RunLoop:
         ]
         if pending_client:
             return state, self._require(state, "submit_tool_outputs", pending_client, now_ms)
+        self._open_frames(state, now_ms)
         return self._next_model_call(state, thread, now_ms)
 
     def record_model_response(self, state: RunState, step_id: str, response: ModelResponse, *, now_ms: int) -> RunState:
@@ -204,6 +213,9 @@ class RunLoop:
         if step.status is not StepStatus.COMPLETED or state.status is not RunStatus.IN_PROGRESS:
             return state  # the run stopped while the model worked: the compute is billed, the answer dropped
         message = response.message.model_copy(update={"id": f"msg_{step_id}"})
+        if not message.tool_calls and state.frames:
+            self._close_frame(state, message, now_ms)
+            return state
         if not message.tool_calls:
             trip = first_trip(self.acting(step.agent)[0].guardrails.output, message.content or "")
             if trip is not None:
@@ -213,10 +225,10 @@ class RunLoop:
         if response.finish_reason == "length" and message.tool_calls:
             # cut at max_tokens: its tool calls' arguments are not whole, and running them or asking the model
             # again would spend past what the call was allowed, so the run stops with what it has
-            state.messages.append(message.model_copy(update={"tool_calls": ()}))
+            _conversation(state).append(message.model_copy(update={"tool_calls": ()}))
             state, _ = self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="max_tokens")
             return state
-        state.messages.append(message)
+        _conversation(state).append(message)
         if not message.tool_calls:
             state.status = RunStatus.COMPLETED
             state.completed_at_ms = now_ms
@@ -331,7 +343,12 @@ class RunLoop:
     def _new_step(self, state: RunState, kind: StepType, now_ms: int) -> Step:
         index = len(state.steps)
         step = Step(
-            id=f"{state.run_id}_step_{index}", index=index, type=kind, created_at_ms=now_ms, agent=state.active_agent
+            id=f"{state.run_id}_step_{index}",
+            index=index,
+            type=kind,
+            created_at_ms=now_ms,
+            agent=_acting_agent(state),
+            depth=len(state.frames),
         )
         state.steps.append(step)
         return step
@@ -342,7 +359,7 @@ class RunLoop:
         step.completed_at_ms = now_ms
         step.output = result.output
         step.is_error = result.is_error
-        state.messages.append(
+        _conversation(state).append(
             Message.tool(step.tool_call.id, result.output).model_copy(update={"id": f"msg_{step.id}"})
         )
 
@@ -352,13 +369,12 @@ class RunLoop:
         return ToolInvocation(step_id=step.id, tool_call=step.tool_call, arguments=arguments, agent=step.agent)
 
     def _unanswered_calls(self, state: RunState) -> list[ToolCall]:
-        last_index = next(
-            (i for i in reversed(range(len(state.messages))) if state.messages[i].role == "assistant"), None
-        )
+        messages = _conversation(state)
+        last_index = next((i for i in reversed(range(len(messages))) if messages[i].role == "assistant"), None)
         if last_index is None:
             return []
-        last_assistant = state.messages[last_index]
-        answered = {m.tool_call_id for m in state.messages[last_index + 1 :] if m.role == "tool"}
+        last_assistant = messages[last_index]
+        answered = {m.tool_call_id for m in messages[last_index + 1 :] if m.role == "tool"}
         recorded = {
             s.tool_call.id for s in state.steps if s.tool_call is not None and s.status is StepStatus.IN_PROGRESS
         }
@@ -366,7 +382,7 @@ class RunLoop:
 
     def _handle_tool_calls(self, state: RunState, calls: list[ToolCall], now_ms: int) -> Action | None:
         """Record steps for new tool calls; return the action they need, or ``None`` to carry on."""
-        tools = self.tools_of(state.active_agent)
+        tools = self.tools_of(_acting_agent(state))
         needs_approval: list[ToolCall] = []
         runnable: list[tuple[ToolCall, dict[str, object]]] = []
         handoff: tuple[ToolCall, HandoffTool] | None = None
@@ -410,7 +426,7 @@ class RunLoop:
             step.tool_call = call
             step.tool_kind = tool.kind
             step.retry = tool.retry_semantics(arguments)
-            if tool.kind is not ToolKind.FUNCTION:
+            if tool.kind not in (ToolKind.FUNCTION, ToolKind.AGENT):  # the client's, or run in a frame
                 invocations.append(self._invocation(step))
         if handoff is not None:  # after the calls of the agent that asked for it
             self._hand_off(state, *handoff, now_ms=now_ms)
@@ -430,11 +446,52 @@ class RunLoop:
         else:
             result = ToolResult(handoff_output(target.spec.name))
         self._record_immediate(state, call, result, now_ms)
-        if not result.is_error:
+        if result.is_error:
+            return
+        if state.frames:  # an agent called as a tool hands off within its own conversation
+            state.frames[-1].agent = tool.target
+        else:
             state.active_agent = tool.target
 
+    def _open_frames(self, state: RunState, now_ms: int) -> None:
+        """Start the first agent tool call of this conversation that waits for its agent (one frame at a time)."""
+        depth = len(state.frames)
+        opened = {frame.step_id for frame in state.frames}
+        for step in state.steps:
+            if step.tool_kind is not ToolKind.AGENT or step.status is not StepStatus.IN_PROGRESS:
+                continue
+            if step.depth != depth or step.id in opened:
+                continue
+            assert step.tool_call is not None
+            tool = self.tools_of(step.agent).get(step.tool_call.name)
+            target = self.members.get(tool.target) if isinstance(tool, AgentTool) else None
+            task = str(step.tool_call.parsed_arguments().get("input", ""))
+            refusal: str | None = None
+            if target is None:
+                refusal = f"the agent behind {step.tool_call.name!r} is not available"
+            elif depth >= MAX_FRAMES:
+                refusal = f"agents called as tools nest at most {MAX_FRAMES} deep"
+            elif (trip := first_trip(target.spec.guardrails.input, task)) is not None:
+                refusal = trip.message("input")
+            if refusal is not None or target is None:
+                self._complete_tool_step(state, step, ToolResult(refusal or "", is_error=True), now_ms)
+                continue
+            first = Message.user(task).model_copy(update={"id": f"msg_{step.id}_input"})
+            state.frames.append(Frame(step_id=step.id, agent=target.agent_id, messages=[first]))
+            self._bump(state)
+            return
+
+    def _close_frame(self, state: RunState, answer: Message, now_ms: int) -> None:
+        """The agent of the innermost frame answered: its answer (if its output guardrails pass) is the output of
+        the call that started it, in the caller's conversation."""
+        frame = state.frames.pop()
+        spec = self.acting(frame.agent)[0]
+        trip = first_trip(spec.guardrails.output, answer.content or "")
+        result = ToolResult(answer.content or "") if trip is None else ToolResult(trip.message("output"), is_error=True)
+        self._complete_tool_step(state, state.step(frame.step_id), result, now_ms)
+
     def _record_immediate(self, state: RunState, call: ToolCall, result: ToolResult, now_ms: int) -> None:
-        tool = self.tools_of(state.active_agent).get(call.name)
+        tool = self.tools_of(_acting_agent(state)).get(call.name)
         step = self._new_step(state, StepType.TOOL_CALL, now_ms)
         step.tool_call = call
         step.tool_kind = tool.kind if tool is not None else None
@@ -483,7 +540,7 @@ class RunLoop:
         reserved = params.max_tokens or self.reserved_output_tokens
         context = assemble_context(
             instructions=spec.instructions,
-            history=[*thread, *state.messages],
+            history=list(state.frames[-1].messages) if state.frames else [*thread, *state.messages],
             tools=tools,
             context_window_tokens=window,
             reserved_output_tokens=reserved,
@@ -515,3 +572,13 @@ def _input_text(thread: Sequence[Message]) -> str:
         if message.role == "user":
             return message.content or ""
     return ""
+
+
+def _acting_agent(state: RunState) -> str | None:
+    """The agent acting now: the innermost frame's, else the one handed off to last (``None``: the run's own)."""
+    return state.frames[-1].agent if state.frames else state.active_agent
+
+
+def _conversation(state: RunState) -> list[Message]:
+    """The messages of the conversation going on: the innermost frame's, else the run's own."""
+    return state.frames[-1].messages if state.frames else state.messages

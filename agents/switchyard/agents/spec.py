@@ -13,6 +13,7 @@ __all__ = [
     "MAX_TOOLS_SCHEMA_NODES",
     "MAX_TOOL_SCHEMA_NODES",
     "AgentSpec",
+    "AgentToolSpec",
     "CalculatorToolSpec",
     "CurrentTimeToolSpec",
     "FunctionToolSpec",
@@ -155,8 +156,22 @@ class McpToolSpec(_Strict):
     timeout_s: float = Field(default=30.0, gt=0, le=300)
 
 
+class AgentToolSpec(_Strict):
+    """Another agent of the tenant, called as a tool: it runs on a context of its own (the call's ``input`` as its
+    user message, none of the caller's conversation) and its final answer is the tool's output."""
+
+    type: Literal["agent"] = "agent"
+    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
+    version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
+    name: str | None = Field(
+        default=None, pattern=_NAME_PATTERN, description="the tool's name (default: the agent's name in snake_case)"
+    )
+    description: str = Field(default="", max_length=1024)
+    requires_approval: bool = False
+
+
 ToolSpec = Annotated[
-    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec,
+    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec | AgentToolSpec,
     Field(discriminator="type"),
 ]
 
@@ -299,6 +314,8 @@ class AgentSpec(_Strict):
                     raise ValueError(f"duplicate MCP server_label {tool.server_label!r}")
                 labels.add(tool.server_label)
                 continue
+            if tool.name is None:
+                continue  # an agent tool named after its agent: checked when its agent is known
             if tool.name in seen:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
             seen.add(tool.name)

@@ -21,6 +21,7 @@ __all__ = [
     "AwaitClient",
     "CallModel",
     "ExecuteTools",
+    "Frame",
     "RequiredAction",
     "RunError",
     "RunFinished",
@@ -87,6 +88,7 @@ class Step(BaseModel):
     finish_reason: str | None = Field(default=None, description="stop | length | tool_calls")
     dropped_messages: int = Field(default=0, description="history messages left out of the context")
     agent: str | None = Field(default=None, description="the agent acting (after a handoff), else the run's own")
+    depth: int = Field(default=0, description="how many agents called as tools it was made within")
     # tool calls
     tool_call: ToolCall | None = None
     tool_kind: ToolKind | None = None
@@ -114,6 +116,15 @@ class RunError(BaseModel):
     message: str
 
 
+class Frame(BaseModel):
+    """An agent called as a tool, running on a context of its own: the step of the call that waits for its answer,
+    the agent acting (it may hand off in turn) and the messages of its conversation (its input first)."""
+
+    step_id: str
+    agent: str
+    messages: list[Message] = Field(default_factory=list)
+
+
 class RunState(BaseModel):
     """Everything needed to continue a run on any worker; JSON-serialisable.
 
@@ -132,8 +143,10 @@ class RunState(BaseModel):
     approvals: dict[str, bool] = Field(default_factory=dict)
     active_agent: str | None = Field(default=None, description="the agent handed off to last, else the run's own")
     agents: dict[str, int] = Field(
-        default_factory=dict, description="the versions of the agents it may hand off to, fixed when it started"
+        default_factory=dict,
+        description="the versions of the agents it may hand off to or call, fixed when it started",
     )
+    frames: list[Frame] = Field(default_factory=list, description="agents called as tools, innermost last")
     required_action: RequiredAction | None = None
     usage: Usage = Field(default_factory=Usage)
     chip_us: int = 0

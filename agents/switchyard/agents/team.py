@@ -1,9 +1,12 @@
-"""The agents one run may act as: its own agent, and those it may hand off to (``AgentSpec.handoffs``).
+"""The agents one run may act as: its own agent, those it may hand off to (``AgentSpec.handoffs``) and those it
+calls as tools (``AgentToolSpec``).
 
 The platform resolves the agents a spec names (``Member``: a version's spec, its tools, its model's window) and
-gives them to :class:`~switchyard.agents.loop.RunLoop`; a handoff is a tool call the model makes,
+gives them to :class:`~switchyard.agents.loop.RunLoop`. A handoff is a tool call the model makes,
 ``transfer_to_<name>`` as the Agents SDK names it, after which the run goes on as the target agent (its
-instructions, tools and model) on the same messages.
+instructions, tools and model) on the same messages. An agent tool's call runs the agent on a context of its own
+(its ``input`` as the user's message) and its final answer is the call's output, as the Agents SDK's
+``Agent.as_tool`` does.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.agents.spec import AgentSpec, HandoffSpec
+from switchyard.agents.spec import AgentSpec, AgentToolSpec, HandoffSpec
 from switchyard.agents.tools.base import RetrySemantics, ToolContext, ToolDefinition, ToolKind, ToolRegistry, ToolResult
 
-__all__ = ["HandoffTool", "Member", "handoff_output", "handoff_tool_name", "snake_name"]
+__all__ = ["AgentTool", "HandoffTool", "Member", "agent_tool_name", "handoff_output", "handoff_tool_name", "snake_name"]
 
 
 def snake_name(name: str) -> str:
@@ -66,3 +69,35 @@ class HandoffTool:
 
     async def call(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         raise AssertionError("a handoff is performed by the run loop, not called")
+
+
+def agent_tool_name(tool: AgentToolSpec, agent_name: str) -> str:
+    return tool.name or snake_name(agent_name)
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """Another agent as a tool: the run loop runs ``target`` on the call's ``input`` (a frame); never called."""
+
+    target: str
+    definition: ToolDefinition
+    requires_approval: bool = False
+    kind: ToolKind = ToolKind.AGENT
+
+    @classmethod
+    def of(cls, tool: AgentToolSpec, target_name: str) -> AgentTool:
+        parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {"input": {"type": "string", "description": f"what to ask the {target_name} agent"}},
+            "required": ["input"],
+            "additionalProperties": False,
+        }
+        description = tool.description or f"Ask the {target_name} agent; its answer is the result."
+        definition = ToolDefinition(agent_tool_name(tool, target_name), description, parameters)
+        return cls(tool.agent_id, definition, tool.requires_approval)
+
+    def retry_semantics(self, arguments: Mapping[str, Any]) -> RetrySemantics:
+        return RetrySemantics.IDEMPOTENT
+
+    async def call(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        raise AssertionError("an agent tool is run by the run loop, not called")

@@ -5,6 +5,7 @@ message makes the triage agent hand off."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -166,3 +167,39 @@ async def test_handoffs_name_agents_the_tenant_has(client: Any, make_tenant: Any
     )
     assert changed.status_code == 400
     assert changed.json()["error"]["code"] == "agent_not_found"
+
+
+async def test_an_agent_calls_another_as_a_tool(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    researcher = await make_agent(client, tenant, name="researcher", instructions="You find facts.")
+    writer = await make_agent(
+        client, tenant, name="writer", tools=[{"type": "agent", "agent_id": researcher["id"], "description": "Facts."}]
+    )
+    assert writer["tools"][0]["agent_id"] == researcher["id"]
+    sdk = _sdk(client, tenant.keys["developer"])
+    response = await sdk.responses.create(
+        model="any", prompt={"id": writer["id"]}, input="Ask the researcher with input=tides"
+    )
+    assert response.status == "completed"
+    call, message = response.output
+    assert (call.type, call.name, message.type) == ("mcp_call", "researcher", "message")  # type: ignore[union-attr]
+    assert json.loads(call.arguments) == {"input": "tides"}  # type: ignore[union-attr]
+    assert call.output  # type: ignore[union-attr]  # the researcher's answer
+    assert response.output_text.startswith(f"Result of researcher: {call.output}")  # type: ignore[union-attr]
+    usage = await _usage(client)
+    assert [(e.event_id, e.agent_id) for e in usage] == [
+        (f"{response.id}_step_0", writer["id"]),
+        (f"{response.id}_step_2", researcher["id"]),  # on its own context, billed as itself
+        (f"{response.id}_step_3", writer["id"]),
+    ]
+    clash = await client.post(
+        "/v1/agents",
+        json={
+            "name": "w",
+            "model": MODEL,
+            "tools": [{"type": "calculator", "name": "researcher"}, {"type": "agent", "agent_id": researcher["id"]}],
+        },
+        headers=tenant.headers("developer"),
+    )
+    assert clash.status_code == 400
+    assert (clash.json()["error"]["code"], clash.json()["error"]["param"]) == ("invalid_value", "tools[1].name")

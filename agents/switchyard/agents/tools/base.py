@@ -7,6 +7,7 @@ Three kinds of tool exist (:class:`ToolKind`):
 * ``builtin`` — executed by the worker (``calculator``, ``current_time``, ``http_request``).
 * ``mcp`` — executed by a remote MCP server the worker calls.
 * ``handoff`` — ``transfer_to_<agent>``: performed by the run loop itself, which goes on as that agent.
+* ``agent`` — another agent called as a tool: the run loop runs it on a context of its own (a frame).
 
 Retry guarantee (:class:`RetrySemantics`). The run loop records a tool call as a step *before* executing it
 and its result *after*. When a worker dies between the two, the next worker sees a started step without a
@@ -47,6 +48,7 @@ class ToolKind(StrEnum):
     BUILTIN = "builtin"
     MCP = "mcp"
     HANDOFF = "handoff"
+    AGENT = "agent"
 
 
 class RetrySemantics(StrEnum):

@@ -18,7 +18,7 @@ from switchyard.platform.agent_registry.schemas import (
     AgentUpdate,
     AgentVersionPublic,
 )
-from switchyard.platform.agent_registry.team import check_handoffs
+from switchyard.platform.agent_registry.team import check_team
 from switchyard.platform.agent_registry.versions import agent_row, get_version
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
@@ -85,7 +85,7 @@ async def create_agent(
     check_model(data.model)
     spec = _sealed(AgentSpec.model_validate(data.model_dump()))
     _check_output_cap(spec, max_output_tokens)
-    await check_handoffs(session, scope, spec)
+    await check_team(session, scope, spec)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
     session.add(agent)
     version = _add_version(session, scope, agent, spec)
@@ -165,7 +165,7 @@ async def update_agent(
         check_model(spec.model)
     _check_output_cap(spec, max_output_tokens)
     if "handoffs" in data.model_fields_set:
-        await check_handoffs(session, scope, spec)
+        await check_team(session, scope, spec)
     agent.latest_version += 1
     agent.name = spec.name
     agent.updated_at = utc_now()

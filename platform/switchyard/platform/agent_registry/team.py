@@ -1,4 +1,4 @@
-"""The agents an agent may hand off to, and those they may hand off to in turn: checked when a version is saved,
+"""The agents an agent may hand off to or call as tools, and theirs in turn: checked when a version is saved,
 loaded (and their versions fixed) when a run starts."""
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchyard.agents import AgentSpec
+from switchyard.agents import AgentSpec, AgentToolSpec, McpToolSpec
+from switchyard.agents.team import agent_tool_name
 from switchyard.platform.agent_registry.versions import get_version
 from switchyard.platform.db import TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound
 
-__all__ = ["MAX_TEAM", "TeamError", "check_handoffs", "load_team"]
+__all__ = ["MAX_TEAM", "TeamError", "check_team", "load_team", "named_agents"]
 
 MAX_TEAM = 16
 """The most agents one run may act as, its own included."""
@@ -30,10 +31,10 @@ class TeamError(Exception):
 async def load_team(
     session: AsyncSession, scope: TenantScope, spec: AgentSpec, pinned: Mapping[str, int]
 ) -> dict[str, tuple[int, AgentSpec]]:
-    """Every agent reachable from ``spec`` through handoffs, by id: the version ``pinned`` fixed, else the one the
-    handoff names, else the latest. Raises :class:`TeamError`."""
+    """Every agent reachable from ``spec`` through handoffs and agent tools, by id: the version ``pinned`` fixed,
+    else the one the handoff or tool names, else the latest. Raises :class:`TeamError`."""
     team: dict[str, tuple[int, AgentSpec]] = {}
-    pending = [(h.agent_id, h.version) for h in spec.handoffs]
+    pending = named_agents(spec)
     while pending:
         agent_id, version = pending.pop(0)
         if agent_id in team:
@@ -43,21 +44,44 @@ async def load_team(
         try:
             _, row = await get_version(session, scope=scope, agent_id=agent_id, version=pinned.get(agent_id, version))
         except NotFound as exc:
-            raise TeamError("agent_not_found", f"handoff target: {exc.message}") from None
+            raise TeamError("agent_not_found", f"an agent it hands off to or calls: {exc.message}") from None
         member = AgentSpec.model_validate(row.definition)
         team[agent_id] = (row.version, member)
-        pending.extend((h.agent_id, h.version) for h in member.handoffs)
+        pending.extend(named_agents(member))
     return team
 
 
-async def check_handoffs(session: AsyncSession, scope: TenantScope, spec: AgentSpec) -> None:
-    """Refuse (400) a spec whose handoffs name an agent (or version) the tenant does not have, or too many."""
+def named_agents(spec: AgentSpec) -> list[tuple[str, int | None]]:
+    """The agents ``spec`` hands off to or calls as tools, with the version each names (``None``: the latest)."""
+    tools = [(t.agent_id, t.version) for t in spec.tools if isinstance(t, AgentToolSpec)]
+    return [*((h.agent_id, h.version) for h in spec.handoffs), *tools]
+
+
+async def check_team(session: AsyncSession, scope: TenantScope, spec: AgentSpec) -> None:
+    """Refuse (400) a spec whose handoffs or agent tools name an agent (or version) the tenant does not have, whose
+    agent tools' names clash with its other tools, or that reaches too many agents."""
     for index, handoff in enumerate(spec.handoffs):
-        try:
-            await get_version(session, scope=scope, agent_id=handoff.agent_id, version=handoff.version)
-        except NotFound as exc:
-            raise InvalidRequest(exc.message, param=f"handoffs[{index}]", code="agent_not_found") from None
+        await _named_version(session, scope, handoff.agent_id, handoff.version, f"handoffs[{index}]")
+    names = {tool.name for tool in spec.tools if not isinstance(tool, AgentToolSpec | McpToolSpec)}
+    for index, tool in enumerate(spec.tools):
+        if isinstance(tool, AgentToolSpec):
+            agent = await _named_version(session, scope, tool.agent_id, tool.version, f"tools[{index}]")
+            name = agent_tool_name(tool, agent.name)
+            if name in names:
+                message = f"duplicate tool name {name!r} (give the agent tool a name)"
+                raise InvalidRequest(message, param=f"tools[{index}].name", code="invalid_value")
+            names.add(name)
     try:
         await load_team(session, scope, spec, {})
     except TeamError as exc:
         raise InvalidRequest(exc.message, param="handoffs", code=exc.code) from None
+
+
+async def _named_version(
+    session: AsyncSession, scope: TenantScope, agent_id: str, version: int | None, param: str
+) -> AgentSpec:
+    try:
+        _, row = await get_version(session, scope=scope, agent_id=agent_id, version=version)
+    except NotFound as exc:
+        raise InvalidRequest(exc.message, param=param, code="agent_not_found") from None
+    return AgentSpec.model_validate(row.definition)

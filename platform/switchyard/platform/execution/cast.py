@@ -1,5 +1,6 @@
 """The agents a job acts as, resolved for one drive: its own agent (model backend and tools) and those it may hand
-off to, each with theirs. Resolved at every drive, from the versions the job fixed when it first started."""
+off to or call as tools, each with theirs. Resolved at every drive, from the versions the job fixed when it first
+started."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from switchyard.accelerator.pool import Backend
-from switchyard.agents import AgentSpec, RunState, ToolKind, ToolRegistry, build_tools
-from switchyard.agents.team import HandoffTool, Member
+from switchyard.agents import AgentSpec, AgentToolSpec, RunState, ToolKind, ToolRegistry, build_tools
+from switchyard.agents.team import AgentTool, HandoffTool, Member
 from switchyard.platform.admission import ModelNotFound, model_backend
-from switchyard.platform.agent_registry.team import TeamError, load_team
+from switchyard.platform.agent_registry.team import TeamError, load_team, named_agents
 from switchyard.platform.db import TenantScope
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.observability.instrument import traced_tools
@@ -57,7 +58,7 @@ async def resolve_cast(env: RunEnvironment, scope: TenantScope, spec: AgentSpec,
     checkpoint stores them). Raises :class:`CastError`."""
     spec, backend = _served(env, scope, spec)
     team: dict[str, tuple[int, AgentSpec]] = {}
-    if spec.handoffs:
+    if named_agents(spec):
         async with env.database.unit_of_work(scope) as session:
             try:
                 team = await load_team(session, scope, spec, state.agents)
@@ -88,6 +89,9 @@ async def _tools(env: RunEnvironment, spec: AgentSpec, names: Mapping[str, str])
         tools = traced_tools(await build_tools(spec, **env.tool_options))
         for handoff in spec.handoffs:
             tools.add(HandoffTool.to(handoff, names[handoff.agent_id]))
+        for tool in spec.tools:
+            if isinstance(tool, AgentToolSpec):
+                tools.add(AgentTool.of(tool, names[tool.agent_id]))
     except Exception as exc:
         raise CastError("tool_setup_error", f"{type(exc).__name__}: {exc}") from None
     return tools
