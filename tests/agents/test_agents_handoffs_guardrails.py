@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from switchyard.agents import (
     Message,
     ModelRequest,
     RunLoop,
+    RunState,
     RunStatus,
     StepType,
     ToolCall,
@@ -314,8 +316,6 @@ async def test_a_run_killed_inside_an_agent_tool_resumes_there_billing_each_step
 
     loop = RunLoop(spec, tools, context_window_tokens=8192, members=members)
     state = loop.new_run("run_1", now_ms=0)
-    from switchyard.agents import RunState
-
     # the worker dies right after the frame opened and its first model step was stored, before the call
 
     function_model = FunctionModel(model, chip_us_per_token=1)
@@ -330,3 +330,70 @@ async def test_a_run_killed_inside_an_agent_tool_resumes_there_billing_each_step
     assert calls == ["m-writer", "m-research", "m-writer"]  # the researcher's step was asked once more, not twice
     billed = [s.id for s in final.steps if s.usage is not None]
     assert len(billed) == len(set(billed)) == 3
+
+
+JUDGE = "agent_judge1"
+
+
+def _judged(where: str) -> tuple[RunLoop, FunctionModel, list[ModelRequest]]:
+    """An agent whose ``where`` is judged by another agent; the judge allows unless the text says ``forbidden``."""
+    judge = AgentSpec(name="judge", model="m-judge", instructions="Rule on the text.")
+    spec = AgentSpec(name="a", model="m", guardrails={where: [{"type": "agent", "agent_id": JUDGE, "name": "policy"}]})
+    asked: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> Message:
+        asked.append(request)
+        if request.model == "m-judge":
+            forbidden = "forbidden" in (request.messages[-1].content or "")
+            return Message.assistant(json.dumps({"allowed": not forbidden, "reason": "it says forbidden"}))
+        return Message.assistant("a forbidden answer" if "tempt" in (request.messages[-1].content or "") else "fine")
+
+    loop = RunLoop(spec, ToolRegistry(), context_window_tokens=8192, members={JUDGE: _member(JUDGE, judge)})
+    return loop, FunctionModel(model, chip_us_per_token=1), asked
+
+
+async def _drive(loop: RunLoop, model: FunctionModel, text: str) -> RunState:
+    state, _ = await drive_run(loop, loop.new_run("run_1", now_ms=0), thread=[Message.user(text)], model=model)
+    return state
+
+
+async def test_an_agent_judges_the_input_before_the_run_answers() -> None:
+    loop, model, asked = _judged("input")
+    state = await _drive(loop, model, "a forbidden question")
+    assert state.status is RunStatus.FAILED
+    assert state.last_error is not None
+    assert state.last_error.message == "input guardrail 'policy' (agent) tripped: the judge ruled: it says forbidden"
+    assert [r.model for r in asked] == ["m-judge"]  # only the judge's call: billed to the judge
+    assert asked[0].options["response_format"]["json_schema"]["name"] == "guardrail_verdict"
+    assert asked[0].tools == ()
+    assert [(s.agent, s.depth) for s in state.steps] == [(JUDGE, 1)]
+    loop, model, asked = _judged("input")
+    state = await _drive(loop, model, "a fair question")
+    assert state.status is RunStatus.COMPLETED
+    assert [r.model for r in asked] == ["m-judge", "m"]
+
+
+async def test_an_agent_judges_the_answer_before_it_is_given() -> None:
+    loop, model, asked = _judged("output")
+    state = await _drive(loop, model, "tempt it")
+    assert state.status is RunStatus.FAILED
+    assert state.messages[-1].content == "The answer was withheld: it tripped an output guardrail."
+    assert [r.model for r in asked] == ["m", "m-judge"]
+    assert asked[1].messages[-1].content == "a forbidden answer"  # the judge read the held answer
+    loop, model, asked = _judged("output")
+    state = await _drive(loop, model, "hello")
+    assert state.status is RunStatus.COMPLETED
+    assert state.final_message is not None
+    assert state.final_message.content == "fine"
+
+
+def test_a_judge_that_gives_no_verdict_trips_its_guardrail() -> None:
+    from switchyard.agents import AgentGuardrail
+    from switchyard.agents.guardrails import verdict_trip
+
+    judge = AgentGuardrail(agent_id=JUDGE)
+    assert verdict_trip(judge, '{"allowed": true, "reason": ""}') is None
+    for answer in ("yes", '{"allowed": "yes"}', "[]"):
+        trip = verdict_trip(judge, answer)
+        assert trip is not None
+        assert trip.reason.startswith("the judge's answer is no verdict")

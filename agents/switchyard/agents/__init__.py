@@ -31,6 +31,7 @@ from switchyard.agents.model import (
 from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import drive_run, execute_tool
 from switchyard.agents.spec import (
+    AgentGuardrail,
     AgentSpec,
     AgentToolSpec,
     CalculatorToolSpec,
@@ -76,6 +77,7 @@ __all__ = [
     "INTERRUPTED_OUTPUT",
     "TERMINAL_STATUSES",
     "Action",
+    "AgentGuardrail",
     "AgentSpec",
     "AgentToolSpec",
     "AgentsError",

@@ -15,9 +15,15 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import regex  # type: ignore[import-untyped]
 
-from switchyard.agents.spec import GuardrailSpec, JsonSchemaGuardrail, MaxLengthGuardrail, RegexGuardrail
+from switchyard.agents.spec import (
+    AgentGuardrail,
+    GuardrailSpec,
+    JsonSchemaGuardrail,
+    MaxLengthGuardrail,
+    RegexGuardrail,
+)
 
-__all__ = ["REGEX_TIMEOUT_S", "Trip", "first_trip"]
+__all__ = ["REGEX_TIMEOUT_S", "VERDICT_FORMAT", "Trip", "first_trip", "verdict_trip"]
 
 REGEX_TIMEOUT_S = 0.05
 """The most one regular expression may take on one text."""
@@ -35,13 +41,46 @@ class Trip:
         return f"{where} guardrail {self.guardrail!r} ({self.kind}) tripped: {self.reason}"
 
 
+VERDICT_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "guardrail_verdict",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"allowed": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["allowed", "reason"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The ``response_format`` an agent guardrail's judge answers in."""
+
+
 def first_trip(guardrails: Sequence[GuardrailSpec], text: str) -> Trip | None:
-    """The first of ``guardrails`` that ``text`` trips, or ``None``."""
+    """The first of ``guardrails`` that ``text`` trips, or ``None`` (agent guardrails are judged by the run loop)."""
     for guardrail in guardrails:
+        if isinstance(guardrail, AgentGuardrail):
+            continue
         reason = _check(guardrail, text)
         if reason is not None:
             return Trip(guardrail=guardrail.name or guardrail.type, kind=guardrail.type, reason=reason)
     return None
+
+
+def verdict_trip(guardrail: AgentGuardrail, answer: str) -> Trip | None:
+    """How an agent guardrail's judge ruled: ``None`` when it allowed the text, else the trip (its reason, or why
+    its answer is no verdict: a guardrail fails closed)."""
+    try:
+        verdict = json.loads(answer)
+    except ValueError:
+        verdict = None
+    name = guardrail.name or guardrail.type
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("allowed"), bool):
+        return Trip(guardrail=name, kind=guardrail.type, reason=f"the judge's answer is no verdict: {answer[:200]!r}")
+    if verdict["allowed"]:
+        return None
+    return Trip(guardrail=name, kind=guardrail.type, reason=f"the judge ruled: {str(verdict.get('reason', ''))[:500]}")
 
 
 def _check(guardrail: GuardrailSpec, text: str) -> str | None:
@@ -52,7 +91,7 @@ def _check(guardrail: GuardrailSpec, text: str) -> str | None:
     if isinstance(guardrail, RegexGuardrail):
         return _regex_check(guardrail, text)
     assert isinstance(guardrail, JsonSchemaGuardrail)
-    return _schema_check(guardrail.json_schema, text)
+    return _schema_check(guardrail.json_schema, text)  # (an AgentGuardrail never comes here)
 
 
 def _search(pattern: str, text: str, *, ignore_case: bool = False) -> bool:

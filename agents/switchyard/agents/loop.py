@@ -38,14 +38,14 @@ caller's conversation. Frames nest up to ``MAX_FRAMES`` deep.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from switchyard.agents.context import TokenCounter, assemble_context
 from switchyard.agents.errors import ContextOverflowError, InvalidTransitionError, ToolOutputsError
-from switchyard.agents.guardrails import Trip, first_trip
+from switchyard.agents.guardrails import VERDICT_FORMAT, Trip, first_trip, verdict_trip
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import ModelRequest, ModelResponse, default_token_counter
-from switchyard.agents.spec import AgentSpec
+from switchyard.agents.spec import AgentGuardrail, AgentSpec
 from switchyard.agents.state import (
     TERMINAL_STATUSES,
     Action,
@@ -140,6 +140,7 @@ class RunLoop:
             trip = first_trip(self.spec.guardrails.input, _input_text(thread))
             if trip is not None:  # before any model call: the run costs nothing
                 return self._tripped(state, trip, "input", now_ms)
+            self._open_judge(state, "input", after=-1, text=_input_text(thread), answer=None)
         started = state.started_at_ms if state.started_at_ms is not None else now_ms
         if now_ms - started >= self.spec.limits.timeout_s * 1000:
             return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="timeout")
@@ -213,6 +214,8 @@ class RunLoop:
         if step.status is not StepStatus.COMPLETED or state.status is not RunStatus.IN_PROGRESS:
             return state  # the run stopped while the model worked: the compute is billed, the answer dropped
         message = response.message.model_copy(update={"id": f"msg_{step_id}"})
+        if state.frames and state.frames[-1].guarding is not None:
+            return self._judged(state, message, now_ms)
         if not message.tool_calls and state.frames:
             self._close_frame(state, message, now_ms)
             return state
@@ -222,6 +225,8 @@ class RunLoop:
                 state.messages.append(message.model_copy(update={"content": WITHHELD_ANSWER}))
                 state, _ = self._tripped(state, trip, "output", now_ms)
                 return state
+            if self._open_judge(state, "output", after=-1, text=message.content or "", answer=message):
+                return state  # held until its judges rule
         if response.finish_reason == "length" and message.tool_calls:
             # cut at max_tokens: its tool calls' arguments are not whole, and running them or asking the model
             # again would spend past what the call was allowed, so the run stops with what it has
@@ -481,10 +486,53 @@ class RunLoop:
             self._bump(state)
             return
 
+    def _judges(self, state: RunState, guarding: str) -> list[AgentGuardrail | None]:
+        """The guardrails on the run's input (its own agent's) or on the answer (the answering agent's), by index;
+        ``None`` for those checked without a judge."""
+        spec = self.spec if guarding == "input" else self.acting(_acting_agent(state))[0]
+        checks = spec.guardrails.input if guarding == "input" else spec.guardrails.output
+        return [g if isinstance(g, AgentGuardrail) else None for g in checks]
+
+    def _open_judge(
+        self, state: RunState, guarding: Literal["input", "output"], *, after: int, text: str, answer: Message | None
+    ) -> bool:
+        """Open a frame for the next agent guardrail after index ``after`` on ``text``; whether there was one."""
+        for index, judge in enumerate(self._judges(state, guarding)):
+            if index <= after or judge is None:
+                continue
+            first = Message.user(text).model_copy(update={"id": f"msg_{state.run_id}_{guarding}_judge_{index}"})
+            frame = Frame(agent=judge.agent_id, messages=[first], guarding=guarding, guardrail=index, answer=answer)
+            state.frames.append(frame)
+            self._bump(state)
+            return True
+        return False
+
+    def _judged(self, state: RunState, verdict: Message, now_ms: int) -> RunState:
+        """A judge answered: the text goes on to the next judge, or on (a held answer is given); or the run fails."""
+        frame = state.frames.pop()
+        assert frame.guarding is not None
+        judge = self._judges(state, frame.guarding)[frame.guardrail]
+        assert judge is not None
+        trip = verdict_trip(judge, verdict.content or "")
+        if trip is not None:
+            if frame.answer is not None:
+                state.messages.append(frame.answer.model_copy(update={"content": WITHHELD_ANSWER}))
+            state, _ = self._tripped(state, trip, frame.guarding, now_ms)
+            return state
+        text = frame.messages[0].content or ""
+        if self._open_judge(state, frame.guarding, after=frame.guardrail, text=text, answer=frame.answer):
+            return state
+        if frame.answer is not None:
+            state.messages.append(frame.answer)
+            state.status = RunStatus.COMPLETED
+            state.completed_at_ms = now_ms
+        return state
+
     def _close_frame(self, state: RunState, answer: Message, now_ms: int) -> None:
         """The agent of the innermost frame answered: its answer (if its output guardrails pass) is the output of
         the call that started it, in the caller's conversation."""
         frame = state.frames.pop()
+        assert frame.step_id is not None  # an agent called as a tool (judges close in _judged)
         spec = self.acting(frame.agent)[0]
         trip = first_trip(spec.guardrails.output, answer.content or "")
         result = ToolResult(answer.content or "") if trip is None else ToolResult(trip.message("output"), is_error=True)
@@ -535,7 +583,8 @@ class RunLoop:
 
     def _call_model_action(self, state: RunState, thread: Sequence[Message], step: Step) -> CallModel:
         spec, registry, window = self.acting(step.agent)
-        tools = tuple(d.to_openai() for d in registry.definitions())
+        judging = bool(state.frames) and state.frames[-1].guarding is not None
+        tools = () if judging else tuple(d.to_openai() for d in registry.definitions())
         params = spec.model_params
         reserved = params.max_tokens or self.reserved_output_tokens
         context = assemble_context(
@@ -558,7 +607,7 @@ class RunLoop:
             tools=tools,
             params=params,
             request_id=step.id,
-            options=self.call_options,
+            options={**self.call_options, "response_format": VERDICT_FORMAT} if judging else self.call_options,
         )
         return CallModel(step_id=step.id, request=request)
 

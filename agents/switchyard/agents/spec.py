@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "MAX_TOOLS_SCHEMA_NODES",
     "MAX_TOOL_SCHEMA_NODES",
+    "AgentGuardrail",
     "AgentSpec",
     "AgentToolSpec",
     "CalculatorToolSpec",
@@ -237,7 +238,19 @@ class MaxLengthGuardrail(_Guardrail):
     max_chars: int = Field(gt=0, le=10_000_000)
 
 
-GuardrailSpec = Annotated[RegexGuardrail | JsonSchemaGuardrail | MaxLengthGuardrail, Field(discriminator="type")]
+class AgentGuardrail(_Guardrail):
+    """Another agent of the tenant judges the text (its user message): it answers a verdict
+    ``{"allowed": bool, "reason": str}`` (asked as JSON of that schema), and trips the guardrail when not allowed or
+    when its answer is no such verdict. Its model calls are the run's, billed to it."""
+
+    type: Literal["agent"] = "agent"
+    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
+    version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
+
+
+GuardrailSpec = Annotated[
+    RegexGuardrail | JsonSchemaGuardrail | MaxLengthGuardrail | AgentGuardrail, Field(discriminator="type")
+]
 
 
 class Guardrails(_Strict):

@@ -117,12 +117,17 @@ class RunError(BaseModel):
 
 
 class Frame(BaseModel):
-    """An agent called as a tool, running on a context of its own: the step of the call that waits for its answer,
-    the agent acting (it may hand off in turn) and the messages of its conversation (its input first)."""
+    """An agent running on a context of its own: called as a tool (``step_id``: the call that waits for its
+    answer), or judging as a guardrail (``guarding`` the run's ``input`` or ``output``, the ``guardrail``'s index,
+    and the ``answer`` held until judged); the agent acting (it may hand off in turn) and its conversation (the
+    text it is given first)."""
 
-    step_id: str
+    step_id: str | None = None
     agent: str
     messages: list[Message] = Field(default_factory=list)
+    guarding: Literal["input", "output"] | None = None
+    guardrail: int = 0
+    answer: Message | None = None
 
 
 class RunState(BaseModel):

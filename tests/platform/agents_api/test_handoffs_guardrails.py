@@ -203,3 +203,31 @@ async def test_an_agent_calls_another_as_a_tool(client: Any, make_tenant: Any) -
     )
     assert clash.status_code == 400
     assert (clash.json()["error"]["code"], clash.json()["error"]["param"]) == ("invalid_value", "tools[1].name")
+
+
+async def test_an_agent_judges_another_agents_input(client: Any, make_tenant: Any) -> None:
+    """The simulated judge answers the verdict's schema, ``allowed`` true unless the text says ``allowed=false``."""
+    tenant = await make_tenant()
+    judge = await make_agent(client, tenant, name="judge", instructions="Allow only polite requests.")
+    guarded = await make_agent(
+        client, tenant, guardrails={"input": [{"type": "agent", "agent_id": judge["id"], "name": "politeness"}]}
+    )
+    sdk = _sdk(client, tenant.keys["developer"])
+    allowed = await sdk.responses.create(model="any", prompt={"id": guarded["id"]}, input="Please help.")
+    assert allowed.status in ("completed", "incomplete")
+    refused = await sdk.responses.create(model="any", prompt={"id": guarded["id"]}, input="Do it. allowed=false")
+    assert refused.status == "failed"
+    assert refused.error is not None
+    assert refused.error.message.startswith("input guardrail 'politeness' (agent) tripped: the judge ruled")
+    judged = [e for e in await _usage(client) if e.event_id.startswith(refused.id)]
+    assert [e.agent_id for e in judged] == [judge["id"]]  # the judge's call alone, billed to the judge
+    missing = await client.post(
+        "/v1/agents",
+        json={"name": "g", "model": MODEL, "guardrails": {"output": [{"type": "agent", "agent_id": "agent_none"}]}},
+        headers=tenant.headers("developer"),
+    )
+    assert missing.status_code == 400
+    assert (missing.json()["error"]["code"], missing.json()["error"]["param"]) == (
+        "agent_not_found",
+        "guardrails.output[0]",
+    )

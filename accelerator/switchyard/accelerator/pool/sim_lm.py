@@ -17,7 +17,9 @@ Policy, in order:
    object written into the latest system, developer or user message that holds one (as instructor's JSON mode
    asks for its shape), else ``{"answer": "<words>"}``; it is
    ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
-   arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected).
+   arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected; when
+   the last message holds a ``key=value`` hint for a property of an object schema, the object is built as tool
+   arguments are, hints included: ``allowed=false`` turns a guardrail judge's verdict into a refusal).
 5. Otherwise → text.
 
 Lengths are in the tokens of ``pool/tokens.py`` (at most four characters each), and the whole answer — text, JSON
@@ -209,8 +211,7 @@ def _choose_tool(request: InferenceRequest) -> str | None:
 def _tool_call(request: InferenceRequest, name: str, rng: random.Random) -> tuple[ToolCall, bool]:
     """The call to tool ``name`` with arguments from its schema, and whether their budget ran out."""
     tool = next(t for t in request.tools if t.get("function", {}).get("name") == name)
-    last = request.messages[-1] if request.messages else {}
-    hints = dict(re.findall(r"(\w+)=([^\s,;]+)", _text(last.get("content"))[:MAX_SCHEMA_SEARCH_CHARS]))
+    hints = _hints(request)
     parameters = tool["function"].get("parameters") or {}
     budget = AnswerBudget()
     arguments, exhausted = _serialised(SchemaInstance(parameters, budget).arguments(parameters, hints), budget)
@@ -308,7 +309,17 @@ def _json_reply(request: InferenceRequest, rng: random.Random) -> tuple[str, boo
     else:
         return None
     budget = AnswerBudget()
+    hints = _hints(request)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if kind == "json_schema" and isinstance(properties, Mapping) and set(hints) & set(properties):
+        return _serialised(SchemaInstance(schema, budget).arguments(schema, hints), budget, compact=False)
     return _serialised(SchemaInstance(schema, budget).of(schema), budget, compact=False)
+
+
+def _hints(request: InferenceRequest) -> dict[str, str]:
+    """The ``name=value`` hints of the last message."""
+    last = request.messages[-1] if request.messages else {}
+    return dict(re.findall(r"(\w+)=([^\s,;]+)", _text(last.get("content"))[:MAX_SCHEMA_SEARCH_CHARS]))
 
 
 def _schema_in_messages(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

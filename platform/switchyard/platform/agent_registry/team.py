@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchyard.agents import AgentSpec, AgentToolSpec, McpToolSpec
+from switchyard.agents import AgentGuardrail, AgentSpec, AgentToolSpec, McpToolSpec
 from switchyard.agents.team import agent_tool_name
 from switchyard.platform.agent_registry.versions import get_version
 from switchyard.platform.db import TenantScope
@@ -52,16 +52,23 @@ async def load_team(
 
 
 def named_agents(spec: AgentSpec) -> list[tuple[str, int | None]]:
-    """The agents ``spec`` hands off to or calls as tools, with the version each names (``None``: the latest)."""
+    """The agents ``spec`` hands off to, calls as tools or has judge as guardrails, with the version each names
+    (``None``: the latest)."""
     tools = [(t.agent_id, t.version) for t in spec.tools if isinstance(t, AgentToolSpec)]
-    return [*((h.agent_id, h.version) for h in spec.handoffs), *tools]
+    checks = [*spec.guardrails.input, *spec.guardrails.output]
+    judges = [(g.agent_id, g.version) for g in checks if isinstance(g, AgentGuardrail)]
+    return [*((h.agent_id, h.version) for h in spec.handoffs), *tools, *judges]
 
 
 async def check_team(session: AsyncSession, scope: TenantScope, spec: AgentSpec) -> None:
-    """Refuse (400) a spec whose handoffs or agent tools name an agent (or version) the tenant does not have, whose
-    agent tools' names clash with its other tools, or that reaches too many agents."""
+    """Refuse (400) a spec whose handoffs, agent tools or agent guardrails name an agent (or version) the tenant
+    does not have, whose agent tools' names clash with its other tools, or that reaches too many agents."""
     for index, handoff in enumerate(spec.handoffs):
         await _named_version(session, scope, handoff.agent_id, handoff.version, f"handoffs[{index}]")
+    for where, checks in (("input", spec.guardrails.input), ("output", spec.guardrails.output)):
+        for index, check in enumerate(checks):
+            if isinstance(check, AgentGuardrail):
+                await _named_version(session, scope, check.agent_id, check.version, f"guardrails.{where}[{index}]")
     names = {tool.name for tool in spec.tools if not isinstance(tool, AgentToolSpec | McpToolSpec)}
     for index, tool in enumerate(spec.tools):
         if isinstance(tool, AgentToolSpec):
