@@ -29,6 +29,7 @@ __all__ = [
     "RegexGuardrail",
     "RunLimits",
     "ToolSpec",
+    "schema_nodes",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
