@@ -36,7 +36,7 @@ up: $(STAMP)
 	$(BIN)/switchyard up
 
 ## Run the whole test suite (PostgreSQL/Redis suites too when SWITCHYARD_TEST_*_URL are set): four tests at a time
-## (most wait on processes and sockets), then the tests marked `alone` (they measure interference) by themselves.
+## (most wait on processes and sockets), then the tests marked `alone` (interference, deadlines) one by one.
 test: $(STAMP)
 	@$(BIN)/python -m pytest -n 4 --dist worksteal -m "not alone"; status=$$?; \
 	$(BIN)/python -m pytest -m alone; alone=$$?; \

@@ -61,7 +61,9 @@ from tests.system.oracle import (
 )
 from tests.system.workload import CLIENT_TIMEOUT_S, Clients, Plan, Workload
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.system]
+# alone: it holds processes to deadlines (every one exits within 10 s of SIGTERM) that other tests loading the same
+# two cores would make it miss
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.system, pytest.mark.alone]
 
 TIME_SCALE = 0.05
 LEASE_S = 5.0
