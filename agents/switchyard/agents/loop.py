@@ -33,10 +33,16 @@ An agent called as a tool (``AgentToolSpec``) runs in a frame (``RunState.frames
 that starts with the call's ``input`` as the user's message and sees nothing of the caller's; its steps are the
 run's (billed to it), and its final answer (checked by its output guardrails) becomes the call's output in the
 caller's conversation. Frames nest up to ``MAX_FRAMES`` deep.
+
+A workflow (``AgentSpec.workflow``, :mod:`switchyard.agents.workflows`) makes the run follow its graph instead of
+asking its own agent: each ``agent`` node is a call of that agent in a frame (a step named after the node, its
+answer the step's output), an ``user_approval`` node waits in ``requires_action`` for an approval of a call named
+``approve_<node>``, and the workflow's output is the run's answer (``RunState.workflow`` is where it stands).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -65,6 +71,8 @@ from switchyard.agents.state import (
 )
 from switchyard.agents.team import AgentTool, HandoffTool, Member, handoff_output
 from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolRegistry, ToolResult, validate_arguments
+from switchyard.agents.workflows import machine as workflow
+from switchyard.agents.workflows.spec import AgentNode
 
 __all__ = ["INTERRUPTED_OUTPUT", "RunLoop"]
 
@@ -141,6 +149,8 @@ class RunLoop:
             if trip is not None:  # before any model call: the run costs nothing
                 return self._tripped(state, trip, "input", now_ms)
             self._open_judge(state, "input", after=-1, text=_input_text(thread), answer=None)
+            if self.spec.workflow is not None:
+                state.workflow = workflow.start(self.spec.workflow, _input_text(thread))
         started = state.started_at_ms if state.started_at_ms is not None else now_ms
         if now_ms - started >= self.spec.limits.timeout_s * 1000:
             return self._stop(state, RunStatus.INCOMPLETE, now_ms, reason="timeout")
@@ -182,7 +192,72 @@ class RunLoop:
         if pending_client:
             return state, self._require(state, "submit_tool_outputs", pending_client, now_ms)
         self._open_frames(state, now_ms)
+        if self.spec.workflow is not None and not state.frames:
+            return self._next_node(state, thread, now_ms)
         return self._next_model_call(state, thread, now_ms)
+
+    # -- workflows -------------------------------------------------------------------------------------
+
+    def _next_node(self, state: RunState, thread: Sequence[Message], now_ms: int) -> tuple[RunState, Action]:
+        """Take the workflow to its next agent, approval or end."""
+        graph, flow = self.spec.workflow, state.workflow
+        assert graph is not None
+        assert flow is not None
+        if flow.status is workflow.WorkflowStatus.AWAITING_APPROVAL:
+            decision = state.approvals.get(_approval_id(state))
+            if decision is None:  # resumed before the person decided: ask again
+                return state, self._ask_approval(state, now_ms)
+            flow = workflow.record_approval(graph, flow, str(flow.node), decision)
+        flow, action = workflow.advance(graph, flow)
+        state.workflow = flow
+        self._bump(state)
+        if isinstance(action, workflow.RunAgent):
+            step = self._new_step(state, StepType.TOOL_CALL, now_ms)
+            arguments = json.dumps({"input": action.input})
+            step.tool_call = ToolCall(id=f"call_{step.id}", name=action.node, arguments=arguments)
+            step.tool_kind = ToolKind.AGENT
+            step.retry = RetrySemantics.IDEMPOTENT
+            self._open_frames(state, now_ms)
+            if state.frames:
+                return self._next_model_call(state, thread, now_ms)
+            return self._next_node(state, thread, now_ms)  # refused: the workflow failed
+        if isinstance(action, workflow.AwaitApproval):
+            return state, self._ask_approval(state, now_ms)
+        if action.status is workflow.WorkflowStatus.COMPLETED:
+            answer = Message.assistant(action.output or "").model_copy(update={"id": f"msg_{state.run_id}_output"})
+            state.messages.append(answer)
+            state.status = RunStatus.COMPLETED
+            state.completed_at_ms = now_ms
+            return state, RunFinished(status=state.status)
+        error = flow.error or workflow.WorkflowError(code="workflow_failed", message="the workflow failed")
+        stopped, finished = self._stop(state, RunStatus.FAILED, now_ms)
+        stopped.last_error = RunError(code=error.code, message=error.message)
+        return stopped, finished
+
+    def _ask_approval(self, state: RunState, now_ms: int) -> AwaitClient:
+        assert self.spec.workflow is not None
+        assert state.workflow is not None
+        node = str(state.workflow.node)
+        _, action = workflow.advance(self.spec.workflow, state.workflow)  # the same AwaitApproval, its message
+        message = action.message if isinstance(action, workflow.AwaitApproval) else ""
+        call = ToolCall(id=_approval_id(state), name=f"approve_{node}", arguments=json.dumps({"message": message}))
+        return self._require(state, "approval", [call], now_ms)
+
+    def _node_answered(self, state: RunState, step: Step, result: ToolResult, now_ms: int) -> None:
+        """An agent node's agent answered (or could not be asked): the workflow records it and goes on."""
+        assert self.spec.workflow is not None
+        assert state.workflow is not None
+        assert step.tool_call is not None
+        step.status = StepStatus.FAILED if result.is_error else StepStatus.COMPLETED
+        step.completed_at_ms = now_ms
+        step.output = result.output
+        step.is_error = result.is_error
+        node = step.tool_call.name
+        if result.is_error:
+            state.workflow = workflow.fail(state.workflow, "agent_error", f"node {node!r}: {result.output}")
+        else:
+            state.workflow = workflow.record_agent_output(self.spec.workflow, state.workflow, node, result.output)
+        self._bump(state)
 
     def record_model_response(self, state: RunState, step_id: str, response: ModelResponse, *, now_ms: int) -> RunState:
         """Complete a model step: bill its tokens and chip-µs once, append the assistant message.
@@ -468,8 +543,7 @@ class RunLoop:
             if step.depth != depth or step.id in opened:
                 continue
             assert step.tool_call is not None
-            tool = self.tools_of(step.agent).get(step.tool_call.name)
-            target = self.members.get(tool.target) if isinstance(tool, AgentTool) else None
+            target = self.members.get(self._target_of(step) or "")
             task = str(step.tool_call.parsed_arguments().get("input", ""))
             refusal: str | None = None
             if target is None:
@@ -479,12 +553,30 @@ class RunLoop:
             elif (trip := first_trip(target.spec.guardrails.input, task)) is not None:
                 refusal = trip.message("input")
             if refusal is not None or target is None:
-                self._complete_tool_step(state, step, ToolResult(refusal or "", is_error=True), now_ms)
+                refused = ToolResult(refusal or "", is_error=True)
+                if self._is_node(step):
+                    self._node_answered(state, step, refused, now_ms)
+                else:
+                    self._complete_tool_step(state, step, refused, now_ms)
                 continue
             first = Message.user(task).model_copy(update={"id": f"msg_{step.id}_input"})
             state.frames.append(Frame(step_id=step.id, agent=target.agent_id, messages=[first]))
             self._bump(state)
             return
+
+    def _is_node(self, step: Step) -> bool:
+        """Whether ``step`` is a workflow's agent node (not an agent tool's call)."""
+        return self.spec.workflow is not None and step.depth == 0 and step.agent is None
+
+    def _target_of(self, step: Step) -> str | None:
+        """The agent an agent tool's call (or a workflow's agent node) runs."""
+        assert step.tool_call is not None
+        if self._is_node(step):
+            assert self.spec.workflow is not None
+            node = self.spec.workflow.node(step.tool_call.name)
+            return node.agent_id if isinstance(node, AgentNode) else None
+        tool = self.tools_of(step.agent).get(step.tool_call.name)
+        return tool.target if isinstance(tool, AgentTool) else None
 
     def _judges(self, state: RunState, guarding: str) -> list[AgentGuardrail | None]:
         """The guardrails on the run's input (its own agent's) or on the answer (the answering agent's), by index;
@@ -536,7 +628,11 @@ class RunLoop:
         spec = self.acting(frame.agent)[0]
         trip = first_trip(spec.guardrails.output, answer.content or "")
         result = ToolResult(answer.content or "") if trip is None else ToolResult(trip.message("output"), is_error=True)
-        self._complete_tool_step(state, state.step(frame.step_id), result, now_ms)
+        step = state.step(frame.step_id)
+        if self._is_node(step):
+            self._node_answered(state, step, result, now_ms)
+        else:
+            self._complete_tool_step(state, step, result, now_ms)
 
     def _record_immediate(self, state: RunState, call: ToolCall, result: ToolResult, now_ms: int) -> None:
         tool = self.tools_of(_acting_agent(state)).get(call.name)
@@ -631,3 +727,9 @@ def _acting_agent(state: RunState) -> str | None:
 def _conversation(state: RunState) -> list[Message]:
     """The messages of the conversation going on: the innermost frame's, else the run's own."""
     return state.frames[-1].messages if state.frames else state.messages
+
+
+def _approval_id(state: RunState) -> str:
+    """The id of the call a workflow's approval is asked for (stable until the workflow moves on)."""
+    assert state.workflow is not None
+    return f"approve_{state.run_id}_{state.workflow.node}_{state.workflow.transitions}"

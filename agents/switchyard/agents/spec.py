@@ -9,6 +9,9 @@ from typing import Annotated, Any, Literal
 import jsonschema  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from switchyard.agents.sizes import checked_metadata, schema_nodes
+from switchyard.agents.workflows.spec import WorkflowSpec
+
 __all__ = [
     "MAX_TOOLS_SCHEMA_NODES",
     "MAX_TOOL_SCHEMA_NODES",
@@ -29,7 +32,6 @@ __all__ = [
     "RegexGuardrail",
     "RunLimits",
     "ToolSpec",
-    "schema_nodes",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -38,20 +40,6 @@ _AGENT_ID_PATTERN = r"^agent_[A-Za-z0-9]{1,64}$"
 # every tenant (a 107 KB allOf bomb: 1.2 s); these bound it to ~60 ms a tool and ~300 ms a spec, once per schema
 MAX_TOOL_SCHEMA_NODES = 1_000  # one function tool's parameters: its objects, arrays and the values in them
 MAX_TOOLS_SCHEMA_NODES = 5_000  # all of a spec's function tools together
-
-
-def schema_nodes(value: Any, *, past: int) -> int:
-    """How many JSON values ``value`` holds (itself, and every member and item, nested), counting stopped once
-    past ``past``."""
-    count, pending = 0, [value]
-    while pending and count <= past:
-        item = pending.pop()
-        count += 1
-        if isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return count
 
 
 @functools.lru_cache(maxsize=256)
@@ -294,6 +282,9 @@ class AgentSpec(_Strict):
     tools: list[ToolSpec] = Field(default_factory=list, max_length=128)
     handoffs: list[HandoffSpec] = Field(default_factory=list, max_length=32)
     guardrails: Guardrails = Field(default_factory=Guardrails)
+    workflow: WorkflowSpec | None = Field(
+        default=None, description="a graph of agents, decisions, loops and approvals the run follows instead"
+    )
     model_params: ModelParams = Field(default_factory=ModelParams)
     limits: RunLimits = Field(default_factory=RunLimits)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
@@ -341,7 +332,4 @@ class AgentSpec(_Strict):
     @field_validator("metadata")
     @classmethod
     def _metadata(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if len(key) > 64 or len(item) > 512:
-                raise ValueError("metadata keys are at most 64 characters and values at most 512")
-        return value
+        return checked_metadata(value)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import ModelRequest
 from switchyard.agents.tools.base import RetrySemantics, ToolKind
+from switchyard.agents.workflows.machine import WorkflowState
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -152,6 +153,7 @@ class RunState(BaseModel):
         description="the versions of the agents it may hand off to or call, fixed when it started",
     )
     frames: list[Frame] = Field(default_factory=list, description="agents called as tools, innermost last")
+    workflow: WorkflowState | None = Field(default=None, description="where a workflow's run stands in its graph")
     required_action: RequiredAction | None = None
     usage: Usage = Field(default_factory=Usage)
     chip_us: int = 0

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from switchyard.agents.spec import schema_nodes
+from switchyard.agents.sizes import checked_metadata, schema_nodes
 from switchyard.agents.workflows.expressions import ExpressionError, parse
 from switchyard.agents.workflows.templates import parse_template
 
@@ -265,10 +265,7 @@ class WorkflowSpec(_Strict):
     @field_validator("metadata")
     @classmethod
     def _metadata(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if len(key) > 64 or len(item) > 512:
-                raise ValueError("metadata keys are at most 64 characters and values at most 512")
-        return value
+        return checked_metadata(value)
 
     @model_validator(mode="after")
     def _valid_graph(self) -> WorkflowSpec:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from switchyard.agents.spec import schema_nodes
+from switchyard.agents.sizes import schema_nodes
 from switchyard.agents.workflows.expressions import MAX_VALUE_SIZE, Scope, json_size, parse, to_text
 from switchyard.agents.workflows.syntax import ExpressionError
 
