@@ -13,7 +13,19 @@ import switchyard.sdk as sdk
 from switchyard.sdk import AsyncSwitchyard, Switchyard
 from switchyard.sdk import models as sdk_models
 
-RESOURCES = ["agents", "threads", "models", "api_keys", "members", "audit_log", "budgets", "invoices", "usage", "admin"]
+RESOURCES = [
+    "agents",
+    "workflows",
+    "threads",
+    "models",
+    "api_keys",
+    "members",
+    "audit_log",
+    "budgets",
+    "invoices",
+    "usage",
+    "admin",
+]
 
 # SDK model -> the API's schema component it reads
 COMPONENTS = {
@@ -37,6 +49,8 @@ COMPONENTS = {
     "TenantCreated": "TenantCreated",
     "Thread": "ThreadPublic",
     "UsageBucket": "UsageBucketPublic",
+    "Workflow": "WorkflowPublic",
+    "WorkflowVersion": "WorkflowVersionPublic",
     "UsagePage": "UsagePage",
     "UsageResult": "UsageResult",
 }

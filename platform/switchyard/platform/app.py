@@ -49,6 +49,7 @@ from switchyard.platform.settings import Settings, argon2_cost, load_settings
 from switchyard.platform.tenants.controllers import TenantAdminController
 from switchyard.platform.threads.controllers import ThreadController
 from switchyard.platform.tool_secrets import configure_secrets_key
+from switchyard.platform.workflows.controllers import WorkflowController
 
 __all__ = ["create_app"]
 
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ConversationController,
             FleetController,
             AgentController,
+            WorkflowController,
             ThreadController,
             RunController,
             ThreadAndRunController,

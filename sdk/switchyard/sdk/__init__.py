@@ -49,6 +49,8 @@ from switchyard.sdk.models import (
     UsageBucket,
     UsagePage,
     UsageResult,
+    Workflow,
+    WorkflowVersion,
 )
 from switchyard.sdk.pagination import AsyncPage, Page
 from switchyard.sdk.streaming import AsyncRunEventStream, RunEventStream
@@ -99,4 +101,6 @@ __all__ = [
     "UsageBucket",
     "UsagePage",
     "UsageResult",
+    "Workflow",
+    "WorkflowVersion",
 ]

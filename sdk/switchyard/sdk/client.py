@@ -35,6 +35,7 @@ from switchyard.sdk.resources.admin import Admin, AsyncAdmin
 from switchyard.sdk.resources.agents import Agents, AsyncAgents
 from switchyard.sdk.resources.billing import AsyncBudgets, AsyncInvoices, AsyncUsage, Budgets, Invoices, Usage
 from switchyard.sdk.resources.threads import AsyncThreads, Threads
+from switchyard.sdk.resources.workflows import AsyncWorkflows, Workflows
 
 __all__ = ["AsyncSwitchyard", "Switchyard"]
 
@@ -59,6 +60,10 @@ class Switchyard(BaseClient):
     @cached_property
     def agents(self) -> Agents:
         return Agents(self)
+
+    @cached_property
+    def workflows(self) -> Workflows:
+        return Workflows(self)
 
     @cached_property
     def threads(self) -> Threads:
@@ -175,6 +180,10 @@ class AsyncSwitchyard(BaseClient):
     @cached_property
     def agents(self) -> AsyncAgents:
         return AsyncAgents(self)
+
+    @cached_property
+    def workflows(self) -> AsyncWorkflows:
+        return AsyncWorkflows(self)
 
     @cached_property
     def threads(self) -> AsyncThreads:

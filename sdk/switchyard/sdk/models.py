@@ -40,6 +40,8 @@ __all__ = [
     "UsageBucket",
     "UsagePage",
     "UsageResult",
+    "Workflow",
+    "WorkflowVersion",
 ]
 
 RUN_FINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete", "expired"})
@@ -86,6 +88,33 @@ class AgentVersion(AgentFields):
     object: Literal["agent.version"] = "agent.version"
     id: str
     agent_id: str
+
+
+class WorkflowFields(SwitchyardObject):
+    name: str
+    description: str
+    start: str
+    state: dict[str, Any]
+    nodes: list[dict[str, Any]]
+    metadata: dict[str, str]
+    version: int
+    created_at: datetime
+
+
+class Workflow(WorkflowFields):
+    """A workflow; ``version`` is its current version (every change makes a new one)."""
+
+    object: Literal["workflow"] = "workflow"
+    id: str
+    updated_at: datetime
+
+
+class WorkflowVersion(WorkflowFields):
+    """An immutable snapshot of a workflow; runs record the version they used."""
+
+    object: Literal["workflow.version"] = "workflow.version"
+    id: str
+    workflow_id: str
 
 
 class Thread(SwitchyardObject):

@@ -62,6 +62,24 @@ class AgentUpdateParams(TypedDict, total=False):
     metadata: dict[str, str]
 
 
+class WorkflowCreateParams(TypedDict, total=False):
+    name: Required[str]
+    start: Required[str]
+    nodes: Required[list[dict[str, Any]]]
+    description: str
+    state: dict[str, dict[str, Any]]
+    metadata: dict[str, str]
+
+
+class WorkflowUpdateParams(TypedDict, total=False):
+    name: str
+    start: str
+    nodes: list[dict[str, Any]]
+    description: str
+    state: dict[str, dict[str, Any]]
+    metadata: dict[str, str]
+
+
 class MessageCreateParams(TypedDict, total=False):
     content: Required[str]
     role: Literal["user", "assistant"]

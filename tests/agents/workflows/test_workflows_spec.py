@@ -228,3 +228,11 @@ def test_the_spec_is_immutable() -> None:
     with pytest.raises(ValidationError):
         spec.start = "done"  # type: ignore[misc]
     assert copy.deepcopy(spec) == spec
+
+
+def test_a_spec_checked_again_stays_valid() -> None:
+    """A spec handed where a spec is expected (an agent spec's ``workflow``) is checked again, and still passes."""
+    from switchyard.agents import AgentSpec
+
+    spec = WorkflowSpec.model_validate(support_workflow())
+    assert AgentSpec(name="a", model="m", workflow=spec).workflow == spec

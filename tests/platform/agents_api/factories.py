@@ -107,4 +107,26 @@ async def _run(client: Any, tenant: Any) -> str:
     return run_id
 
 
-AGENT_FACTORIES = {"agent_id": _agent, "thread_id": _thread, "run_id": _run}
+async def _workflow_nodes(client: Any, tenant: Any) -> Any:
+    """The nodes of a workflow that asks one of the tenant's agents (a workflow body's reference to an agent)."""
+    agent_id = (await make_agent(client, tenant))["id"]
+    return [
+        {"type": "agent", "id": "ask", "agent_id": agent_id, "next": "done"},
+        {"type": "end", "id": "done"},
+    ]
+
+
+async def _workflow(client: Any, tenant: Any) -> str:
+    body = {"name": "flow", "start": "ask", "nodes": await _workflow_nodes(client, tenant)}
+    response = await client.post("/v1/workflows", json=body, headers=tenant.headers("developer"))
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+AGENT_FACTORIES = {
+    "agent_id": _agent,
+    "thread_id": _thread,
+    "run_id": _run,
+    "workflow_id": _workflow,
+    "nodes": _workflow_nodes,
+}

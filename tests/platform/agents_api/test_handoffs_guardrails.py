@@ -151,7 +151,7 @@ async def test_handoffs_name_agents_the_tenant_has(client: Any, make_tenant: Any
     ]:
         body = {"name": "triage", "model": MODEL, "handoffs": handoffs}
         refused = await client.post("/v1/agents", json=body, headers=headers)
-        assert refused.status_code == 400, refused.text
+        assert refused.status_code == 404, refused.text
         assert (refused.json()["error"]["code"], refused.json()["error"]["param"]) == ("agent_not_found", param)
     mine = await make_agent(client, tenant)
     pinned = await client.post(
@@ -159,13 +159,13 @@ async def test_handoffs_name_agents_the_tenant_has(client: Any, make_tenant: Any
         json={"name": "t", "model": MODEL, "handoffs": [{"agent_id": mine["id"], "version": 7}]},
         headers=headers,
     )
-    assert pinned.status_code == 400
+    assert pinned.status_code == 404
     assert "no version 7" in pinned.json()["error"]["message"]
     agent = await make_agent(client, tenant, handoffs=[{"agent_id": mine["id"]}])
     changed = await client.patch(
         f"/v1/agents/{agent['id']}", json={"handoffs": [{"agent_id": theirs["id"]}]}, headers=headers
     )
-    assert changed.status_code == 400
+    assert changed.status_code == 404
     assert changed.json()["error"]["code"] == "agent_not_found"
 
 
@@ -226,7 +226,7 @@ async def test_an_agent_judges_another_agents_input(client: Any, make_tenant: An
         json={"name": "g", "model": MODEL, "guardrails": {"output": [{"type": "agent", "agent_id": "agent_none"}]}},
         headers=tenant.headers("developer"),
     )
-    assert missing.status_code == 400
+    assert missing.status_code == 404
     assert (missing.json()["error"]["code"], missing.json()["error"]["param"]) == (
         "agent_not_found",
         "guardrails.output[0]",

@@ -144,9 +144,9 @@ FACTORIES: dict[str, Factory] = {"member_id": _member, "key_id": _api_key, "tena
 SHARED: dict[str, str] = {"model_id": "no-such/model"}
 
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id, rate_card_id
-FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id
+FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id, workflow_id, nodes (a workflow's, naming an agent)
 FACTORIES.update(RESPONSE_FACTORIES)  # response_id, conversation_id, item_id
-BODY_REFS = {"agent_id"}
+BODY_REFS = {"agent_id", "nodes"}
 
 
 # ---- meta-tests: the matrix covers every route ----

@@ -235,9 +235,9 @@ WorkflowNode = Annotated[
 class WorkflowSpec(_Strict):
     """A workflow version: its state variables and its graph of nodes, entered at ``start``."""
 
-    name: str = Field(min_length=1, max_length=256)
+    name: str = Field(min_length=1, max_length=256, examples=["refund-desk"])
     description: str = Field(default="", max_length=4096)
-    start: str = Field(description="the id of the first node")
+    start: str = Field(description="the id of the first node", examples=["ask"])
     state: dict[str, StateVar] = Field(default_factory=dict, max_length=64)
     nodes: list[WorkflowNode] = Field(min_length=1, max_length=200)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
@@ -269,6 +269,7 @@ class WorkflowSpec(_Strict):
 
     @model_validator(mode="after")
     def _valid_graph(self) -> WorkflowSpec:
+        self._by_id = {}  # (a spec given where a spec is expected is checked again: start afresh)
         for node in self.nodes:
             if node.id in self._by_id:
                 raise ValueError(f"duplicate node id {node.id!r}")

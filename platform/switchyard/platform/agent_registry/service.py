@@ -19,7 +19,7 @@ from switchyard.platform.agent_registry.schemas import (
     AgentVersionPublic,
 )
 from switchyard.platform.agent_registry.team import check_team
-from switchyard.platform.agent_registry.versions import agent_row, get_version
+from switchyard.platform.agent_registry.versions import agent_row, get_version, latest_versions
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
 from switchyard.platform.db import TenantScope, new_id
@@ -29,6 +29,7 @@ from switchyard.platform.models import Agent, AgentVersion, utc_now
 
 __all__ = [
     "ModelCheck",
+    "add_version",
     "create_agent",
     "delete_agent",
     "get_agent",
@@ -61,7 +62,7 @@ def _sealed(spec: AgentSpec, current: AgentSpec | None = None) -> AgentSpec:
         raise InvalidRequest(str(exc), param="tools", code="invalid_value") from None
 
 
-def _add_version(session: AsyncSession, scope: TenantScope, agent: Agent, spec: AgentSpec) -> AgentVersion:
+def add_version(session: AsyncSession, scope: TenantScope, agent: Agent, spec: AgentSpec) -> AgentVersion:
     row = AgentVersion(
         id=new_id("agv"),
         tenant_id=scope.tenant_id,
@@ -88,7 +89,7 @@ async def create_agent(
     await check_team(session, scope, spec)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
     session.add(agent)
-    version = _add_version(session, scope, agent, spec)
+    version = add_version(session, scope, agent, spec)
     record(
         session,
         tenant_id=scope.tenant_id,
@@ -103,30 +104,13 @@ async def create_agent(
 
 
 async def get_agent(session: AsyncSession, *, scope: TenantScope, agent_id: str) -> AgentPublic:
-    agent, version = await get_version(session, scope=scope, agent_id=agent_id)
+    agent, version = await get_version(session, scope=scope, agent_id=agent_id, kind="agent")
     return AgentPublic.of(agent, version)
 
 
 async def list_agents(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[AgentPublic]:
-    statement = select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.deleted_at).is_(None))
-    page = await paginate(session, statement, col(Agent.id), params, lambda row: row)
-    if not page.data:
-        return Page[AgentPublic](data=[], first_id=None, last_id=None, has_more=False)
-    keys = [(a.id, a.latest_version) for a in page.data]
-    versions = (
-        (
-            await session.execute(
-                select(AgentVersion).where(
-                    col(AgentVersion.tenant_id) == scope.tenant_id,
-                    col(AgentVersion.agent_id).in_([k[0] for k in keys]),
-                )
-            )
-        )
-        .scalars()
-        .all()
-    )
-    by_key = {(v.agent_id, v.version): v for v in versions}
-    data = [AgentPublic.of(a, by_key[(a.id, a.latest_version)]) for a in page.data]
+    page = await latest_versions(session, scope=scope, params=params, kind="agent")
+    data = [AgentPublic.of(agent, version) for agent, version in page.data]
     return Page[AgentPublic](data=data, first_id=page.first_id, last_id=page.last_id, has_more=page.has_more)
 
 
@@ -141,7 +125,7 @@ async def update_agent(
     max_output_tokens: int,
 ) -> AgentPublic:
     """Apply the fields present in ``data``; a new version only when the definition actually changes."""
-    agent, current = await get_version(session, scope=scope, agent_id=agent_id)
+    agent, current = await get_version(session, scope=scope, agent_id=agent_id, kind="agent")
     definition = dict(current.definition)
     for field in data.model_fields_set:
         value = getattr(data, field)
@@ -169,7 +153,7 @@ async def update_agent(
     agent.latest_version += 1
     agent.name = spec.name
     agent.updated_at = utc_now()
-    version = _add_version(session, scope, agent, spec)
+    version = add_version(session, scope, agent, spec)
     record(
         session,
         tenant_id=scope.tenant_id,
@@ -184,7 +168,7 @@ async def update_agent(
 
 
 async def delete_agent(session: AsyncSession, *, scope: TenantScope, actor: Actor, agent_id: str) -> AgentDeleted:
-    agent = await agent_row(session, scope, agent_id)
+    agent = await agent_row(session, scope, agent_id, "agent")
     agent.deleted_at = utc_now()
     record(
         session, tenant_id=scope.tenant_id, actor=actor, action="agent.delete", target_type="agent", target_id=agent_id
@@ -196,7 +180,7 @@ async def delete_agent(session: AsyncSession, *, scope: TenantScope, actor: Acto
 async def list_versions(
     session: AsyncSession, *, scope: TenantScope, agent_id: str, params: CursorParams
 ) -> Page[AgentVersionPublic]:
-    await agent_row(session, scope, agent_id)
+    await agent_row(session, scope, agent_id, "agent")
     statement = select(AgentVersion).where(
         col(AgentVersion.tenant_id) == scope.tenant_id, col(AgentVersion.agent_id) == agent_id
     )

@@ -13,7 +13,7 @@ from switchyard.platform.agent_registry.versions import get_version
 from switchyard.platform.db import TenantScope
 from switchyard.platform.http.errors import InvalidRequest, NotFound
 
-__all__ = ["MAX_TEAM", "TeamError", "check_team", "load_team", "named_agents"]
+__all__ = ["MAX_TEAM", "TeamError", "check_team", "load_team", "named_agents", "named_version"]
 
 MAX_TEAM = 16
 """The most agents one run may act as, its own included."""
@@ -52,27 +52,28 @@ async def load_team(
 
 
 def named_agents(spec: AgentSpec) -> list[tuple[str, int | None]]:
-    """The agents ``spec`` hands off to, calls as tools or has judge as guardrails, with the version each names
-    (``None``: the latest)."""
+    """The agents ``spec`` hands off to, calls as tools, has judge as guardrails or runs as a workflow's nodes, with
+    the version each names (``None``: the latest)."""
     tools = [(t.agent_id, t.version) for t in spec.tools if isinstance(t, AgentToolSpec)]
     checks = [*spec.guardrails.input, *spec.guardrails.output]
     judges = [(g.agent_id, g.version) for g in checks if isinstance(g, AgentGuardrail)]
-    return [*((h.agent_id, h.version) for h in spec.handoffs), *tools, *judges]
+    nodes = [(agent_id, version) for _, agent_id, version in spec.workflow.agent_refs()] if spec.workflow else []
+    return [*((h.agent_id, h.version) for h in spec.handoffs), *tools, *judges, *nodes]
 
 
 async def check_team(session: AsyncSession, scope: TenantScope, spec: AgentSpec) -> None:
-    """Refuse (400) a spec whose handoffs, agent tools or agent guardrails name an agent (or version) the tenant
-    does not have, whose agent tools' names clash with its other tools, or that reaches too many agents."""
+    """Refuse a spec whose handoffs, agent tools or agent guardrails name an agent (or version) the tenant does not
+    have (404), whose agent tools' names clash with its other tools, or that reaches too many agents (400)."""
     for index, handoff in enumerate(spec.handoffs):
-        await _named_version(session, scope, handoff.agent_id, handoff.version, f"handoffs[{index}]")
+        await named_version(session, scope, handoff.agent_id, handoff.version, f"handoffs[{index}]")
     for where, checks in (("input", spec.guardrails.input), ("output", spec.guardrails.output)):
         for index, check in enumerate(checks):
             if isinstance(check, AgentGuardrail):
-                await _named_version(session, scope, check.agent_id, check.version, f"guardrails.{where}[{index}]")
+                await named_version(session, scope, check.agent_id, check.version, f"guardrails.{where}[{index}]")
     names = {tool.name for tool in spec.tools if not isinstance(tool, AgentToolSpec | McpToolSpec)}
     for index, tool in enumerate(spec.tools):
         if isinstance(tool, AgentToolSpec):
-            agent = await _named_version(session, scope, tool.agent_id, tool.version, f"tools[{index}]")
+            agent = await named_version(session, scope, tool.agent_id, tool.version, f"tools[{index}]")
             name = agent_tool_name(tool, agent.name)
             if name in names:
                 message = f"duplicate tool name {name!r} (give the agent tool a name)"
@@ -84,11 +85,13 @@ async def check_team(session: AsyncSession, scope: TenantScope, spec: AgentSpec)
         raise InvalidRequest(exc.message, param="handoffs", code=exc.code) from None
 
 
-async def _named_version(
+async def named_version(
     session: AsyncSession, scope: TenantScope, agent_id: str, version: int | None, param: str
 ) -> AgentSpec:
+    """The spec of ``agent_id`` at ``version`` (default its latest); 404 ``agent_not_found`` naming ``param`` (as a
+    run naming another tenant's agent gets)."""
     try:
         _, row = await get_version(session, scope=scope, agent_id=agent_id, version=version)
     except NotFound as exc:
-        raise InvalidRequest(exc.message, param=param, code="agent_not_found") from None
+        raise NotFound(exc.message, param=param, code="agent_not_found") from None
     return AgentSpec.model_validate(row.definition)

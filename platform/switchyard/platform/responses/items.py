@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from switchyard.agents import Message, RunState, RunStatus, StepType, ToolCall, ToolKind, ToolRegistry
+from switchyard.agents import Message, RunState, RunStatus, StepStatus, StepType, ToolCall, ToolKind, ToolRegistry
 from switchyard.agents.messages import Role
 from switchyard.platform.http.errors import InvalidRequest
 
@@ -232,6 +232,8 @@ def output_items(
     calls = {c.id: c for m in state.messages for c in m.tool_calls}
     failed = {s.tool_call.id for s in state.steps if s.type is StepType.TOOL_CALL and s.tool_call and s.is_error}
     items: list[dict[str, Any]] = [dict(item) for item in listed]
+    if state.workflow is not None:
+        items.extend(_node_items(state))
     for position, message in enumerate(state.messages):
         if message.role == "assistant":
             if position >= seeded and message.content:
@@ -280,6 +282,29 @@ def output_items(
                     "approval_request_id": None,
                 }
             )
+    return items
+
+
+def _node_items(state: RunState) -> list[dict[str, Any]]:
+    """A workflow's agent nodes that ran (or run), each as the server's tool call: the node, its input, the answer."""
+    items: list[dict[str, Any]] = []
+    for step in state.steps:
+        if step.tool_kind is not ToolKind.AGENT or step.depth != 0 or step.tool_call is None:
+            continue
+        done = step.status is not StepStatus.IN_PROGRESS
+        items.append(
+            {
+                "id": f"mcp_{step.tool_call.id}",
+                "type": "mcp_call",
+                "status": ("failed" if step.is_error else "completed") if done else "in_progress",
+                "server_label": BUILTIN_SERVER_LABEL,
+                "name": step.tool_call.name,
+                "arguments": step.tool_call.arguments,
+                "output": None if step.is_error else step.output,
+                "error": step.output if step.is_error else None,
+                "approval_request_id": None,
+            }
+        )
     return items
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from switchyard.agents import RunState, Step, StepType
 from switchyard.platform.http.bodies import MAX_STORED_INTEGER, REQUEST_BODY
@@ -30,7 +30,10 @@ class RunCreate(BaseModel):
 
     model_config = REQUEST_BODY
 
-    agent_id: str = Field(examples=["agent_01jd8v0000000000000000000"], description="The agent to run.")
+    agent_id: str = Field(examples=["agent_01jd8v0000000000000000000"], description="The agent (or workflow) to run.")
+    workflow_id: str | None = Field(
+        default=None, examples=["workflow_01jd8v0000000000000000000"], description="A workflow to run, instead."
+    )
     # versions are 32-bit integers in the database: a larger one was a 500 there
     agent_version: int | None = Field(
         default=None, ge=1, le=MAX_STORED_INTEGER, description="A version of the agent; default the latest."
@@ -42,6 +45,16 @@ class RunCreate(BaseModel):
         "`interrupt` (cancel it, then start).",
     )
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workflow_or_agent(cls, data: Any) -> Any:
+        """``workflow_id`` names what runs when ``agent_id`` does not (a workflow is stored as an agent)."""
+        if isinstance(data, dict) and data.get("workflow_id") is not None:
+            if data.get("agent_id") not in (None, data["workflow_id"]):
+                raise ValueError("give agent_id or workflow_id, not both")
+            data = {**data, "agent_id": data["workflow_id"]}
+        return data
 
 
 class ThreadAndRunCreate(RunCreate):
