@@ -217,6 +217,23 @@ async def _leases_passed(database: Any, deadline: float) -> None:
         await asyncio.sleep(0.1)
 
 
+async def _chaos_tenant(client: Any) -> dict[str, str]:
+    """A tenant of its own with a large budget: its owner's headers."""
+    from switchyard.platform.bootstrap import CLI_ACTOR
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.tenants.service import create_operator_key
+
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        operator = await create_operator_key(session, actor=CLI_ACTOR, name="chaos")
+    created = await client.post(
+        "/v1/admin/tenants", json={"name": "chaos"}, headers={"Authorization": f"Bearer {operator}"}
+    )
+    headers = {"Authorization": f"Bearer {created.json()['owner_key']['value']}"}
+    budget = await client.post("/v1/budgets", json={"limit_minor": 10**9}, headers=headers)
+    assert budget.status_code in (200, 201), budget.text
+    return headers
+
+
 @pytest.mark.timeout(600)
 async def test_runs_survive_kill_9(
     chaos_env: dict[str, str], mcp_port: int, http_port: int, tmp_path: Path, request: pytest.FixtureRequest
@@ -226,12 +243,10 @@ async def test_runs_survive_kill_9(
 
     from switchyard.agents import INTERRUPTED_OUTPUT, RunState, StepStatus, StepType
     from switchyard.platform.app import create_app
-    from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED
     from switchyard.platform.models import BudgetReservation, Run, RunEventRecord, UsageEvent
     from switchyard.platform.runs.tasks import sweep_runs
     from switchyard.platform.settings import Settings
-    from switchyard.platform.tenants.service import create_operator_key
     from switchyard.platform.worker import create_celery
 
     broker = request.node.callspec.params["chaos_env"]
@@ -256,14 +271,7 @@ async def test_runs_survive_kill_9(
     workers = Workers(chaos_env, tmp_path)
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         database = client.app.state.database
-        async with database.unit_of_work(UNSCOPED) as session:
-            operator = await create_operator_key(session, actor=CLI_ACTOR, name="chaos")
-        created = await client.post(
-            "/v1/admin/tenants", json={"name": "chaos"}, headers={"Authorization": f"Bearer {operator}"}
-        )
-        headers = {"Authorization": f"Bearer {created.json()['owner_key']['value']}"}
-        budget = await client.post("/v1/budgets", json={"limit_minor": 10**9}, headers=headers)
-        assert budget.status_code in (200, 201), budget.text
+        headers = await _chaos_tenant(client)
         agent = await client.post(
             "/v1/agents",
             json={
@@ -370,4 +378,103 @@ async def test_runs_survive_kill_9(
     print(
         f"chaos: {kills} kills, {resumed} runs resumed, {interrupted} MCP calls interrupted, "
         f"{len(usage)} model steps billed once, seed {seed}"
+    )
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("chaos_env", ["redis"], indirect=True)
+async def test_workflows_survive_kill_9(chaos_env: dict[str, str], tmp_path: Path) -> None:
+    """12 runs of a workflow that asks a calculator agent three times in a loop, on PostgreSQL and a Redis broker;
+    the worker is killed three times mid-workflow: every workflow finishes on another worker, its loop counted to
+    three, each model step billed once."""
+    from litestar.testing import AsyncTestClient
+    from sqlalchemy import select
+
+    from switchyard.agents import RunState, StepType
+    from switchyard.platform.app import create_app
+    from switchyard.platform.db import UNSCOPED
+    from switchyard.platform.models import Run, UsageEvent
+    from switchyard.platform.runs.tasks import sweep_runs
+    from switchyard.platform.settings import Settings
+    from switchyard.platform.worker import create_celery
+
+    run_count, kill_count = 12, 3
+    rng = random.Random(seed := random.randrange(2**32))
+    print(f"chaos seed {seed}")
+    settings = Settings(
+        data_dir=Path(chaos_env["SWITCHYARD_DATA_DIR"]),
+        database_url=chaos_env["SWITCHYARD_DATABASE_URL"],
+        broker_url=chaos_env["SWITCHYARD_BROKER_URL"],
+        time_scale=0,
+        agent_run_lease_seconds=2,
+    )
+    celery = create_celery(settings)
+    workers = Workers(chaos_env, tmp_path)
+    async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
+        database = client.app.state.database
+        headers = await _chaos_tenant(client)
+        agent = await client.post(
+            "/v1/agents",
+            json={"name": "adder", "model": "meta-llama/Llama-3.1-8B-Instruct", "tools": [{"type": "calculator"}]},
+            headers=headers,
+        )
+        loop = {
+            "name": "thrice",
+            "start": "loop",
+            "state": {"rounds": {"type": "integer", "default": 0}},
+            "nodes": [
+                {"type": "while", "id": "loop", "condition": "state.rounds < 3", "body": "ask", "max_iterations": 5,
+                 "next": "done"},
+                {"type": "agent", "id": "ask", "agent_id": agent.json()["id"],
+                 "input": "please use calculator expression={{ state.rounds }}*7", "next": "count"},
+                {"type": "set_state", "id": "count", "assignments": {"rounds": "state.rounds + 1"}, "next": "loop"},
+                {"type": "end", "id": "done"},
+            ],
+        }  # fmt: skip
+        workflow = await client.post("/v1/workflows", json=loop, headers=headers)
+        assert workflow.status_code == 201, workflow.text
+        run_ids = []
+        for i in range(run_count):
+            body = {"workflow_id": workflow.json()["id"], "thread": {"messages": [{"content": f"go {i}"}]}}
+            response = await client.post("/v1/runs", json=body, headers=headers)
+            assert response.status_code == 201, response.text
+            run_ids.append(response.json()["id"])
+        kills, deadline, last_sweep = 0, time.monotonic() + 420, time.monotonic()
+        workers.start()
+        try:
+            while (progress := await _progress(database, run_ids))[1] < run_count:
+                assert time.monotonic() < deadline, f"workflows stuck: {progress[1]}/{run_count} (seed {seed})"
+                if kills < kill_count:
+                    while (await _progress(database, run_ids))[0] == progress[0] and time.monotonic() < deadline:  # noqa: ASYNC110
+                        await asyncio.sleep(0.02)
+                    await asyncio.sleep(rng.uniform(0, 0.3))
+                    workers.kill()
+                    kills += 1
+                    workers.start()
+                else:
+                    await asyncio.sleep(0.2)
+                if time.monotonic() - last_sweep > 1:
+                    last_sweep = time.monotonic()
+                    for tenant_id, run_id in await sweep_runs(database, grace_s=3):
+                        celery.send_task("runs.execute", args=[tenant_id, run_id])
+        finally:
+            workers.stop()
+        async with database.unit_of_work(UNSCOPED) as session:
+            runs = (await session.execute(select(Run).where(Run.id.in_(run_ids)))).scalars().all()  # type: ignore[attr-defined]
+            usage = (await session.execute(select(UsageEvent).where(UsageEvent.run_id.in_(run_ids)))).scalars().all()  # type: ignore[attr-defined]
+
+    assert sorted(r.status for r in runs) == ["completed"] * run_count, f"seed {seed}"
+    assert max(r.attempts for r in runs) >= 2, "no workflow was resumed by another worker: the kills missed"
+    billed = sorted(e.event_id for e in usage)
+    for run in runs:
+        state = RunState.model_validate(run.state)
+        assert state.workflow is not None
+        assert state.workflow.vars["rounds"] == 3, f"run {run.id}"
+        asked = [s for s in state.steps if s.tool_call is not None and s.tool_call.name == "ask"]
+        assert len(asked) == 3, f"run {run.id}: a node asked {len(asked)} times"
+        model_steps = sorted(s.id for s in state.steps if s.type is StepType.MODEL_CALL)
+        assert [e for e in billed if e.startswith(f"{run.id}_")] == model_steps, f"run {run.id}"
+    assert len(billed) == len(set(billed))
+    print(
+        f"workflow chaos: {kills} kills, {sum(r.attempts >= 2 for r in runs)} resumed, {len(billed)} steps billed once"
     )
