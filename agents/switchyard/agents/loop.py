@@ -149,7 +149,7 @@ class RunLoop:
             if trip is not None:  # before any model call: the run costs nothing
                 return self._tripped(state, trip, "input", now_ms)
             self._open_judge(state, "input", after=-1, text=_input_text(thread), answer=None)
-            if self.spec.workflow is not None:
+            if self.spec.workflow is not None and state.workflow is None:  # (a continuation brings its own)
                 state.workflow = workflow.start(self.spec.workflow, _input_text(thread))
         started = state.started_at_ms if state.started_at_ms is not None else now_ms
         if now_ms - started >= self.spec.limits.timeout_s * 1000:
@@ -730,6 +730,7 @@ def _conversation(state: RunState) -> list[Message]:
 
 
 def _approval_id(state: RunState) -> str:
-    """The id of the call a workflow's approval is asked for (stable until the workflow moves on)."""
+    """The id of the call a workflow's approval is asked for (stable until the workflow moves on, and across the
+    responses that continue one another)."""
     assert state.workflow is not None
-    return f"approve_{state.run_id}_{state.workflow.node}_{state.workflow.transitions}"
+    return f"approve_{state.workflow.node}_{state.workflow.transitions}"

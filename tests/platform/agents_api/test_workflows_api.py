@@ -132,3 +132,27 @@ async def test_workflows_are_checked_whole_and_versioned(client: Any, make_tenan
     gone = await client.delete(f"/v1/workflows/{workflow['id']}", headers=headers)
     assert gone.json() == {"object": "workflow.deleted", "id": workflow["id"], "deleted": True}
     assert (await client.get(f"/v1/workflows/{workflow['id']}", headers=headers)).status_code == 404
+
+
+async def test_a_workflow_asks_for_approval_through_the_responses_api(client: Any, make_tenant: Any) -> None:
+    """The refund branch drafts twice (the while loop), then asks for approval as an ``mcp_approval_request``; the
+    next response approves it (``previous_response_id``, an ``mcp_approval_response``) and answers the draft."""
+    tenant = await make_tenant()
+    workflow, writer, _ = await _define(client, tenant)
+    sdk = openai.AsyncOpenAI(
+        base_url="http://switchyard.test/v1", api_key=tenant.keys["developer"], http_client=client, max_retries=0
+    )
+    asking = await sdk.responses.create(model="any", prompt={"id": workflow["id"]}, input="A refund, please")
+    *drafts, request = asking.output
+    assert [(d.type, d.name) for d in drafts] == [("mcp_call", "draft"), ("mcp_call", "draft")]  # type: ignore[union-attr]
+    assert (request.type, request.name) == ("mcp_approval_request", "approve_review")  # type: ignore[union-attr]
+    assert drafts[-1].output in request.arguments  # type: ignore[union-attr]  # the message shows the last draft
+    approved = await sdk.responses.create(
+        model="any",
+        prompt={"id": workflow["id"]},
+        previous_response_id=asking.id,
+        input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+    )
+    assert approved.status == "completed"
+    assert approved.output_text == drafts[-1].output  # type: ignore[union-attr]
+    assert [e.agent_id for e in await _usage(client)] == [writer, writer]  # the approval itself cost nothing

@@ -234,6 +234,16 @@ def output_items(
     items: list[dict[str, Any]] = [dict(item) for item in listed]
     if state.workflow is not None:
         items.extend(_node_items(state))
+        for call in awaiting.tool_calls if awaiting is not None and awaiting.type == "approval" else ():
+            items.append(  # a workflow's user_approval node
+                {
+                    "id": f"mcpr_{call.id}",
+                    "type": "mcp_approval_request",
+                    "server_label": BUILTIN_SERVER_LABEL,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
     for position, message in enumerate(state.messages):
         if message.role == "assistant":
             if position >= seeded and message.content:

@@ -86,15 +86,19 @@ def _seed(previous: ResponseRecord, decisions: dict[str, bool], now_ms: int, res
             param="input",
             code="no_pending_approval",
         )
+    approvals = {call.id: decisions.get(call.id, False) for call in action.tool_calls}
+    if earlier.workflow is not None:  # a workflow goes on from its approval node, its agents' versions kept
+        state = RunState(
+            run_id=response_id,
+            created_at_ms=now_ms,
+            workflow=earlier.workflow,
+            agents=earlier.agents,
+            approvals=approvals,
+        )
+        return state, 0
     asking = earlier.messages[-1]
     seeded = asking.model_copy(update={"content": None})
-    state = RunState(
-        run_id=response_id,
-        created_at_ms=now_ms,
-        messages=[seeded],
-        approvals={call.id: decisions.get(call.id, False) for call in action.tool_calls},
-    )
-    return state, 1
+    return RunState(run_id=response_id, created_at_ms=now_ms, messages=[seeded], approvals=approvals), 1
 
 
 async def prepare(
