@@ -19,7 +19,9 @@ from sqlalchemy import func, select
 from .test_run_recovery import _run_row
 from .test_worker_redis_limits import MODEL, owner_headers
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres]
+# alone: it holds a worker to stopping within 10 s of SIGTERM, a deadline other tests loading the same two cores
+# would make it miss (14 s was seen beside them)
+pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres, pytest.mark.alone]
 
 LEASE_S = 3.0
 STOP_BOUND_S = 10.0
