@@ -231,3 +231,21 @@ async def test_an_agent_judges_another_agents_input(client: Any, make_tenant: An
         "agent_not_found",
         "guardrails.output[0]",
     )
+
+
+async def test_a_response_stopped_by_its_input_guardrail_holds_no_budget(client: Any, make_tenant: Any) -> None:
+    """A foreground response's first model call is admitted (a budget hold) before it starts; one whose input
+    guardrail trips makes no call, and gives that hold back at once instead of keeping it until it expires."""
+    from switchyard.platform.models import BudgetReservation
+
+    tenant = await make_tenant()
+    budget = await client.post("/v1/budgets", json={"limit_minor": 10**9}, headers=tenant.headers("owner"))
+    assert budget.status_code in (200, 201), budget.text
+    guarded = await make_agent(client, tenant, guardrails={"input": [{"type": "max_length", "max_chars": 3}]})
+    sdk = _sdk(client, tenant.keys["developer"])
+    refused = await sdk.responses.create(model="any", prompt={"id": guarded["id"]}, input="too long")
+    assert refused.status == "failed"
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        statement = select(BudgetReservation).where(BudgetReservation.tenant_id == tenant.id)
+        holds = list((await session.execute(statement)).scalars())
+    assert [h.status for h in holds] == ["released"]

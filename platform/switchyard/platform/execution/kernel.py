@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -194,7 +195,7 @@ async def _drive_loop(
     # the first call's rates were charged when the job was created (its admission, or the create's check)
     charged = admitted is None and not any(step.usage is not None for step in state.steps)
 
-    def model_for(backend: Backend, agent_id: str | None, first: bool) -> Model:
+    def model_for(backend: Backend, agent_id: str | None, first: bool) -> AdmittedModel:
         inner: Model = (
             env.model_factory(scope.tenant_id, job.session_key)
             if env.model_factory is not None
@@ -234,6 +235,9 @@ async def _drive_loop(
         )
     except AdmissionDeferred as deferred:
         raise deferred.capped(time_limit_of(spec, job.state)) from None
+    finally:
+        if own.admitted is not None:  # the job's own agent made no call (a workflow; an input guardrail tripped)
+            await env.admission.finish(own.admitted, billed=False)
     return job.outcome(final)
 
 
@@ -241,7 +245,7 @@ class _ByAgent:
     """The model of the agent acting in a request: the job's own, or a member's after a handoff (its own backend,
     admitted and budgeted as that agent)."""
 
-    def __init__(self, own: Model, members: dict[str, Model]) -> None:
+    def __init__(self, own: Model, members: Mapping[str, Model]) -> None:
         self.own = own
         self.members = members
 
