@@ -5,6 +5,9 @@ the server, and a Switchyard agent referenced as the prompt."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -230,3 +233,45 @@ async def test_a_switchyard_agent_calls_another_as_a_tool_on_the_server(
     call, answer = response.output
     assert (call.type, call.name, answer.type) == ("mcp_call", "researcher", "message")  # type: ignore[union-attr]
     assert result.final_output.startswith(f"Result of researcher: {call.output}")  # type: ignore[union-attr]
+
+
+def test_an_exported_workflow_runs_with_openai_agents(live_server: Any, api_key: str, tmp_path: Any) -> None:
+    """``GET /v1/workflows/{id}/export?format=agents-sdk`` is a module that runs as written: the graph runs in it,
+    each agent node asks the server's agent through openai-agents, and a person's approval is asked on stdin."""
+    writer = _define(live_server, api_key, {"name": "writer", "model": ALIAS, "instructions": "You draft."})
+    graph = {
+        "name": 'reply "desk" \\ """',  # quotes and a backslash: the module's docstring must survive them
+        "start": "draft",
+        "state": {"rounds": {"type": "integer", "default": 0}, "draft": {"type": "string"}},
+        "nodes": [
+            {"type": "while", "id": "draft", "condition": "state.rounds < 2", "body": "write", "max_iterations": 3,
+             "next": "review"},
+            {"type": "agent", "id": "write", "agent_id": writer, "output_to": "draft", "next": "count"},
+            {"type": "set_state", "id": "count", "assignments": {"rounds": "state.rounds + 1"}, "next": "draft"},
+            {"type": "user_approval", "id": "review", "message": "Send after {{ state.rounds }} drafts?",
+             "approved": "done", "rejected": "done"},
+            {"type": "end", "id": "done", "output": "{{ state.rounds }} drafts: {{ state.draft }}"},
+        ],
+    }  # fmt: skip
+    auth = {"Authorization": f"Bearer {api_key}"}
+    created = httpx.post(f"{live_server.base_url}/workflows", json=graph, headers=auth)
+    assert created.status_code == 201, created.text
+    url = f"{live_server.base_url}/workflows/{created.json()['id']}/export"
+    exported = httpx.get(url, params={"format": "agents-sdk"}, headers=auth)
+    assert exported.status_code == 200, exported.text
+    assert exported.headers["content-type"].startswith("text/x-python")
+    module = tmp_path / "reply_desk.py"
+    module.write_text(exported.text)
+    env = {**os.environ, "SWITCHYARD_BASE_URL": live_server.base_url, "OPENAI_API_KEY": api_key}
+    done = subprocess.run(
+        [sys.executable, str(module), "Where is my parcel?"],
+        input="y\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Send after 2 drafts?" in done.stdout  # the approval was asked
+    answered = done.stdout.rsplit("Approve? [y/N] ", 1)[1]  # (the prompt is not followed by a newline)
+    assert answered.startswith("2 drafts: ")  # the workflow's output, after two drafts

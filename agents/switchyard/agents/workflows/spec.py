@@ -239,7 +239,16 @@ class WorkflowSpec(_Strict):
     description: str = Field(default="", max_length=4096)
     start: str = Field(description="the id of the first node", examples=["ask"])
     state: dict[str, StateVar] = Field(default_factory=dict, max_length=64)
-    nodes: list[WorkflowNode] = Field(min_length=1, max_length=200)
+    nodes: list[WorkflowNode] = Field(
+        min_length=1,
+        max_length=200,
+        examples=[
+            [
+                {"type": "agent", "id": "ask", "agent_id": "agent_01jd8v0000000000000000000", "next": "done"},
+                {"type": "end", "id": "done"},
+            ]
+        ],
+    )
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
 
     _by_id: dict[str, WorkflowNode] = PrivateAttr(default_factory=dict)

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, JSONBody
+from typing import Annotated, Literal
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentActor, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest, NotFound
+from switchyard.platform.http.openapi import answers
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.workflows import service
 from switchyard.platform.workflows.schemas import (
@@ -69,3 +72,26 @@ class WorkflowController(Controller):
         self, db_session: DbSession, tenant: CurrentTenant, workflow_id: FromPath[str], page: PageParams
     ) -> Page[WorkflowVersionPublic]:
         return await service.list_versions(db_session, scope=tenant, workflow_id=workflow_id, params=page)
+
+    @get(
+        "/{workflow_id:str}/export",
+        opt=access(Role.VIEWER),
+        summary="Export a workflow as code",
+        responses=answers(
+            HTTP_200_OK, "A Python module that runs the workflow with openai-agents.", {"text/x-python": str}
+        ),
+    )
+    async def export_workflow(
+        self,
+        db_session: DbSession,
+        tenant: CurrentTenant,
+        workflow_id: FromPath[str],
+        output: Annotated[
+            Literal["agents-sdk"], QueryParameter(name="format", description="agents-sdk: a module for openai-agents.")
+        ] = "agents-sdk",
+    ) -> Response[str]:
+        """The workflow's latest version as a runnable Python module: the graph runs in it (the server's own
+        interpreter), each agent node asks the agent on this server through openai-agents."""
+        module = await service.export_workflow(db_session, scope=tenant, workflow_id=workflow_id)
+        disposition = f'attachment; filename="{workflow_id}.py"'
+        return Response(module, media_type="text/x-python", headers={"content-disposition": disposition})

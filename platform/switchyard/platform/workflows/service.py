@@ -21,6 +21,7 @@ from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.models import Agent, AgentVersion, utc_now
+from switchyard.platform.workflows.export import agents_sdk_module
 from switchyard.platform.workflows.schemas import (
     WorkflowCreate,
     WorkflowDeleted,
@@ -32,6 +33,7 @@ from switchyard.platform.workflows.schemas import (
 __all__ = [
     "create_workflow",
     "delete_workflow",
+    "export_workflow",
     "get_workflow",
     "list_versions",
     "list_workflows",
@@ -161,3 +163,16 @@ async def list_versions(
         col(AgentVersion.tenant_id) == scope.tenant_id, col(AgentVersion.agent_id) == workflow_id
     )
     return await paginate(session, statement, col(AgentVersion.id), params, WorkflowVersionPublic.of)
+
+
+async def export_workflow(session: AsyncSession, *, scope: TenantScope, workflow_id: str) -> str:
+    """The workflow's latest version as a module for openai-agents (``export.py``), each agent node fixed at the
+    version it names or at the agent's latest now."""
+    row, version = await get_version(session, scope=scope, agent_id=workflow_id, kind=KIND)
+    graph = AgentSpec.model_validate(version.definition).workflow
+    assert graph is not None
+    agents: dict[str, tuple[int, AgentSpec]] = {}
+    for node, agent_id, wanted in graph.agent_refs():
+        _, agent_version = await get_version(session, scope=scope, agent_id=agent_id, version=wanted)
+        agents[node] = (agent_version.version, AgentSpec.model_validate(agent_version.definition))
+    return agents_sdk_module(row.id, version.version, graph, agents)
