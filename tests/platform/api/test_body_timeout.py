@@ -142,6 +142,9 @@ def test_a_body_that_never_arrives_is_408_and_the_connection_closes(
     assert "idempotent-replayed" not in retry.headers
 
 
+# alone: a byte sent just after the server answered and closed (a delay between the check and the send, which
+# neighbouring tests on two cores make likely) resets the connection before the answer is read
+@pytest.mark.alone
 def test_a_trickled_body_does_not_extend_the_deadline(server: Server) -> None:
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(_request_head(server, len(BODY)))

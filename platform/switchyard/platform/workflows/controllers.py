@@ -28,7 +28,7 @@ class WorkflowController(Controller):
     tags = ["Workflows"]
     guards = [require_access]
 
-    @post(opt=access(Role.DEVELOPER), summary="Create a workflow", raises=[InvalidRequest])
+    @post(opt=access(Role.DEVELOPER), summary="Create a workflow", raises=[InvalidRequest, NotFound])
     async def create_workflow(
         self, db_session: DbSession, tenant: CurrentTenant, actor: CurrentActor, data: JSONBody[WorkflowCreate]
     ) -> WorkflowPublic:
@@ -48,7 +48,12 @@ class WorkflowController(Controller):
     ) -> WorkflowPublic:
         return await service.get_workflow(db_session, scope=tenant, workflow_id=workflow_id)
 
-    @patch("/{workflow_id:str}", opt=access(Role.DEVELOPER), summary="Change a workflow (a new version)")
+    @patch(
+        "/{workflow_id:str}",
+        opt=access(Role.DEVELOPER),
+        summary="Change a workflow (a new version)",
+        raises=[InvalidRequest, NotFound],
+    )
     async def update_workflow(
         self,
         db_session: DbSession,
