@@ -1,4 +1,5 @@
-"""Checking a text against guardrails: the run's input before its first model call, its answer before it is given.
+"""Guardrails: their shapes, and checking a text against them (a run's input before its first model call, its answer
+before it is given, a workflow's guardrail node).
 
 Every check is bounded on the process that runs it (a worker every tenant shares): a regular expression is
 evaluated with a time limit (``REGEX_TIMEOUT_S``; one that takes longer trips its guardrail, failing closed), and a
@@ -10,23 +11,104 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import jsonschema  # type: ignore[import-untyped]
 import regex  # type: ignore[import-untyped]
+from pydantic import ConfigDict, Field, field_validator
 
-from switchyard.agents.spec import (
-    AgentGuardrail,
-    GuardrailSpec,
-    JsonSchemaGuardrail,
-    MaxLengthGuardrail,
-    RegexGuardrail,
-)
+from switchyard.agents.shapes import AGENT_ID_PATTERN, MAX_TOOL_SCHEMA_NODES, NAME_PATTERN, Strict, schema_error
+from switchyard.agents.sizes import schema_nodes
 
-__all__ = ["REGEX_TIMEOUT_S", "VERDICT_FORMAT", "Trip", "first_trip", "verdict_trip"]
+__all__ = [
+    "REGEX_TIMEOUT_S",
+    "VERDICT_FORMAT",
+    "AgentGuardrail",
+    "GuardrailSpec",
+    "Guardrails",
+    "JsonSchemaGuardrail",
+    "MaxLengthGuardrail",
+    "RegexGuardrail",
+    "Trip",
+    "first_trip",
+    "verdict_trip",
+]
 
 REGEX_TIMEOUT_S = 0.05
 """The most one regular expression may take on one text."""
+
+
+class _Guardrail(Strict):
+    name: str | None = Field(default=None, pattern=NAME_PATTERN, description="named in the error when it trips")
+
+
+class RegexGuardrail(_Guardrail):
+    """Trips when the text contains a match of ``pattern`` (Python ``re`` syntax; evaluation is bounded in time,
+    and a pattern that takes longer trips it)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(min_length=1, max_length=1000)
+    ignore_case: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            regex.compile(value, flags=regex.VERSION0)
+        except regex.error as exc:
+            raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
+        return value
+
+
+class JsonSchemaGuardrail(_Guardrail):
+    """Trips unless the text is JSON valid against ``schema``."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: dict[str, Any] = Field(alias="schema", description="a JSON Schema")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
+            raise ValueError(f"schema has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
+        error = schema_error(json.dumps(value, sort_keys=True))
+        if error is not None:
+            raise ValueError(f"schema is not a valid JSON Schema: {error}")
+        return value
+
+
+class MaxLengthGuardrail(_Guardrail):
+    """Trips when the text is longer than ``max_chars`` characters."""
+
+    type: Literal["max_length"] = "max_length"
+    max_chars: int = Field(gt=0, le=10_000_000)
+
+
+class AgentGuardrail(_Guardrail):
+    """Another agent of the tenant judges the text (its user message): it answers a verdict
+    ``{"allowed": bool, "reason": str}`` (asked as JSON of that schema), and trips the guardrail when not allowed or
+    when its answer is no such verdict. Its model calls are the run's, billed to it."""
+
+    type: Literal["agent"] = "agent"
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
+    version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
+
+
+GuardrailSpec = Annotated[
+    RegexGuardrail | JsonSchemaGuardrail | MaxLengthGuardrail | AgentGuardrail, Field(discriminator="type")
+]
+
+
+class Guardrails(Strict):
+    """Checks on a run's input, before its first model call (a trip costs no compute), and on the final answer,
+    before it is given (a trip replaces it). Either ends the run ``failed`` with ``guardrail_tripped``."""
+
+    input: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
+    output: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
 
 
 @dataclass(frozen=True)

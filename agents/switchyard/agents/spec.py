@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Annotated, Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from switchyard.agents.guardrails import (
+    AgentGuardrail,
+    Guardrails,
+    GuardrailSpec,
+    JsonSchemaGuardrail,
+    MaxLengthGuardrail,
+    RegexGuardrail,
+)
+from switchyard.agents.shapes import (
+    AGENT_ID_PATTERN,
+    MAX_TOOL_SCHEMA_NODES,
+    MAX_TOOLS_SCHEMA_NODES,
+    NAME_PATTERN,
+    Strict,
+    schema_error,
+)
 from switchyard.agents.sizes import checked_metadata, schema_nodes
 from switchyard.agents.workflows.spec import WorkflowSpec
 
@@ -34,35 +48,12 @@ __all__ = [
     "ToolSpec",
 ]
 
-_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-_AGENT_ID_PATTERN = r"^agent_[A-Za-z0-9]{1,64}$"
-# Checking a schema against JSON Schema's metaschema costs ~0.06 ms of CPU a node, on the event loop that serves
-# every tenant (a 107 KB allOf bomb: 1.2 s); these bound it to ~60 ms a tool and ~300 ms a spec, once per schema
-MAX_TOOL_SCHEMA_NODES = 1_000  # one function tool's parameters: its objects, arrays and the values in them
-MAX_TOOLS_SCHEMA_NODES = 5_000  # all of a spec's function tools together
 
-
-@functools.lru_cache(maxsize=256)
-def _schema_error(canonical: str) -> str | None:
-    """Why the schema (as canonical JSON) is no valid JSON Schema, or ``None``: checked once per distinct schema
-    (an agent's tools are validated again at every run, a response's at admission and in its run)."""
-    try:
-        jsonschema.Draft202012Validator.check_schema(json.loads(canonical))
-    except jsonschema.SchemaError as exc:
-        return str(exc.message)
-    return None
-
-
-class _Strict(BaseModel):
-    # strict: a JSON body's values keep their types ("yes" is not true, "7" is not 7), as the API documents them
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class FunctionToolSpec(_Strict):
+class FunctionToolSpec(Strict):
     """A tool the client executes; the run stops in ``requires_action`` until its outputs arrive."""
 
     type: Literal["function"] = "function"
-    name: str = Field(pattern=_NAME_PATTERN, description="unique within the agent")
+    name: str = Field(pattern=NAME_PATTERN, description="unique within the agent")
     description: str = Field(default="", max_length=1024)
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -75,7 +66,7 @@ class FunctionToolSpec(_Strict):
     def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
             raise ValueError(f"parameters has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
-        error = _schema_error(json.dumps(value, sort_keys=True))
+        error = schema_error(json.dumps(value, sort_keys=True))
         if error is not None:
             raise ValueError(f"parameters is not a valid JSON Schema: {error}")
         if value.get("type") != "object":
@@ -83,27 +74,27 @@ class FunctionToolSpec(_Strict):
         return value
 
 
-class CalculatorToolSpec(_Strict):
+class CalculatorToolSpec(Strict):
     """The built-in safe arithmetic tool."""
 
     type: Literal["calculator"] = "calculator"
-    name: str = Field(default="calculator", pattern=_NAME_PATTERN)
+    name: str = Field(default="calculator", pattern=NAME_PATTERN)
     requires_approval: bool = False
 
 
-class CurrentTimeToolSpec(_Strict):
+class CurrentTimeToolSpec(Strict):
     """The built-in clock tool."""
 
     type: Literal["current_time"] = "current_time"
-    name: str = Field(default="current_time", pattern=_NAME_PATTERN)
+    name: str = Field(default="current_time", pattern=NAME_PATTERN)
     requires_approval: bool = False
 
 
-class HttpRequestToolSpec(_Strict):
+class HttpRequestToolSpec(Strict):
     """The built-in HTTP tool, restricted to allow-listed hosts and guarded against SSRF."""
 
     type: Literal["http_request"] = "http_request"
-    name: str = Field(default="http_request", pattern=_NAME_PATTERN)
+    name: str = Field(default="http_request", pattern=NAME_PATTERN)
     allowed_hosts: list[str] = Field(min_length=1, description="host names or '*.example.com' patterns")
     allowed_ports: list[int] | None = Field(default=None, description="restrict ports (default: any)")
     methods: list[Literal["GET", "POST"]] = Field(default=["GET"], min_length=1)
@@ -129,7 +120,7 @@ class HttpRequestToolSpec(_Strict):
         return value
 
 
-class McpToolSpec(_Strict):
+class McpToolSpec(Strict):
     """A remote MCP server (streamable HTTP) whose tools are offered to the model as ``<label>__<tool>``."""
 
     type: Literal["mcp"] = "mcp"
@@ -146,15 +137,15 @@ class McpToolSpec(_Strict):
     timeout_s: float = Field(default=30.0, gt=0, le=300)
 
 
-class AgentToolSpec(_Strict):
+class AgentToolSpec(Strict):
     """Another agent of the tenant, called as a tool: it runs on a context of its own (the call's ``input`` as its
     user message, none of the caller's conversation) and its final answer is the tool's output."""
 
     type: Literal["agent"] = "agent"
-    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
     version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
     name: str | None = Field(
-        default=None, pattern=_NAME_PATTERN, description="the tool's name (default: the agent's name in snake_case)"
+        default=None, pattern=NAME_PATTERN, description="the tool's name (default: the agent's name in snake_case)"
     )
     description: str = Field(default="", max_length=1024)
     requires_approval: bool = False
@@ -166,91 +157,16 @@ ToolSpec = Annotated[
 ]
 
 
-class HandoffSpec(_Strict):
+class HandoffSpec(Strict):
     """An agent of the tenant the model may transfer the conversation to (a ``transfer_to_<name>`` tool call):
     the run goes on with that agent's instructions, tools and model, on the same messages."""
 
-    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
     version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
     description: str = Field(default="", max_length=1024, description="when the model should transfer")
 
 
-class _Guardrail(_Strict):
-    name: str | None = Field(default=None, pattern=_NAME_PATTERN, description="named in the error when it trips")
-
-
-class RegexGuardrail(_Guardrail):
-    """Trips when the text contains a match of ``pattern`` (Python ``re`` syntax; evaluation is bounded in time,
-    and a pattern that takes longer trips it)."""
-
-    type: Literal["regex"] = "regex"
-    pattern: str = Field(min_length=1, max_length=1000)
-    ignore_case: bool = False
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        import regex  # type: ignore[import-untyped]
-
-        try:
-            regex.compile(value, flags=regex.VERSION0)
-        except regex.error as exc:
-            raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
-        return value
-
-
-class JsonSchemaGuardrail(_Guardrail):
-    """Trips unless the text is JSON valid against ``schema``."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
-    )
-
-    type: Literal["json_schema"] = "json_schema"
-    json_schema: dict[str, Any] = Field(alias="schema", description="a JSON Schema")
-
-    @field_validator("json_schema")
-    @classmethod
-    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
-            raise ValueError(f"schema has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
-        error = _schema_error(json.dumps(value, sort_keys=True))
-        if error is not None:
-            raise ValueError(f"schema is not a valid JSON Schema: {error}")
-        return value
-
-
-class MaxLengthGuardrail(_Guardrail):
-    """Trips when the text is longer than ``max_chars`` characters."""
-
-    type: Literal["max_length"] = "max_length"
-    max_chars: int = Field(gt=0, le=10_000_000)
-
-
-class AgentGuardrail(_Guardrail):
-    """Another agent of the tenant judges the text (its user message): it answers a verdict
-    ``{"allowed": bool, "reason": str}`` (asked as JSON of that schema), and trips the guardrail when not allowed or
-    when its answer is no such verdict. Its model calls are the run's, billed to it."""
-
-    type: Literal["agent"] = "agent"
-    agent_id: str = Field(pattern=_AGENT_ID_PATTERN)
-    version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
-
-
-GuardrailSpec = Annotated[
-    RegexGuardrail | JsonSchemaGuardrail | MaxLengthGuardrail | AgentGuardrail, Field(discriminator="type")
-]
-
-
-class Guardrails(_Strict):
-    """Checks on a run's input, before its first model call (a trip costs no compute), and on the final answer,
-    before it is given (a trip replaces it). Either ends the run ``failed`` with ``guardrail_tripped``."""
-
-    input: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
-    output: list[GuardrailSpec] = Field(default_factory=list, max_length=16)
-
-
-class ModelParams(_Strict):
+class ModelParams(Strict):
     """Sampling parameters passed to every model call of a run."""
 
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -260,7 +176,7 @@ class ModelParams(_Strict):
     seed: int | None = None
 
 
-class RunLimits(_Strict):
+class RunLimits(Strict):
     """When a run stops as ``incomplete``; every limit is checked before each model call."""
 
     max_steps: int = Field(default=25, gt=0, le=1000, description="model calls per run")
@@ -273,7 +189,7 @@ class RunLimits(_Strict):
     )
 
 
-class AgentSpec(_Strict):
+class AgentSpec(Strict):
     """An agent version: name, instructions, model, tools, model parameters, limits and metadata."""
 
     name: str = Field(min_length=1, max_length=256)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from switchyard.agents.shapes import AGENT_ID_PATTERN, Strict
 from switchyard.agents.sizes import checked_metadata, schema_nodes
 from switchyard.agents.workflows.expressions import ExpressionError, parse
 from switchyard.agents.workflows.templates import parse_template
@@ -32,16 +33,10 @@ __all__ = [
 
 _NODE_ID = r"^[A-Za-z0-9_-]{1,64}$"
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_AGENT_ID = r"^agent_[A-Za-z0-9]{1,64}$"
 MAX_DEFAULT_NODES = 1_000  # JSON values in one state variable's default
 
 
-class _Strict(BaseModel):
-    # as the agent spec: a JSON body's values keep their types ("7" is not 7)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class StateVar(_Strict):
+class StateVar(Strict):
     """A workflow variable (``state.<name>`` in expressions); ``null`` is a value of every type."""
 
     type: Literal["string", "number", "integer", "boolean", "object", "array"]
@@ -83,7 +78,7 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-class _Node(_Strict):
+class _Node(Strict):
     id: str = Field(pattern=_NODE_ID, description="unique within the workflow")
     name: str | None = Field(default=None, max_length=256, description="shown in the console")
 
@@ -108,7 +103,7 @@ class AgentNode(_Node):
     """Runs an agent on a rendered input; its answer becomes ``last_output`` (and ``output_to``)."""
 
     type: Literal["agent"] = "agent"
-    agent_id: str = Field(pattern=_AGENT_ID)
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
     version: int | None = Field(default=None, gt=0, description="a version of the agent (default: its latest)")
     input: str | None = Field(
         default=None,
@@ -232,7 +227,7 @@ WorkflowNode = Annotated[
 ]
 
 
-class WorkflowSpec(_Strict):
+class WorkflowSpec(Strict):
     """A workflow version: its state variables and its graph of nodes, entered at ``start``."""
 
     name: str = Field(min_length=1, max_length=256, examples=["refund-desk"])
