@@ -24,7 +24,7 @@ from switchyard.agents.shapes import (
     schema_error,
 )
 from switchyard.agents.sizes import checked_metadata, schema_nodes
-from switchyard.agents.workflows.spec import WorkflowSpec
+from switchyard.agents.workflows.spec import McpNode, WorkflowSpec
 
 __all__ = [
     "MAX_TOOLS_SCHEMA_NODES",
@@ -243,6 +243,29 @@ class AgentSpec(Strict):
         targets = [h.agent_id for h in self.handoffs]
         if len(set(targets)) < len(targets):
             raise ValueError("handoffs name an agent more than once")
+        return self
+
+    @model_validator(mode="after")
+    def _workflow_tools(self) -> AgentSpec:
+        """A workflow's tool nodes call its own tools: a function node one named so, an MCP node one its server
+        may offer."""
+        if self.workflow is None:
+            return self
+        named = {t.name for t in self.tools if not isinstance(t, McpToolSpec | AgentToolSpec)}
+        servers = {t.server_label: t for t in self.tools if isinstance(t, McpToolSpec)}
+        for node in self.workflow.tool_calls():
+            if isinstance(node, McpNode):
+                server = servers.get(node.server_label)
+                if server is None:
+                    raise ValueError(
+                        f"node {node.id!r}: server_label {node.server_label!r} is no MCP tool of the workflow"
+                    )
+                if server.allowed_tools is not None and node.tool not in server.allowed_tools:
+                    raise ValueError(
+                        f"node {node.id!r}: tool {node.tool!r} is not in the allowed_tools of {node.server_label!r}"
+                    )
+            elif node.tool not in named:
+                raise ValueError(f"node {node.id!r}: tool {node.tool!r} is not one of the workflow's tools")
         return self
 
     @field_validator("metadata")

@@ -20,8 +20,8 @@ from switchyard.agents.workflows import (
     WorkflowStatus,
     advance,
     fail,
-    record_agent_output,
     record_approval,
+    record_output,
     start,
 )
 from tests.support.workflows import support_workflow
@@ -61,7 +61,7 @@ class Driver:
             if isinstance(action, RunAgent):
                 self.agent_calls.append(action)
                 answer = self.answers[action.agent_id].pop(0)
-                state = round_trips(record_agent_output(self.spec, state, action.node, answer))
+                state = round_trips(record_output(self.spec, state, action.node, answer))
             elif isinstance(action, AwaitApproval):
                 assert state.status is WorkflowStatus.AWAITING_APPROVAL
                 self.approval_messages.append(action.message)
@@ -193,7 +193,7 @@ def test_transitions_never_mutate_their_input() -> None:
     state = start(SPEC, "x")
     state, _ = advance(SPEC, state)
     before = state.model_dump()
-    after = record_agent_output(SPEC, state, "triage", '{"category": "billing"}')
+    after = record_output(SPEC, state, "triage", '{"category": "billing"}')
     advance(SPEC, after)
     assert state.model_dump() == before
     assert after.vars["triage"] == {"category": "billing"}
@@ -203,10 +203,10 @@ def test_transitions_never_mutate_their_input() -> None:
 def test_recording_for_a_node_that_is_not_current_is_refused() -> None:
     state, _ = advance(SPEC, start(SPEC, "x"))
     with pytest.raises(InvalidTransitionError, match="not running at node 'draft'"):
-        record_agent_output(SPEC, state, "draft", "hi")
-    moved = record_agent_output(SPEC, state, "triage", '{"category": "billing"}')
+        record_output(SPEC, state, "draft", "hi")
+    moved = record_output(SPEC, state, "triage", '{"category": "billing"}')
     with pytest.raises(InvalidTransitionError, match="at node 'route'"):
-        record_agent_output(SPEC, moved, "triage", '{"category": "billing"}')
+        record_output(SPEC, moved, "triage", '{"category": "billing"}')
     with pytest.raises(InvalidTransitionError, match="not awaiting_approval at node 'triage'"):
         record_approval(SPEC, state, "triage", True)
 

@@ -14,5 +14,5 @@ def test_all_names_exist_and_are_sorted() -> None:
 
 
 def test_the_spec_the_language_and_the_machine_are_exported() -> None:
-    for name in ("WorkflowSpec", "parse", "render", "Scope", "start", "advance", "record_agent_output", "RunAgent"):
+    for name in ("WorkflowSpec", "parse", "render", "Scope", "start", "advance", "record_output", "RunAgent"):
         assert name in workflows.__all__

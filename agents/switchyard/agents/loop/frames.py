@@ -62,20 +62,12 @@ class Frames(LoopParts):
             elif (trip := first_trip(target.spec.guardrails.input, task)) is not None:
                 refusal = trip.message("input")
             if refusal is not None or target is None:
-                refused = ToolResult(refusal or "", is_error=True)
-                if self._is_node(step):
-                    self._node_answered(state, step, refused, now_ms)
-                else:
-                    self._complete_tool_step(state, step, refused, now_ms)
+                self._complete_tool_step(state, step, ToolResult(refusal or "", is_error=True), now_ms)
                 continue
             first = Message.user(task).model_copy(update={"id": f"msg_{step.id}_input"})
             state.frames.append(Frame(step_id=step.id, agent=target.agent_id, messages=[first]))
             self._bump(state)
             return
-
-    def _is_node(self, step: Step) -> bool:
-        """Whether ``step`` is a workflow's agent node (not an agent tool's call)."""
-        return self.spec.workflow is not None and step.depth == 0 and step.agent is None
 
     def _target_of(self, step: Step) -> str | None:
         """The agent an agent tool's call (or a workflow's agent node) runs."""
@@ -137,8 +129,4 @@ class Frames(LoopParts):
         spec = self.acting(frame.agent)[0]
         trip = first_trip(spec.guardrails.output, answer.content or "")
         result = ToolResult(answer.content or "") if trip is None else ToolResult(trip.message("output"), is_error=True)
-        step = state.step(frame.step_id)
-        if self._is_node(step):
-            self._node_answered(state, step, result, now_ms)
-        else:
-            self._complete_tool_step(state, step, result, now_ms)
+        self._complete_tool_step(state, state.step(frame.step_id), result, now_ms)

@@ -139,14 +139,24 @@ class LoopParts:
         return step
 
     def _complete_tool_step(self, state: RunState, step: Step, result: ToolResult, now_ms: int) -> None:
+        """Record a tool call's result: in the conversation that made the call, or (a workflow node's) in the
+        workflow."""
         assert step.tool_call is not None
         step.status = StepStatus.FAILED if result.is_error else StepStatus.COMPLETED
         step.completed_at_ms = now_ms
         step.output = result.output
         step.is_error = result.is_error
+        if self._is_node(step):
+            self._node_answered(state, step, result)
+            return
         conversation(state).append(
             Message.tool(step.tool_call.id, result.output).model_copy(update={"id": f"msg_{step.id}"})
         )
+
+    def _is_node(self, step: Step) -> bool:
+        """Whether ``step`` is a workflow node's call (an agent node's agent, a tool node's tool), not one a model
+        made: a workflow run's own conversation has no model."""
+        return self.spec.workflow is not None and step.depth == 0 and step.agent is None
 
     def _invocation(self, step: Step) -> ToolInvocation:
         assert step.tool_call is not None
@@ -175,7 +185,7 @@ class LoopParts:
         """Ask the acting agent's model for its next answer (or stop the run at a limit)."""
         raise NotImplementedError
 
-    def _node_answered(self, state: RunState, step: Step, result: ToolResult, now_ms: int) -> None:
+    def _node_answered(self, state: RunState, step: Step, result: ToolResult) -> None:
         """A workflow node's call ended with ``result``: the workflow records it and goes on."""
         raise NotImplementedError
 

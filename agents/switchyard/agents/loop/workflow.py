@@ -6,27 +6,29 @@ import json
 from collections.abc import Sequence
 
 from switchyard.agents.loop.frames import Frames
+from switchyard.agents.loop.parts import DENIED_OUTPUT
 from switchyard.agents.messages import Message, ToolCall
 from switchyard.agents.state import (
     Action,
     AwaitClient,
+    ExecuteTools,
     RunError,
     RunFinished,
     RunState,
     RunStatus,
     Step,
-    StepStatus,
     StepType,
 )
-from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolResult
+from switchyard.agents.tools.base import RetrySemantics, ToolKind, ToolResult, mcp_tool_name, validate_arguments
 from switchyard.agents.workflows import machine as workflow
 
 
 class WorkflowNodes(Frames):
-    """Each step of a workflow run: its agent nodes as frames, its approvals as required actions, its end."""
+    """Each step of a workflow run: its agent nodes as frames, its tool nodes as tool calls, its approvals as required
+    actions, its end."""
 
     def _next_node(self, state: RunState, thread: Sequence[Message], now_ms: int) -> tuple[RunState, Action]:
-        """Take the workflow to its next agent, approval or end."""
+        """Take the workflow to its next agent, tool, approval or end."""
         graph, flow = self.spec.workflow, state.workflow
         assert graph is not None
         assert flow is not None
@@ -48,6 +50,8 @@ class WorkflowNodes(Frames):
             if state.frames:
                 return self._next_model_call(state, thread, now_ms)
             return self._next_node(state, thread, now_ms)  # refused: the workflow failed
+        if isinstance(action, workflow.CallTool):
+            return self._call_tool(state, thread, action, now_ms)
         if isinstance(action, workflow.AwaitApproval):
             return state, self._ask_approval(state, now_ms)
         if action.status is workflow.WorkflowStatus.COMPLETED:
@@ -70,21 +74,49 @@ class WorkflowNodes(Frames):
         call = ToolCall(id=_approval_id(state), name=f"approve_{node}", arguments=json.dumps({"message": message}))
         return self._require(state, "approval", [call], now_ms)
 
-    def _node_answered(self, state: RunState, step: Step, result: ToolResult, now_ms: int) -> None:
-        """An agent node's agent answered (or could not be asked): the workflow records it and goes on."""
+    def _node_answered(self, state: RunState, step: Step, result: ToolResult) -> None:
         assert self.spec.workflow is not None
         assert state.workflow is not None
-        assert step.tool_call is not None
-        step.status = StepStatus.FAILED if result.is_error else StepStatus.COMPLETED
-        step.completed_at_ms = now_ms
-        step.output = result.output
-        step.is_error = result.is_error
-        node = step.tool_call.name
+        node = str(state.workflow.node)  # (the workflow is at the node whose call this is)
         if result.is_error:
-            state.workflow = workflow.fail(state.workflow, "agent_error", f"node {node!r}: {result.output}")
+            code = "agent_error" if step.tool_kind is ToolKind.AGENT else "tool_error"
+            state.workflow = workflow.fail(state.workflow, code, f"node {node!r}: {result.output}")
         else:
-            state.workflow = workflow.record_agent_output(self.spec.workflow, state.workflow, node, result.output)
+            state.workflow = workflow.record_output(self.spec.workflow, state.workflow, node, result.output)
         self._bump(state)
+
+    def _call_tool(
+        self, state: RunState, thread: Sequence[Message], action: workflow.CallTool, now_ms: int
+    ) -> tuple[RunState, Action]:
+        """A tool node's call: asked of the client (a function tool), or run on the worker (after its approval, when
+        the tool asks for one); a call that cannot be made fails the workflow with ``tool_error``."""
+        assert state.workflow is not None
+        label = action.server_label
+        name = action.tool if label is None else mcp_tool_name(label, action.tool)
+        call_id = f"call_{action.node}_{state.workflow.transitions}"  # the same while the workflow is at the node
+        call = ToolCall(id=call_id, name=name, arguments=json.dumps(action.arguments))
+        tool = self.tools.get(name)
+        refusal: str | None = None
+        if tool is None:
+            where = "the workflow's tools" if label is None else f"the tools MCP server {label!r} offers"
+            refusal = f"{action.tool!r} is not one of {where}"
+        elif (invalid := validate_arguments(tool.definition.parameters, action.arguments)) is not None:
+            refusal = f"the arguments do not fit the tool: {invalid}"
+        elif tool.requires_approval and call_id not in state.approvals:
+            return state, self._require(state, "approval", [call], now_ms)
+        elif tool.requires_approval and not state.approvals[call_id]:
+            refusal = DENIED_OUTPUT
+        step = self._new_step(state, StepType.TOOL_CALL, now_ms)
+        step.tool_call = call
+        step.tool_kind = tool.kind if tool is not None else None
+        if refusal is not None or tool is None:
+            self._complete_tool_step(state, step, ToolResult(refusal or "", is_error=True), now_ms)
+            return self._next_node(state, thread, now_ms)  # the workflow failed
+        step.retry = tool.retry_semantics(action.arguments)
+        self._bump(state)
+        if tool.kind is ToolKind.FUNCTION:
+            return state, self._require(state, "submit_tool_outputs", [call], now_ms)
+        return state, ExecuteTools(invocations=(self._invocation(step),))
 
 
 def _approval_id(state: RunState) -> str:

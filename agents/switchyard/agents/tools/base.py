@@ -22,6 +22,7 @@ result and asks :meth:`Tool.retry_semantics`:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -37,6 +38,7 @@ __all__ = [
     "ToolKind",
     "ToolRegistry",
     "ToolResult",
+    "mcp_tool_name",
     "validate_arguments",
 ]
 
@@ -119,6 +121,15 @@ class Tool(Protocol):
     async def call(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Execute the call (never invoked for ``function`` tools)."""
         ...
+
+
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def mcp_tool_name(server_label: str, remote_name: str) -> str:
+    """The name an MCP server's tool is offered under: ``<server_label>__<tool name>``, characters other than
+    letters, digits, ``_`` and ``-`` as ``_``, cut at 64 characters."""
+    return f"{server_label}__{_UNSAFE_NAME_CHARS.sub('_', remote_name)}"[:64]
 
 
 def validate_arguments(schema: Mapping[str, Any], arguments: Any) -> str | None:

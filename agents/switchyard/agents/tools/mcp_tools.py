@@ -12,7 +12,6 @@ tool ``readOnlyHint`` or ``idempotentHint``; every other MCP tool is ``at_most_o
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +22,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
 
 from switchyard.agents.errors import SSRFBlockedError, ToolExecutionError
-from switchyard.agents.tools.base import RetrySemantics, ToolContext, ToolDefinition, ToolKind, ToolResult
+from switchyard.agents.tools.base import (
+    RetrySemantics,
+    ToolContext,
+    ToolDefinition,
+    ToolKind,
+    ToolResult,
+    mcp_tool_name,
+)
 from switchyard.agents.tools.ssrf import SSRFGuard
 from switchyard.agents.tools.transport import PinnedTransport2
 
@@ -31,7 +37,6 @@ __all__ = ["McpServerConnection", "McpTool"]
 
 _MAX_OUTPUT_CHARS = 100_000
 #: Characters OpenAI-style function names may not contain (MCP tool names may, e.g. dots).
-_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class McpServerConnection:
@@ -149,9 +154,8 @@ class McpTool:
         self._retry_safe = retry_safe
         if parameters.get("type") != "object":
             parameters = {"type": "object", "properties": {}}
-        safe_name = _UNSAFE_NAME_CHARS.sub("_", remote_name)
         self.definition = ToolDefinition(
-            name=f"{server.label}__{safe_name}"[:64], description=description, parameters=parameters
+            name=mcp_tool_name(server.label, remote_name), description=description, parameters=parameters
         )
 
     def retry_semantics(self, arguments: Mapping[str, Any]) -> RetrySemantics:

@@ -1,8 +1,9 @@
 """Multi-agent workflows: a spec (a graph of agent calls, decisions, bounded loops and approvals over typed
 state), a small safe expression and template language, and the pure interpreter a worker drives.
 
-Nothing here performs I/O: the platform runs the agents a :class:`RunAgent` asks for, asks people for the
-approvals an :class:`AwaitApproval` asks for, and stores the :class:`WorkflowState` after every transition.
+Nothing here performs I/O: the platform runs the agents a :class:`RunAgent` asks for and the tools a
+:class:`CallTool` asks for, asks people for the approvals an :class:`AwaitApproval` asks for, and stores the
+:class:`WorkflowState` after every transition.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from switchyard.agents.workflows.machine import (
     MAX_TRAIL_ENTRIES,
     MAX_TRANSITIONS,
     AwaitApproval,
+    CallTool,
     RunAgent,
     TrailEntry,
     WorkflowAction,
@@ -30,14 +32,17 @@ from switchyard.agents.workflows.machine import (
     WorkflowStatus,
     advance,
     fail,
-    record_agent_output,
     record_approval,
+    record_output,
     start,
 )
 from switchyard.agents.workflows.spec import (
     AgentNode,
     EndNode,
+    FunctionNode,
+    GuardrailNode,
     IfElseNode,
+    McpNode,
     SetStateNode,
     StateVar,
     TransformNode,
@@ -64,10 +69,14 @@ __all__ = [
     "MAX_WORK_UNITS",
     "AgentNode",
     "AwaitApproval",
+    "CallTool",
     "EndNode",
     "Expression",
     "ExpressionError",
+    "FunctionNode",
+    "GuardrailNode",
     "IfElseNode",
+    "McpNode",
     "RunAgent",
     "Scope",
     "SetStateNode",
@@ -88,8 +97,8 @@ __all__ = [
     "fail",
     "parse",
     "parse_template",
-    "record_agent_output",
     "record_approval",
+    "record_output",
     "render",
     "start",
     "to_text",

@@ -7,14 +7,17 @@ Driving it::
         state, action = machine.advance(spec, state)                # persist state
         match action:
             case RunAgent():         answer = run the agent (action.agent_id, action.version) on action.input
-                                     state = machine.record_agent_output(spec, state, action.node, answer)
+                                     state = machine.record_output(spec, state, action.node, answer)
+            case CallTool():         output = call the tool (action.tool, on action.server_label) with action.arguments
+                                     state = machine.record_output(spec, state, action.node, output)
             case AwaitApproval():    stop; when a person decides: state = machine.record_approval(spec, state, ...)
             case WorkflowFinished(): stop
 
-``advance`` runs the pure nodes (``if_else``, ``while``, ``set_state``, ``transform``) itself and stops at the
-first node that needs the outside world. It is idempotent at such a node: a worker that died while an agent ran
-loads the last stored state, calls ``advance`` again and gets the same :class:`RunAgent`. The expressions of one
-``advance`` call share one :class:`WorkBudget`, so a call holds a shared worker's core for a bounded time.
+``advance`` runs the pure nodes (``if_else``, ``while``, ``set_state``, ``transform``, ``guardrail``) itself and
+stops at the first node that needs the outside world. It is idempotent at such a node: a worker that died while an
+agent ran loads the last stored state, calls ``advance`` again and gets the same :class:`RunAgent` (or
+:class:`CallTool`). The expressions of one ``advance`` call share one :class:`WorkBudget`, so a call holds a
+shared worker's core for a bounded time.
 
 A run's errors are not raised: they end the workflow ``failed`` with a :class:`WorkflowError`
 (``expression_error``, ``output_type_error``, ``max_transitions``, or the code given to :func:`fail`). Calls that
@@ -29,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from switchyard.agents.errors import InvalidTransitionError
+from switchyard.agents.guardrails import first_trip
 from switchyard.agents.workflows.expressions import (
     ExpressionError,
     Scope,
@@ -41,7 +45,10 @@ from switchyard.agents.workflows.expressions import (
 from switchyard.agents.workflows.spec import (
     AgentNode,
     EndNode,
+    FunctionNode,
+    GuardrailNode,
     IfElseNode,
+    McpNode,
     SetStateNode,
     TransformNode,
     UserApprovalNode,
@@ -55,6 +62,7 @@ __all__ = [
     "MAX_TRAIL_ENTRIES",
     "MAX_TRANSITIONS",
     "AwaitApproval",
+    "CallTool",
     "RunAgent",
     "TrailEntry",
     "WorkflowAction",
@@ -64,8 +72,8 @@ __all__ = [
     "WorkflowStatus",
     "advance",
     "fail",
-    "record_agent_output",
     "record_approval",
+    "record_output",
     "start",
 ]
 
@@ -104,7 +112,7 @@ class WorkflowState(BaseModel):
     node: str | None = Field(description="the node the workflow is at (where it ended, once finished)")
     vars: dict[str, Any] = Field(default_factory=dict, description="the state variables")
     input: str
-    last_output: str | None = Field(default=None, description="the last agent's answer")
+    last_output: str | None = Field(default=None, description="the last agent's answer or tool's output")
     iterations: dict[str, int] = Field(
         default_factory=dict,
         description="per while node, its iterations since it was entered; reset when it exits through next "
@@ -125,13 +133,24 @@ class WorkflowState(BaseModel):
 
 
 class RunAgent(BaseModel):
-    """Run the agent on ``input`` and record its answer with :func:`record_agent_output`."""
+    """Run the agent on ``input`` and record its answer with :func:`record_output`."""
 
     kind: Literal["run_agent"] = "run_agent"
     node: str
     agent_id: str
     version: int | None
     input: str
+
+
+class CallTool(BaseModel):
+    """Call the workflow's tool ``tool`` (on its MCP server ``server_label``, when given) with ``arguments`` and
+    record its output with :func:`record_output`."""
+
+    kind: Literal["call_tool"] = "call_tool"
+    node: str
+    tool: str
+    server_label: str | None = None
+    arguments: dict[str, Any]
 
 
 class AwaitApproval(BaseModel):
@@ -150,7 +169,7 @@ class WorkflowFinished(BaseModel):
     output: str | None
 
 
-WorkflowAction = RunAgent | AwaitApproval | WorkflowFinished
+WorkflowAction = RunAgent | CallTool | AwaitApproval | WorkflowFinished
 
 
 class _Halt(Exception):
@@ -170,7 +189,7 @@ def start(spec: WorkflowSpec, input_text: str) -> WorkflowState:
 
 
 def advance(spec: WorkflowSpec, state: WorkflowState) -> tuple[WorkflowState, WorkflowAction]:
-    """Run pure nodes until the workflow needs an agent, an approval, or is finished; say which."""
+    """Run pure nodes until the workflow needs an agent, a tool, an approval, or is finished; say which."""
     if state.finished:
         return state.model_copy(deep=True), _finished(state)
     work = state.model_copy(deep=True)
@@ -189,23 +208,23 @@ def advance(spec: WorkflowSpec, state: WorkflowState) -> tuple[WorkflowState, Wo
         return failed, _finished(failed)
 
 
-def record_agent_output(spec: WorkflowSpec, state: WorkflowState, node_id: str, answer: str) -> WorkflowState:
-    """Record the answer of the agent node ``node_id`` (the node the workflow is at) and move past it."""
+def record_output(spec: WorkflowSpec, state: WorkflowState, node_id: str, output: str) -> WorkflowState:
+    """Record the answer of the agent (or the output of the tool) of node ``node_id`` (the node the workflow is at)
+    and move past it."""
     node = _current(spec, state, node_id, WorkflowStatus.RUNNING)
-    if not isinstance(node, AgentNode):
-        raise InvalidTransitionError(f"node {node_id!r} is a {node.type} node, not an agent node")
+    if not isinstance(node, AgentNode | FunctionNode | McpNode):
+        raise InvalidTransitionError(f"node {node_id!r} is a {node.type} node, which has no output to record")
     work = state.model_copy(deep=True)
-    work.last_output = answer
+    work.last_output = output
     try:
         if node.output_to is not None:
             var = spec.state[node.output_to]
-            value = answer if var.type == "string" else parse_json(answer, default=_NOT_JSON)
+            value = output if var.type == "string" else parse_json(output, default=_NOT_JSON)
             if value is _NOT_JSON:
-                raise _Halt(
-                    "output_type_error", f"node {node.id!r}: the answer is not JSON (output_to {node.output_to!r})"
-                )
+                not_json = f"the {_what(node)} is not JSON (output_to {node.output_to!r})"
+                raise _Halt("output_type_error", f"node {node.id!r}: {not_json}")
             work.vars[node.output_to] = _coerce(spec, node, node.output_to, value, "output_type_error")
-        _move(work, node, "agent answered", node.next)
+        _move(work, node, f"{'agent' if isinstance(node, AgentNode) else 'tool'} answered", node.next)
     except _Halt as halt:
         return fail(work, halt.code, halt.message)
     return work
@@ -254,6 +273,20 @@ def _visit(spec: WorkflowSpec, work: WorkflowState, node: WorkflowNode, scope: S
                 default = work.last_output if work.last_output is not None else work.input
                 text = default if node.input is None else to_text(render(node.input, scope))
                 return RunAgent(node=node.id, agent_id=node.agent_id, version=node.version, input=text)
+            case FunctionNode() | McpNode():
+                arguments = render(node.arguments, scope)
+                if not isinstance(arguments, dict):
+                    raise ExpressionError(f"arguments rendered {type(arguments).__name__}, not an object")
+                label = node.server_label if isinstance(node, McpNode) else None
+                return CallTool(node=node.id, tool=node.tool, server_label=label, arguments=arguments)
+            case GuardrailNode():
+                default = work.last_output if work.last_output is not None else work.input
+                text = default if node.input is None else to_text(render(node.input, scope))
+                trip = first_trip(node.guardrails, text)
+                if trip is not None and node.reason_to is not None:
+                    work.vars[node.reason_to] = trip.message("workflow")
+                outcome = "passed" if trip is None else _shortened(f"tripped {trip.guardrail}")
+                _move(work, node, outcome, node.passed if trip is None else node.tripped)
             case UserApprovalNode():
                 work.status = WorkflowStatus.AWAITING_APPROVAL
                 return AwaitApproval(node=node.id, message=to_text(render(node.message, scope)))
@@ -308,6 +341,10 @@ def _move(work: WorkflowState, node: WorkflowNode, outcome: str, target: str) ->
     work.transitions += 1
     work.node = target
     _trail(work, node, outcome)
+
+
+def _what(node: AgentNode | FunctionNode | McpNode) -> str:
+    return "answer" if isinstance(node, AgentNode) else "output"
 
 
 def _shortened(outcome: str) -> str:

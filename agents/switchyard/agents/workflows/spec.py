@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from switchyard.agents.shapes import AGENT_ID_PATTERN, Strict
+from switchyard.agents.guardrails import AgentGuardrail, GuardrailSpec
+from switchyard.agents.shapes import AGENT_ID_PATTERN, MAX_TOOLS_SCHEMA_NODES, NAME_PATTERN, Strict
 from switchyard.agents.sizes import checked_metadata, schema_nodes
 from switchyard.agents.workflows.expressions import ExpressionError, parse
 from switchyard.agents.workflows.templates import parse_template
@@ -21,7 +22,10 @@ from switchyard.agents.workflows.templates import parse_template
 __all__ = [
     "AgentNode",
     "EndNode",
+    "FunctionNode",
+    "GuardrailNode",
     "IfElseNode",
+    "McpNode",
     "SetStateNode",
     "StateVar",
     "TransformNode",
@@ -211,6 +215,74 @@ class SetStateNode(_Node):
         return [(f"assignments.{var}", var) for var in self.assignments]
 
 
+class GuardrailNode(_Node):
+    """Checks the rendered ``input`` (default: the last answer, else the workflow input) against ``guardrails``: goes
+    to ``passed``, or to ``tripped`` at the first that trips (why, in ``reason_to`` when given). The checks are a
+    run's (``regex``, ``json_schema``, ``max_length``); for an agent judging, use an ``agent`` node and an
+    ``if_else`` on its answer."""
+
+    type: Literal["guardrail"] = "guardrail"
+    input: str | None = Field(default=None, max_length=100_000, description="a template of the text checked")
+    guardrails: list[GuardrailSpec] = Field(min_length=1, max_length=16)
+    passed: str
+    tripped: str
+    reason_to: str | None = Field(default=None, description="a string state variable for why a guardrail tripped")
+
+    @field_validator("guardrails")
+    @classmethod
+    def _no_judges(cls, value: list[GuardrailSpec]) -> list[GuardrailSpec]:
+        if any(isinstance(g, AgentGuardrail) for g in value):
+            raise ValueError(
+                "a guardrail node checks regex, json_schema and max_length guardrails; for an agent judging, use an "
+                "agent node and an if_else on its answer"
+            )
+        return value
+
+    def edges(self) -> list[tuple[str, str]]:
+        return [("passed", self.passed), ("tripped", self.tripped)]
+
+    def templates(self) -> list[tuple[str, Any]]:
+        return [] if self.input is None else [("input", self.input)]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [] if self.reason_to is None else [("reason_to", self.reason_to)]
+
+
+class _ToolCallNode(_Node):
+    arguments: Any = Field(
+        default_factory=dict, description="a JSON template of the call's arguments (it must render an object)"
+    )
+    output_to: str | None = Field(
+        default=None, description="a state variable for the output (parsed as JSON unless the variable is a string)"
+    )
+    next: str
+
+    def edges(self) -> list[tuple[str, str]]:
+        return [("next", self.next)]
+
+    def templates(self) -> list[tuple[str, Any]]:
+        return [("arguments", self.arguments)]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [] if self.output_to is None else [("output_to", self.output_to)]
+
+
+class FunctionNode(_ToolCallNode):
+    """Calls one of the workflow's tools by name: a ``function`` tool (the client runs it: the run waits in
+    ``requires_action`` for its output) or a built-in one (run on the worker); its output becomes ``last_output``."""
+
+    type: Literal["function"] = "function"
+    tool: str = Field(pattern=NAME_PATTERN, description="the name of one of the workflow's tools (not an MCP server)")
+
+
+class McpNode(_ToolCallNode):
+    """Calls ``tool`` on the workflow's MCP server ``server_label``; its output becomes ``last_output``."""
+
+    type: Literal["mcp"] = "mcp"
+    server_label: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", description="one of the workflow's MCP servers")
+    tool: str = Field(min_length=1, max_length=128, description="the tool's name on the server")
+
+
 class EndNode(_Node):
     """Completes the workflow with the rendered ``output`` (default: the last agent's answer)."""
 
@@ -222,7 +294,16 @@ class EndNode(_Node):
 
 
 WorkflowNode = Annotated[
-    AgentNode | IfElseNode | WhileNode | UserApprovalNode | TransformNode | SetStateNode | EndNode,
+    AgentNode
+    | IfElseNode
+    | WhileNode
+    | UserApprovalNode
+    | TransformNode
+    | SetStateNode
+    | GuardrailNode
+    | FunctionNode
+    | McpNode
+    | EndNode,
     Field(discriminator="type"),
 ]
 
@@ -252,9 +333,29 @@ class WorkflowSpec(Strict):
         """The node with id ``node_id`` (``KeyError`` when there is none)."""
         return self._by_id[node_id]
 
+    def tool_calls(self) -> list[FunctionNode | McpNode]:
+        """The nodes that call one of the workflow's tools."""
+        return [n for n in self.nodes if isinstance(n, FunctionNode | McpNode)]
+
     def agent_refs(self) -> list[tuple[str, str, int | None]]:
         """The agents the workflow runs, as (node id, agent id, version or ``None`` for the latest)."""
         return [(n.id, n.agent_id, n.version) for n in self.nodes if isinstance(n, AgentNode)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded_schemas(cls, data: Any) -> Any:
+        # before the guardrails' schemas are each checked against the metaschema (CPU on a shared event loop)
+        nodes = data.get("nodes") if isinstance(data, dict) else None
+        schemas = [
+            check.get("schema")
+            for node in (nodes if isinstance(nodes, list) else [])
+            if isinstance(node, dict) and isinstance(node.get("guardrails"), list)
+            for check in node["guardrails"]
+            if isinstance(check, dict)
+        ]
+        if schema_nodes(schemas, past=MAX_TOOLS_SCHEMA_NODES + 1) > MAX_TOOLS_SCHEMA_NODES + 1:
+            raise ValueError(f"the guardrail nodes' schemas have more than {MAX_TOOLS_SCHEMA_NODES:,} nodes together")
+        return data
 
     @field_validator("state")
     @classmethod
@@ -313,6 +414,8 @@ class WorkflowSpec(Strict):
         for field, var in node.writes():
             if var not in self.state:
                 raise ValueError(f"node {node.id!r}: {field} names undeclared state variable {var!r}")
+        if isinstance(node, GuardrailNode) and node.reason_to and self.state[node.reason_to].type != "string":
+            raise ValueError(f"node {node.id!r}: reason_to names {node.reason_to!r}, which is not a string variable")
         for field, text in node.expressions():
             try:
                 parse(text)

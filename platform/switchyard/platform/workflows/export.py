@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import openai
 from agents import Agent, Runner, set_default_openai_client, set_tracing_disabled
-from switchyard.agents.workflows import AwaitApproval, RunAgent, WorkflowSpec, advance, record_agent_output
+from switchyard.agents.workflows import AwaitApproval, RunAgent, WorkflowSpec, advance, record_output
 from switchyard.agents.workflows import record_approval, start
 
 WORKFLOW = WorkflowSpec.model_validate(json.loads({graph}))
@@ -52,7 +52,7 @@ async def run(text: str, approve: Callable[[str], bool]) -> str:
         state, action = advance(WORKFLOW, state)
         if isinstance(action, RunAgent):
             result = await Runner.run(AGENTS[action.node], action.input)
-            state = record_agent_output(WORKFLOW, state, action.node, str(result.final_output))
+            state = record_output(WORKFLOW, state, action.node, str(result.final_output))
         elif isinstance(action, AwaitApproval):
             state = record_approval(WORKFLOW, state, action.node, approve(action.message))
         elif action.status == "completed":
