@@ -241,16 +241,23 @@ def test_an_exported_workflow_runs_with_openai_agents(live_server: Any, api_key:
     writer = _define(live_server, api_key, {"name": "writer", "model": ALIAS, "instructions": "You draft."})
     graph = {
         "name": 'reply "desk" \\ """',  # quotes and a backslash: the module's docstring must survive them
-        "start": "draft",
-        "state": {"rounds": {"type": "integer", "default": 0}, "draft": {"type": "string"}},
+        "start": "screen",
+        "state": {"rounds": {"type": "integer", "default": 0}, "draft": {"type": "string"},
+                  "cost": {"type": "object"}},
+        "tools": [{"type": "calculator"}],
         "nodes": [
+            {"type": "guardrail", "id": "screen", "guardrails": [{"type": "regex", "pattern": "(?i)password"}],
+             "passed": "draft", "tripped": "done"},
             {"type": "while", "id": "draft", "condition": "state.rounds < 2", "body": "write", "max_iterations": 3,
-             "next": "review"},
+             "next": "price"},
             {"type": "agent", "id": "write", "agent_id": writer, "output_to": "draft", "next": "count"},
             {"type": "set_state", "id": "count", "assignments": {"rounds": "state.rounds + 1"}, "next": "draft"},
+            {"type": "function", "id": "price", "tool": "calculator",
+             "arguments": {"expression": "{{ state.rounds }} * 15"}, "output_to": "cost", "next": "review"},
             {"type": "user_approval", "id": "review", "message": "Send after {{ state.rounds }} drafts?",
              "approved": "done", "rejected": "done"},
-            {"type": "end", "id": "done", "output": "{{ state.rounds }} drafts: {{ state.draft }}"},
+            {"type": "end", "id": "done",
+             "output": "{{ state.rounds }} drafts ({{ state.cost.result }} cents): {{ state.draft }}"},
         ],
     }  # fmt: skip
     auth = {"Authorization": f"Bearer {api_key}"}
@@ -274,4 +281,4 @@ def test_an_exported_workflow_runs_with_openai_agents(live_server: Any, api_key:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Send after 2 drafts?" in done.stdout  # the approval was asked
     answered = done.stdout.rsplit("Approve? [y/N] ", 1)[1]  # (the prompt is not followed by a newline)
-    assert answered.startswith("2 drafts: ")  # the workflow's output, after two drafts
+    assert answered.startswith("2 drafts (30 cents): ")  # the workflow's output: two drafts, the calculator's price

@@ -88,8 +88,9 @@ class WorkflowNodes(Frames):
     def _call_tool(
         self, state: RunState, thread: Sequence[Message], action: workflow.CallTool, now_ms: int
     ) -> tuple[RunState, Action]:
-        """A tool node's call: asked of the client (a function tool), or run on the worker (after its approval, when
-        the tool asks for one); a call that cannot be made fails the workflow with ``tool_error``."""
+        """A tool node's call: asked of the client (a function tool; an output the thread already brings is taken),
+        or run on the worker (after its approval, when the tool asks for one); a call that cannot be made fails the
+        workflow with ``tool_error``."""
         assert state.workflow is not None
         label = action.server_label
         name = action.tool if label is None else mcp_tool_name(label, action.tool)
@@ -114,9 +115,24 @@ class WorkflowNodes(Frames):
             return self._next_node(state, thread, now_ms)  # the workflow failed
         step.retry = tool.retry_semantics(action.arguments)
         self._bump(state)
-        if tool.kind is ToolKind.FUNCTION:
+        if tool.kind is not ToolKind.FUNCTION:
+            return state, ExecuteTools(invocations=(self._invocation(step),))
+        given = _answer_given(thread, call_id)
+        if given is None:
             return state, self._require(state, "submit_tool_outputs", [call], now_ms)
-        return state, ExecuteTools(invocations=(self._invocation(step),))
+        self._complete_tool_step(state, step, ToolResult(given), now_ms)
+        return self._next_node(state, thread, now_ms)
+
+
+def _answer_given(thread: Sequence[Message], call_id: str) -> str | None:
+    """The output of the call ``call_id`` the thread brings after its last user message (a response continuing
+    the one that asked for it, with a ``function_call_output``), or ``None``."""
+    for message in reversed(thread):
+        if message.role == "user":
+            return None
+        if message.role == "tool" and message.tool_call_id == call_id:
+            return message.content or ""
+    return None
 
 
 def _approval_id(state: RunState) -> str:

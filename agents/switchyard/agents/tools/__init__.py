@@ -16,6 +16,7 @@ from switchyard.agents.tools.base import (
     ToolKind,
     ToolRegistry,
     ToolResult,
+    mcp_tool_name,
     validate_arguments,
 )
 from switchyard.agents.tools.calculator import CalculatorTool, evaluate_expression
@@ -55,6 +56,7 @@ __all__ = [
     "address_block_reason",
     "build_tools",
     "evaluate_expression",
+    "mcp_tool_name",
     "safe_fetch",
     "system_resolver",
     "utc_now",

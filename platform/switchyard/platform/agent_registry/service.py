@@ -36,6 +36,7 @@ __all__ = [
     "get_version",
     "list_agents",
     "list_versions",
+    "sealed",
     "update_agent",
 ]
 
@@ -54,7 +55,7 @@ def _check_output_cap(spec: AgentSpec, max_output_tokens: int) -> None:
         )
 
 
-def _sealed(spec: AgentSpec, current: AgentSpec | None = None) -> AgentSpec:
+def sealed(spec: AgentSpec, current: AgentSpec | None = None) -> AgentSpec:
     """``spec`` with its MCP headers sealed (those sent back as ``<redacted>`` keep ``current``'s values)."""
     try:
         return seal_tool_secrets(spec, kept=kept_secrets(current) if current is not None else None)
@@ -84,7 +85,7 @@ async def create_agent(
     max_output_tokens: int,
 ) -> AgentPublic:
     check_model(data.model)
-    spec = _sealed(AgentSpec.model_validate(data.model_dump()))
+    spec = sealed(AgentSpec.model_validate(data.model_dump()))
     _check_output_cap(spec, max_output_tokens)
     await check_team(session, scope, spec)
     agent = Agent(id=new_id("agent"), tenant_id=scope.tenant_id, name=spec.name, latest_version=1)
@@ -142,7 +143,7 @@ async def update_agent(
     except ValueError as exc:
         raise InvalidRequest(f"invalid agent definition: {exc}", code="invalid_value") from None
     current_spec = AgentSpec.model_validate(current.definition)
-    spec = _sealed(spec, current_spec)
+    spec = sealed(spec, current_spec)
     if spec.model_dump(mode="json") == current_spec.model_dump(mode="json"):
         return AgentPublic.of(agent, current)
     if "model" in data.model_fields_set:

@@ -235,12 +235,14 @@ def output_items(
     if state.workflow is not None:
         items.extend(_node_items(state))
         for call in awaiting.tool_calls if awaiting is not None and awaiting.type == "approval" else ():
-            items.append(  # a workflow's user_approval node
+            kind = kind_of(call.name)
+            label, name = (BUILTIN_SERVER_LABEL, call.name) if kind is None else _label_and_name(call, kind)
+            items.append(  # a workflow's user_approval node, or a tool node's call of a tool that asks for approval
                 {
                     "id": f"mcpr_{call.id}",
                     "type": "mcp_approval_request",
-                    "server_label": BUILTIN_SERVER_LABEL,
-                    "name": call.name,
+                    "server_label": label,
+                    "name": name,
                     "arguments": call.arguments,
                 }
             )
@@ -262,16 +264,7 @@ def output_items(
                         }
                     )
                 elif kind is ToolKind.FUNCTION and call.id not in answered and position >= seeded:
-                    items.append(
-                        {
-                            "id": f"fc_{call.id}",
-                            "type": "function_call",
-                            "status": "completed",
-                            "call_id": call.id,
-                            "name": call.name,
-                            "arguments": call.arguments,
-                        }
-                    )
+                    items.append(_function_call_item(call))
         elif message.role == "tool" and message.tool_call_id in calls:
             call = calls[message.tool_call_id]
             kind = kind_of(call.name)
@@ -296,26 +289,49 @@ def output_items(
 
 
 def _node_items(state: RunState) -> list[dict[str, Any]]:
-    """A workflow's agent nodes that ran (or run), each as the server's tool call: the node, its input, the answer."""
+    """A workflow's nodes that called something (or call it now): an agent node as the server's tool call (the
+    node, its input, the answer), a tool node's MCP or built-in tool as that tool's call, and a call of the
+    client's function awaiting its output as a ``function_call``."""
     items: list[dict[str, Any]] = []
     for step in state.steps:
-        if step.tool_kind is not ToolKind.AGENT or step.depth != 0 or step.tool_call is None:
+        call = step.tool_call
+        if step.depth != 0 or call is None or step.tool_kind is ToolKind.HANDOFF:
             continue
         done = step.status is not StepStatus.IN_PROGRESS
+        if step.tool_kind is ToolKind.FUNCTION:
+            if not done:
+                items.append(_function_call_item(call))
+            continue  # an answered one's output is the client's own
+        label, name = (
+            (BUILTIN_SERVER_LABEL, call.name)
+            if step.tool_kind is ToolKind.AGENT
+            else _label_and_name(call, step.tool_kind)
+        )
         items.append(
             {
-                "id": f"mcp_{step.tool_call.id}",
+                "id": f"mcp_{call.id}",
                 "type": "mcp_call",
                 "status": ("failed" if step.is_error else "completed") if done else "in_progress",
-                "server_label": BUILTIN_SERVER_LABEL,
-                "name": step.tool_call.name,
-                "arguments": step.tool_call.arguments,
+                "server_label": label,
+                "name": name,
+                "arguments": call.arguments,
                 "output": None if step.is_error else step.output,
                 "error": step.output if step.is_error else None,
                 "approval_request_id": None,
             }
         )
     return items
+
+
+def _function_call_item(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": f"fc_{call.id}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+    }
 
 
 def output_text(items: Sequence[dict[str, Any]]) -> str:

@@ -101,6 +101,16 @@ def _seed(previous: ResponseRecord, decisions: dict[str, bool], now_ms: int, res
     return RunState(run_id=response_id, created_at_ms=now_ms, messages=[seeded], approvals=approvals), 1
 
 
+def _seed_workflow(previous: ResponseRecord | None, now_ms: int, response_id: str) -> RunState:
+    """A response's first state: a workflow that waited for the client's function outputs goes on from the node
+    that asked (the outputs come as ``function_call_output`` items, which the loop takes); else a new run."""
+    earlier = RunState.model_validate(previous.state) if previous is not None else None
+    action = earlier.required_action if earlier is not None else None
+    if earlier is None or earlier.workflow is None or action is None or action.type != "submit_tool_outputs":
+        return RunState(run_id=response_id, created_at_ms=now_ms)
+    return RunState(run_id=response_id, created_at_ms=now_ms, workflow=earlier.workflow, agents=earlier.agents)
+
+
 async def prepare(
     session: AsyncSession, *, scope: TenantScope, data: ResponseCreate, pool: Any, max_output_tokens: int
 ) -> tuple[Prepared, str]:
@@ -140,7 +150,7 @@ async def prepare(
             )
         state, seeded = _seed(previous, decisions, now_ms, response_id)
     else:
-        state = RunState(run_id=response_id, created_at_ms=now_ms)
+        state = _seed_workflow(previous, now_ms, response_id)
     if not items:
         raise InvalidRequest("input has no items", param="input", code="missing_input")
     backend = model_backend(pool, definition.spec.model, scope.tenant_id, task="chat")

@@ -3,22 +3,79 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from switchyard.agents import AgentSpec
+from switchyard.agents.shapes import MAX_TOOLS_SCHEMA_NODES
+from switchyard.agents.sizes import schema_nodes
+from switchyard.agents.spec import (
+    CalculatorToolSpec,
+    CurrentTimeToolSpec,
+    FunctionToolSpec,
+    HttpRequestToolSpec,
+    McpToolSpec,
+)
+from switchyard.agents.tools.secrets import redact_tool_secrets
 from switchyard.agents.workflows import StateVar, WorkflowNode, WorkflowSpec
 from switchyard.platform.models import Agent, AgentVersion
 
-__all__ = ["WorkflowCreate", "WorkflowDeleted", "WorkflowPublic", "WorkflowUpdate", "WorkflowVersionPublic"]
+__all__ = [
+    "WorkflowCreate",
+    "WorkflowDeleted",
+    "WorkflowPublic",
+    "WorkflowTool",
+    "WorkflowUpdate",
+    "WorkflowVersionPublic",
+]
+
+WorkflowTool = Annotated[
+    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec,
+    Field(discriminator="type"),
+]
+"""A tool a workflow's ``function`` and ``mcp`` nodes call (an agent's tool shapes; another agent is an agent node)."""
+
+
+def _bounded_schemas(data: Any) -> Any:
+    """``data`` if its tools' parameters and its guardrail nodes' schemas are within the bound together (counted
+    before any is checked against JSON Schema's metaschema, CPU on the event loop every tenant shares)."""
+    if not isinstance(data, dict):
+        return data
+    tools, nodes = data.get("tools"), data.get("nodes")
+    schemas: list[Any] = [t.get("parameters") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    for node in nodes if isinstance(nodes, list) else []:
+        checks = node.get("guardrails") if isinstance(node, dict) else None
+        schemas.extend(check.get("schema") for check in checks or [] if isinstance(check, dict))
+    if schema_nodes(schemas, past=MAX_TOOLS_SCHEMA_NODES + 1) > MAX_TOOLS_SCHEMA_NODES + 1:
+        raise ValueError(
+            f"the tools' parameters and the guardrail nodes' schemas have more than {MAX_TOOLS_SCHEMA_NODES:,} "
+            "nodes together (JSON values)"
+        )
+    return data
 
 
 class WorkflowCreate(WorkflowSpec):
     """A new workflow; it becomes version 1. Nodes, state and expressions are those of
-    ``switchyard.agents.workflows``; every agent a node names must be one of the tenant's."""
+    ``switchyard.agents.workflows``; every agent a node names must be one of the tenant's, every tool a ``function``
+    or ``mcp`` node calls one of ``tools``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tools: list[WorkflowTool] = Field(
+        default_factory=list,
+        max_length=128,
+        description="the tools its function and mcp nodes call; an MCP server's headers are write-only, as an agent's",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        return _bounded_schemas(data)
+
+    def graph(self) -> WorkflowSpec:
+        """The workflow's graph (all but its tools)."""
+        return WorkflowSpec.model_validate(self.model_dump(mode="json", by_alias=True, exclude={"tools"}))
 
 
 class WorkflowUpdate(BaseModel):
@@ -32,7 +89,13 @@ class WorkflowUpdate(BaseModel):
     start: str | None = None
     state: dict[str, StateVar] | None = None
     nodes: list[WorkflowNode] | None = Field(default=None, min_length=1, max_length=200)
+    tools: list[WorkflowTool] | None = Field(default=None, max_length=128)
     metadata: dict[str, str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        return _bounded_schemas(data)
 
 
 class _Shown(BaseModel):
@@ -41,13 +104,15 @@ class _Shown(BaseModel):
     start: str
     state: dict[str, Any]
     nodes: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
     metadata: dict[str, str]
 
     @staticmethod
     def fields_of(version: AgentVersion) -> dict[str, Any]:
-        graph = AgentSpec.model_validate(version.definition).workflow
-        assert graph is not None  # a workflow's versions hold its graph
-        return graph.model_dump(mode="json", by_alias=True)
+        spec = AgentSpec.model_validate(version.definition)
+        assert spec.workflow is not None  # a workflow's versions hold its graph
+        tools = redact_tool_secrets(spec.model_dump(mode="json"))["tools"]  # an MCP header shows as <redacted>
+        return {**spec.workflow.model_dump(mode="json", by_alias=True), "tools": tools}
 
 
 class WorkflowPublic(_Shown):

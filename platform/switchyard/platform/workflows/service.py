@@ -4,6 +4,7 @@ take an agent; its spec's model is its first agent's (the runs' records name it)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -11,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.agents import AgentSpec
+from switchyard.agents.spec import ToolSpec
 from switchyard.agents.workflows import WorkflowSpec
-from switchyard.platform.agent_registry.service import add_version
+from switchyard.platform.agent_registry.service import add_version, sealed
 from switchyard.platform.agent_registry.team import check_team, named_version
 from switchyard.platform.agent_registry.versions import agent_row, get_version, latest_versions
 from switchyard.platform.audit.service import record
@@ -43,15 +45,26 @@ __all__ = [
 KIND = "workflow"
 
 
-async def _as_agent(session: AsyncSession, scope: TenantScope, graph: WorkflowSpec) -> AgentSpec:
-    """The agent spec a workflow runs as; 400 when a node names an agent the tenant does not have."""
+async def _as_agent(
+    session: AsyncSession,
+    scope: TenantScope,
+    graph: WorkflowSpec,
+    tools: Sequence[ToolSpec],
+    current: AgentSpec | None = None,
+) -> AgentSpec:
+    """The agent spec a workflow runs as (its MCP headers sealed; those sent back as ``<redacted>`` keep
+    ``current``'s); 400 when a node names a tool the workflow does not have, 404 an agent the tenant does not have."""
     models = [
         (await named_version(session, scope, agent_id, version, f"nodes.{node}.agent_id")).model
         for node, agent_id, version in graph.agent_refs()
     ]
     if not models:
         raise InvalidRequest("a workflow needs at least one agent node", param="nodes", code="invalid_value")
-    spec = AgentSpec(name=graph.name, model=models[0], workflow=graph, metadata=graph.metadata)
+    try:
+        spec = AgentSpec(name=graph.name, model=models[0], tools=list(tools), workflow=graph, metadata=graph.metadata)
+    except ValueError as exc:
+        raise InvalidRequest(f"invalid workflow: {exc}", code="invalid_value") from None
+    spec = sealed(spec, current)
     await check_team(session, scope, spec)
     return spec
 
@@ -59,7 +72,7 @@ async def _as_agent(session: AsyncSession, scope: TenantScope, graph: WorkflowSp
 async def create_workflow(
     session: AsyncSession, *, scope: TenantScope, actor: Actor, data: WorkflowCreate
 ) -> WorkflowPublic:
-    spec = await _as_agent(session, scope, WorkflowSpec.model_validate(data.model_dump(mode="json", by_alias=True)))
+    spec = await _as_agent(session, scope, data.graph(), data.tools)
     row = Agent(id=new_id(KIND), tenant_id=scope.tenant_id, name=spec.name, kind=KIND, latest_version=1)
     session.add(row)
     version = add_version(session, scope, row, spec)
@@ -93,10 +106,10 @@ async def update_workflow(
 ) -> WorkflowPublic:
     """Apply the fields present in ``data``; a new version only when the graph actually changes."""
     row, current = await get_version(session, scope=scope, agent_id=workflow_id, kind=KIND)
-    graph = AgentSpec.model_validate(current.definition).workflow
-    assert graph is not None
-    merged: dict[str, Any] = graph.model_dump(mode="json", by_alias=True)
-    for field in data.model_fields_set:
+    current_spec = AgentSpec.model_validate(current.definition)
+    assert current_spec.workflow is not None
+    merged: dict[str, Any] = current_spec.workflow.model_dump(mode="json", by_alias=True)
+    for field in data.model_fields_set - {"tools"}:
         value = getattr(data, field)
         if value is not None:
             merged[field] = _plain(value)
@@ -104,9 +117,10 @@ async def update_workflow(
         changed = WorkflowSpec.model_validate(merged)
     except ValueError as exc:
         raise InvalidRequest(f"invalid workflow: {exc}", code="invalid_value") from None
-    if changed == graph:
+    tools = current_spec.tools if data.tools is None else data.tools
+    spec = await _as_agent(session, scope, changed, tools, current_spec)
+    if spec.model_dump(mode="json") == current_spec.model_dump(mode="json"):
         return WorkflowPublic.of(row, current)
-    spec = await _as_agent(session, scope, changed)
     row.latest_version += 1
     row.name = spec.name
     row.updated_at = utc_now()
@@ -123,15 +137,6 @@ async def update_workflow(
     )
     await session.flush()
     return WorkflowPublic.of(row, version)
-
-
-def _audit(
-    session: AsyncSession, scope: TenantScope, actor: Actor, action: str, workflow_id: str, details: Any
-) -> None:
-    record(
-        session, tenant_id=scope.tenant_id, actor=actor, action=action, target_type=KIND, target_id=workflow_id,
-        details=details,
-    )  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -169,10 +174,10 @@ async def export_workflow(session: AsyncSession, *, scope: TenantScope, workflow
     """The workflow's latest version as a module for openai-agents (``export.py``), each agent node fixed at the
     version it names or at the agent's latest now."""
     row, version = await get_version(session, scope=scope, agent_id=workflow_id, kind=KIND)
-    graph = AgentSpec.model_validate(version.definition).workflow
-    assert graph is not None
+    spec = AgentSpec.model_validate(version.definition)
+    assert spec.workflow is not None
     agents: dict[str, tuple[int, AgentSpec]] = {}
-    for node, agent_id, wanted in graph.agent_refs():
+    for node, agent_id, wanted in spec.workflow.agent_refs():
         _, agent_version = await get_version(session, scope=scope, agent_id=agent_id, version=wanted)
         agents[node] = (agent_version.version, AgentSpec.model_validate(agent_version.definition))
-    return agents_sdk_module(row.id, version.version, graph, agents)
+    return agents_sdk_module(row.id, version.version, spec, agents)
