@@ -76,7 +76,8 @@ def _spec(*, approve: bool = False) -> AgentSpec:
     tools = [
         {"type": "function", "name": "lookup_order", "parameters": LOOKUP},
         {"type": "calculator"},
-        {"type": "mcp", "server_label": "payments", "server_url": "http://127.0.0.1:1/mcp", "requires_approval": approve},
+        {"type": "mcp", "server_label": "payments", "server_url": "http://127.0.0.1:1/mcp",
+         "requires_approval": approve},
     ]  # fmt: skip
     return AgentSpec.model_validate({"name": "refunds", "model": "m", "tools": tools, "workflow": _workflow()})
 

@@ -293,6 +293,8 @@ class UsageResult(SwitchyardObject):
     output_tokens: int
     num_model_requests: int
     agent_id: str | None = None
+    workflow_id: str | None = None
+    """The workflow whose runs spent it (grouped by ``workflow_id``; ``None`` for usage outside workflow runs)."""
     api_key_id: str | None = None
     model: str | None = None
     instance_type: str | None = None

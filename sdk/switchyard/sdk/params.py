@@ -120,7 +120,7 @@ class ApiKeyCreateParams(TypedDict, total=False):
 class BudgetSetParams(TypedDict, total=False):
     limit_minor: Required[int]
     currency: str
-    scope: Literal["tenant", "api_key", "agent"]
+    scope: Literal["tenant", "api_key", "agent", "workflow"]
     scope_id: str
     hard: bool
 
@@ -130,7 +130,7 @@ class UsageParams(TypedDict, total=False):
     """Window start, Unix seconds (inclusive); default: the start of the month."""
     end_time: int
     bucket_width: Literal["1h", "1d"]
-    group_by: list[Literal["agent_id", "api_key_id", "model", "instance_type"]]
+    group_by: list[Literal["agent_id", "workflow_id", "api_key_id", "model", "instance_type"]]
 
 
 class TenantCreateParams(TypedDict, total=False):

@@ -159,6 +159,7 @@ async def test_usage_buckets_groups_and_pages(client: Any, make_tenant: Any) -> 
         "output_tokens": 12,
         "num_model_requests": 2,
         "agent_id": None,
+        "workflow_id": None,
         "api_key_id": None,
         "model": None,
         "instance_type": None,

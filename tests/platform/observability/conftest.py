@@ -24,6 +24,8 @@ class ReceivedSpan:
     kind: int
     attributes: dict[str, Any]
     service: str
+    start_ns: int = 0
+    end_ns: int = 0
 
 
 def _value(any_value: Any) -> Any:
@@ -43,6 +45,10 @@ class OtlpReceiver:
 
     def named(self, name: str) -> list[ReceivedSpan]:
         return [s for s in self.spans if s.name == name]
+
+    def children(self, parent: ReceivedSpan) -> list[ReceivedSpan]:
+        """The spans whose parent is ``parent``, in the order they started."""
+        return sorted((s for s in self.spans if s.parent_span_id == parent.span_id), key=lambda s: s.start_ns)
 
 
 @pytest.fixture
@@ -68,6 +74,8 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
                                 kind=span.kind,
                                 attributes={a.key: _value(a.value) for a in span.attributes},
                                 service=str(resource.get("service.name")),
+                                start_ns=span.start_time_unix_nano,
+                                end_ns=span.end_time_unix_nano,
                             )
                         )
             answer = ExportTraceServiceResponse().SerializeToString()

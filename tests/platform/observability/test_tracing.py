@@ -61,7 +61,7 @@ async def test_a_chat_completion_is_a_server_span_with_a_genai_model_call_span(
     assert attributes["switchyard.instance_type"] == usage["compute"]["instance_type"]
 
 
-async def test_an_agent_run_is_a_span_with_its_model_and_tool_calls_inside(
+async def test_an_agent_run_is_a_span_with_its_agent_and_its_model_and_tool_calls_inside(
     client: Any, make_tenant: Any, otlp_receiver: Any
 ) -> None:
     tenant = await make_tenant()
@@ -88,8 +88,11 @@ async def test_an_agent_run_is_a_span_with_its_model_and_tool_calls_inside(
     assert agent_run.trace_id == trace_id  # started by the request that created the run
     assert agent_run.attributes["switchyard.run_outcome"] == "completed"
     assert agent_run.attributes["switchyard.tenant_id"] == tenant.id
-    inside = [s for s in otlp_receiver.spans if s.parent_span_id == agent_run.span_id]
-    assert sorted(s.name for s in inside) == sorted([f"chat {MODEL}", "execute_tool calculator", f"chat {MODEL}"])
+    (acting,) = otlp_receiver.children(agent_run)  # the agent it ran as, its calls inside
+    assert acting.name == "invoke_agent helper"
+    assert acting.attributes["gen_ai.agent.id"] == agent["id"]
+    inside = otlp_receiver.children(acting)
+    assert [s.name for s in inside] == [f"chat {MODEL}", "execute_tool calculator", f"chat {MODEL}"]
     (tool,) = [s for s in inside if s.name == "execute_tool calculator"]
     assert tool.attributes["gen_ai.tool.name"] == "calculator"
     assert tool.attributes["gen_ai.tool.type"] == "builtin"

@@ -53,6 +53,7 @@ class BudgetHolds:
                 scope=call.scope,
                 api_key_id=call.api_key_id,
                 agent_id=call.agent_id,
+                workflow_id=call.workflow_id,
                 model=backend.name,
                 instance_type=backend.spec.instance,
                 estimated_chip_us=held_chip_us(call),

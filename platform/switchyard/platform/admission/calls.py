@@ -29,6 +29,7 @@ class ModelCall:
     prompt_tokens: int
     output_tokens: int  # the most it may produce: its hold covers them and its answer is cut there
     holder: str  # holds the tenant's request slot: unique to the call (a repeated run step reuses its step id)
+    workflow_id: str | None = None  # the workflow whose run makes the call, for the workflow's budgets
 
     @property
     def tokens(self) -> int:

@@ -55,6 +55,7 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                 select(
                     col(UsageEvent.api_key_id),
                     col(UsageEvent.agent_id),
+                    col(UsageEvent.workflow_id),
                     col(UsageEvent.model),
                     col(UsageEvent.instance_type),
                     func.sum(col(UsageEvent.chip_us)),
@@ -70,11 +71,12 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                 .group_by(
                     col(UsageEvent.api_key_id),
                     col(UsageEvent.agent_id),
+                    col(UsageEvent.workflow_id),
                     col(UsageEvent.model),
                     col(UsageEvent.instance_type),
                 )
             )
-            for key_id, agent_id, model, instance_type, chip_us, prompt, completion, count in groups.all():
+            for key_id, agent_id, workflow_id, model, instance_type, chip_us, prompt, completion, count in groups.all():
                 session.add(
                     UsageAggregate(
                         id=new_id("agg"),
@@ -83,6 +85,7 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                         bucket_start=start,
                         api_key_id=key_id or "",
                         agent_id=agent_id or "",
+                        workflow_id=workflow_id or "",
                         model=model,
                         instance_type=instance_type,
                         chip_us=int(chip_us),

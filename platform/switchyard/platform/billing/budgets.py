@@ -61,6 +61,8 @@ RESERVATION_TTL = timedelta(minutes=15)
 ALERT_THRESHOLDS = (50, 80, 100)
 """Percentages of the limit that alert when a budget sets no thresholds of its own."""
 MAX_ALERT_THRESHOLDS = 5
+_SCOPES_OF_AGENT_IDS = ("agent", "workflow")
+"""The budget scopes that name a row of ``agents`` (a workflow is stored as an agent of kind ``workflow``)."""
 
 
 def check_alert_thresholds(values: Sequence[int]) -> list[int]:
@@ -128,13 +130,15 @@ def _period_value(period: datetime) -> ColumnElement[datetime]:
 
 
 async def _applicable_budgets(
-    session: AsyncSession, scope: TenantScope, api_key_id: str | None, agent_id: str | None
+    session: AsyncSession, scope: TenantScope, api_key_id: str | None, agent_id: str | None, workflow_id: str | None
 ) -> list[Budget]:
     conditions = [col(Budget.scope_kind) == "tenant"]
     if api_key_id:
         conditions.append((col(Budget.scope_kind) == "api_key") & (col(Budget.scope_ref) == api_key_id))
-    if agent_id:
-        conditions.append((col(Budget.scope_kind) == "agent") & (col(Budget.scope_ref) == agent_id))
+    if agent_id:  # a workflow run's creation admits its first call as the workflow: its budgets are the workflow's
+        conditions.append(col(Budget.scope_kind).in_(_SCOPES_OF_AGENT_IDS) & (col(Budget.scope_ref) == agent_id))
+    if workflow_id:
+        conditions.append((col(Budget.scope_kind) == "workflow") & (col(Budget.scope_ref) == workflow_id))
     statement = (
         select(Budget).where(col(Budget.tenant_id) == scope.tenant_id, or_(*conditions)).order_by(col(Budget.id))
     )
@@ -193,10 +197,12 @@ async def reserve(
     model: str,
     instance_type: str,
     estimated_chip_us: int,
+    workflow_id: str | None = None,
     now: datetime | None = None,
     ttl: timedelta = RESERVATION_TTL,
 ) -> Reservation:
-    """Hold the estimated maximum cost against every budget that applies (tenant, key, agent).
+    """Hold the estimated maximum cost against every budget that applies (tenant, key, agent, and the workflow
+    whose run makes the call).
 
     Raises ``BudgetExceeded`` (402, ``insufficient_quota``/``budget_exceeded``) naming the first hard budget
     that cannot cover it and what remains; nothing is held then. Raises ``NoApplicablePrice`` when the terms
@@ -210,7 +216,7 @@ async def reserve(
         tier = await tenant_tier_of(session, tenant_id=scope.tenant_id)
         card = await find_rate_card(session, instance_type=instance_type, model=model, tenant_tier=tier, at=now)
         amount = cost_micros_ceil(estimated_chip_us, card.price_per_chip_hour)
-        budgets = await _applicable_budgets(session, scope, api_key_id, agent_id)
+        budgets = await _applicable_budgets(session, scope, api_key_id, agent_id, workflow_id)
         charged: list[Budget] = []
         for budget in budgets:
             if budget.currency != card.currency:
@@ -383,8 +389,8 @@ async def expire_reservations(target: Database | AsyncSession, *, now: datetime 
 
 async def check_budget_scope(session: AsyncSession, scope: TenantScope, *, kind: str, scope_id: str) -> None:
     """Refuse (400 naming ``scope_id``) a budget that would apply to nothing: ``scope_id`` is empty for the
-    tenant's budget, else a working API key or an agent of the caller's tenant. Another tenant's id reads as
-    unknown, like any id that does not exist."""
+    tenant's budget, else a working API key, an agent or a workflow of the caller's tenant (as ``kind`` says).
+    Another tenant's id reads as unknown, like any id that does not exist."""
 
     def refuse(message: str) -> InvalidRequest:
         return InvalidRequest(message, param="scope_id", code="invalid_value")
@@ -409,5 +415,7 @@ async def check_budget_scope(session: AsyncSession, scope: TenantScope, *, kind:
     agent = (
         await session.execute(select(Agent).where(col(Agent.tenant_id) == scope.tenant_id, col(Agent.id) == scope_id))
     ).scalar_one_or_none()
-    if agent is None or agent.deleted_at is not None:
-        raise refuse(f"scope_id {scope_id!r} is not an agent of this tenant")
+    if agent is None or agent.deleted_at is not None or agent.kind != kind:  # (a workflow is an agent of its kind)
+        raise refuse(
+            f"scope_id {scope_id!r} is not {'a workflow' if kind == 'workflow' else 'an agent'} of this tenant"
+        )

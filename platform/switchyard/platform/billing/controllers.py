@@ -52,7 +52,10 @@ EndTime = Annotated[
 Width = Annotated[Literal["1h", "1d"], QueryParameter(description="Bucket width: one UTC hour or day.")]
 GroupBy = Annotated[
     list[str] | None,
-    QueryParameter(description="Group results by any of agent_id, api_key_id, model, instance_type (repeat or comma)."),
+    QueryParameter(
+        description="Group results by any of agent_id, workflow_id (the workflow whose run spent it; null outside "
+        "workflow runs), api_key_id, model, instance_type (repeat or comma)."
+    ),
 ]
 
 
@@ -109,7 +112,7 @@ class BudgetController(Controller):
     async def set_budget(
         self, db_session: DbSession, tenant: CurrentTenant, actor: CurrentActor, data: JSONBody[BudgetSet]
     ) -> BudgetPublic:
-        """Create or change the monthly budget of the tenant, an API key or an agent."""
+        """Create or change the monthly budget of the tenant, an API key, an agent or a workflow."""
         return await service.set_budget(db_session, scope=tenant, actor=actor, data=data)
 
     @get(opt=access(Role.ADMIN), summary="List budgets")

@@ -51,6 +51,9 @@ class UsageEventCreate(BaseModel):
     agent_id: str | None = Field(default=None, max_length=40)
     agent_version: int | None = Field(default=None, ge=0)
     run_id: str | None = Field(default=None, max_length=40)
+    workflow_id: str | None = Field(
+        default=None, max_length=40, description="The workflow whose run made the request (none outside one)."
+    )
     model: str = Field(min_length=1, max_length=200)
     instance_type: str = Field(min_length=1, max_length=64)
     chip_us: int = Field(ge=0, description="Chip-microseconds attributed to the request.")
@@ -68,6 +71,7 @@ def _row(scope: TenantScope, event: UsageEventCreate, now: datetime) -> dict[str
         "agent_id": event.agent_id,
         "agent_version": event.agent_version,
         "run_id": event.run_id,
+        "workflow_id": event.workflow_id,
         "model": event.model,
         "instance_type": event.instance_type,
         "chip_us": event.chip_us,

@@ -119,11 +119,11 @@ class RateCardPublic(BaseModel):
 
 
 class BudgetSet(BaseModel):
-    """Set (create or replace) the monthly budget of the tenant, one of its API keys or one of its agents."""
+    """Set (create or replace) the monthly budget of the tenant, one of its API keys, agents or workflows."""
 
     model_config = REQUEST_BODY | ConfigDict(
-        json_schema_extra={  # a key or agent budget names its key or agent; a tenant budget names nothing
-            "if": {"properties": {"scope": {"enum": ["api_key", "agent"]}}, "required": ["scope"]},
+        json_schema_extra={  # a key, agent or workflow budget names it; a tenant budget names nothing
+            "if": {"properties": {"scope": {"enum": ["api_key", "agent", "workflow"]}}, "required": ["scope"]},
             "then": {"properties": {"scope_id": {"minLength": 1}}, "required": ["scope_id"]},
             "else": {"properties": {"scope_id": {"maxLength": 0}}},
         },
@@ -141,8 +141,12 @@ class BudgetSet(BaseModel):
         json_schema_extra=CURRENCIES,
         description="ISO 4217 code; must match prices.",
     )
-    scope: Literal["tenant", "api_key", "agent"] = Field(default="tenant", description="What the budget covers.")
-    scope_id: str = Field(default="", max_length=40, description="The key or agent id (empty for `tenant`).")
+    scope: Literal["tenant", "api_key", "agent", "workflow"] = Field(
+        default="tenant",
+        description="What the budget covers: the tenant, one API key, one agent (its model calls wherever it acts), "
+        "or one workflow (every model call of its runs, whichever agent makes it).",
+    )
+    scope_id: str = Field(default="", max_length=40, description="The key, agent or workflow id (empty for `tenant`).")
     hard: bool = Field(default=True, description="Refuse requests (402) past the limit; else only alert.")
     alert_thresholds: AlertThresholds | None = Field(
         default=None,
@@ -300,6 +304,7 @@ class UsageResult(BaseModel):
     output_tokens: int
     num_model_requests: int
     agent_id: str | None = None
+    workflow_id: str | None = None
     api_key_id: str | None = None
     model: str | None = None
     instance_type: str | None = None
@@ -323,6 +328,7 @@ class UsageBucketPublic(BaseModel):
                     output_tokens=row.output_tokens,
                     num_model_requests=row.num_model_requests,
                     agent_id=row.group.get("agent_id"),
+                    workflow_id=row.group.get("workflow_id"),
                     api_key_id=row.group.get("api_key_id"),
                     model=row.group.get("model"),
                     instance_type=row.group.get("instance_type"),

@@ -2,9 +2,10 @@
 
 A budget's ``spent_micros`` is a counter that settlements add to, so a budget set in the middle of a month would
 start at zero although its period began on the 1st. ``spent_in_period`` gives it the spend of its scope (the
-tenant, one API key or one agent) from the period's start: rated events at the price they were rated at, events
-not rated yet at the card that applies now (the price rating will most likely give them). Spend in another currency
-than the budget's, or with no applicable card, is not counted (reservations refuse a budget in another currency).
+tenant, one API key, one agent, or one workflow's runs whichever agents acted in them) from the period's start:
+rated events at the price they were rated at, events not rated yet at the card that applies now (the price rating
+will most likely give them). Spend in another currency than the budget's, or with no applicable card, is not counted
+(reservations refuse a budget in another currency).
 
 Each (price, instance type, model) group is rounded up once to the micro-unit, so the figure can differ from the
 sum of the per-request settlements by less than one micro-unit per request.
@@ -30,6 +31,8 @@ def _scope_condition(scope_kind: str, scope_ref: str) -> list[ColumnElement[bool
         return [col(UsageEvent.api_key_id) == scope_ref]
     if scope_kind == "agent":
         return [col(UsageEvent.agent_id) == scope_ref]
+    if scope_kind == "workflow":  # every step of its runs, whichever agent acted
+        return [col(UsageEvent.workflow_id) == scope_ref]
     return []
 
 

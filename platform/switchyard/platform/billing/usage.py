@@ -22,7 +22,7 @@ from switchyard.platform.models import UsageEvent
 __all__ = ["GROUP_BY_FIELDS", "MAX_BUCKETS", "BucketWidth", "UsageBucket", "UsageRow", "bucket_edges", "read_usage"]
 
 BucketWidth = Literal["1h", "1d"]
-GROUP_BY_FIELDS = ("agent_id", "api_key_id", "model", "instance_type")
+GROUP_BY_FIELDS = ("agent_id", "workflow_id", "api_key_id", "model", "instance_type")
 MAX_BUCKETS = 10_000
 _WIDTHS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
 

@@ -26,12 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.accelerator.pool import Backend, PoolEvent
-from switchyard.agents import AgentSpec, Message, Model, ModelRequest, ModelResponse, RunLoop, RunState, drive_run
+from switchyard.agents import AgentSpec, Message, Model, ModelRequest, ModelResponse, RunLoop, RunState
 from switchyard.agents.pool_model import PoolModel, pool_token_counter
 from switchyard.agents.runner import wall_clock_ms
 from switchyard.platform.admission import Holds
 from switchyard.platform.db import TenantScope
-from switchyard.platform.execution.admitted import AdmissionDeferred, AdmittedModel, time_limit_of
+from switchyard.platform.execution.admitted import AdmissionDeferred, AdmittedModel, FirstCall, time_limit_of
 from switchyard.platform.execution.cast import Cast, CastError, resolve_cast
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.execution.lease import cancel_flag, heartbeat, holder, postpone, release, take
@@ -40,6 +40,7 @@ from switchyard.platform.execution.steps import StaleRun, client_loop
 from switchyard.platform.execution.stop_on_cancel import StopsOnCancel
 from switchyard.platform.execution.turns import take_turn
 from switchyard.platform.models import utc_now
+from switchyard.platform.observability.agent_spans import drive_traced
 
 __all__ = ["FrontEnd", "Job", "execute"]
 
@@ -167,6 +168,8 @@ async def _drive(
     job.start(cast)
     try:
         if cast is None:
+            if admitted is not None:  # what the job's creation took for its first call: no call is made
+                await env.admission.finish(admitted, billed=False)
             now_ms = wall_clock_ms()
             failed = client_loop(job.spec).fail(job.state, code=failure.code, message=failure.message, now_ms=now_ms)
             await job.checkpoint(failed)
@@ -192,10 +195,12 @@ async def _drive_loop(
     thread = await job.history()
     cancel_requested = cancel_flag(env.database, scope, front.table, job_id) if job.cancellable else None
     state = job.state
-    # the first call's rates were charged when the job was created (its admission, or the create's check)
-    charged = admitted is None and not any(step.usage is not None for step in state.steps)
+    # the first model call was admitted when the job was created (its holds, or the create's charge to its rates):
+    # whichever of the job's agents makes it (a workflow's own agent never does: a node's agent does) uses that
+    first_call = FirstCall(admitted, rates_charged=not any(step.usage is not None for step in state.steps))
+    workflow_id = job.agent_id if spec.workflow is not None else None  # a workflow runs as its own agent
 
-    def model_for(backend: Backend, agent_id: str | None, first: bool) -> AdmittedModel:
+    def model_for(backend: Backend, agent_id: str | None) -> AdmittedModel:
         inner: Model = (
             env.model_factory(scope.tenant_id, job.session_key)
             if env.model_factory is not None
@@ -215,18 +220,19 @@ async def _drive_loop(
             api_key_id=job.api_key_id,
             agent_id=agent_id,
             reservations=job.reservations,
-            admitted=admitted if first else None,
-            rates_charged=charged if first else False,
+            first=first_call,
+            workflow_id=workflow_id,
             defer=env.worker,
             waiting_since=job.waiting_since,
         )
 
-    own = model_for(cast.backend, job.agent_id, first=True)
-    members = {agent_id: model_for(b, agent_id, first=False) for agent_id, b in cast.backends.items()}
+    own = model_for(cast.backend, job.agent_id)
+    members = {agent_id: model_for(b, agent_id) for agent_id, b in cast.backends.items()}
     try:
-        final, _action = await drive_run(
+        final, _action = await drive_traced(  # a span per agent acting, and per workflow node
             loop,
             state,
+            agent_id=job.agent_id,
             thread=thread,
             model=_ByAgent(own, members),
             checkpoint=job.checkpoint,
@@ -236,8 +242,7 @@ async def _drive_loop(
     except AdmissionDeferred as deferred:
         raise deferred.capped(time_limit_of(spec, job.state)) from None
     finally:
-        if own.admitted is not None:  # the job's own agent made no call (a workflow; an input guardrail tripped)
-            await env.admission.finish(own.admitted, billed=False)
+        await first_call.give_back(env.admission)  # no model call took it (an input guardrail tripped first)
     return job.outcome(final)
 
 

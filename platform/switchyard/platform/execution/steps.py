@@ -58,8 +58,10 @@ async def bill_model_steps(
 ) -> None:
     """One usage event per model step ``after`` completed and ``before`` had not (its id is the step's, so a
     step is billed once), each settling its budget hold from ``reservations``; a step made after a handoff is the
-    acting agent's (at the version the job fixed)."""
+    acting agent's (at the version the job fixed). Every step of a workflow run also names the workflow (the job's
+    own agent is the workflow), whichever agent acted: a node's, one called as a tool, a guardrail's judge."""
     billed = {s.id for s in before.steps if s.usage is not None}
+    workflow_id = ctx.agent_id if after.workflow is not None else None
     for step in after.steps:
         if step.type is not StepType.MODEL_CALL or step.usage is None or step.id in billed:
             continue
@@ -72,6 +74,7 @@ async def bill_model_steps(
                 agent_id=step.agent or ctx.agent_id,
                 agent_version=after.agents.get(step.agent, ctx.agent_version) if step.agent else ctx.agent_version,
                 run_id=ctx.run_id,
+                workflow_id=workflow_id,
                 model=step.model or "unknown",
                 instance_type=ctx.instance_types.get(step.model or "", ctx.instance_type),
                 chip_us=step.chip_us,

@@ -11,7 +11,7 @@ __all__ = ["Budget"]
 
 
 class Budget(TenantOwned, table=True):
-    """A monthly spending limit for a tenant, one of its API keys or one of its agents.
+    """A monthly spending limit for a tenant, one of its API keys, one of its agents or one of its workflows.
 
     Money is tracked in micro-units of ``currency`` (10^-6 of the major unit) so that sub-cent request costs
     add up without rounding each request to a cent; the limit is set in minor units. ``spent_micros`` and
@@ -22,8 +22,8 @@ class Budget(TenantOwned, table=True):
     __table_args__ = (UniqueConstraint("tenant_id", "scope_kind", "scope_ref", name="uq_budgets_scope"),)
 
     id: str = Field(primary_key=True, max_length=40)
-    scope_kind: str = Field(max_length=16, description="`tenant`, `api_key` or `agent`.")
-    scope_ref: str = Field(default="", max_length=40, description="Key or agent id; empty for the tenant.")
+    scope_kind: str = Field(max_length=16, description="`tenant`, `api_key`, `agent` or `workflow`.")
+    scope_ref: str = Field(default="", max_length=40, description="Key, agent or workflow id; empty for the tenant.")
     currency: str = Field(max_length=3)
     limit_minor: int = Field(sa_type=BigInteger)
     hard: bool = Field(default=True, description="Refuse requests past the limit (else only alert).")

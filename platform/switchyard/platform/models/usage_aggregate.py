@@ -11,11 +11,11 @@ __all__ = ["UsageAggregate"]
 
 
 class UsageAggregate(TenantOwned, table=True):
-    """Usage of one tenant in one UTC hour or day per (API key, agent, model, instance type).
+    """Usage of one tenant in one UTC hour or day per (API key, agent, workflow, model, instance type).
 
     A roll-up of ``usage_events`` kept by the ``billing.aggregate`` job, which recomputes whole buckets from
-    the ledger (so running it twice, or late, gives the same rows). Empty ``api_key_id``/``agent_id`` mean
-    the events had none (the columns are part of the unique key, where NULLs would never collide).
+    the ledger (so running it twice, or late, gives the same rows). Empty ``api_key_id``/``agent_id``/``workflow_id``
+    mean the events had none (the columns are part of the unique key, where NULLs would never collide).
     """
 
     __tablename__ = "usage_aggregates"
@@ -26,6 +26,7 @@ class UsageAggregate(TenantOwned, table=True):
             "bucket_start",
             "api_key_id",
             "agent_id",
+            "workflow_id",
             "model",
             "instance_type",
             name="uq_usage_aggregates_bucket",
@@ -37,6 +38,7 @@ class UsageAggregate(TenantOwned, table=True):
     bucket_start: datetime = Field(sa_type=UTCDateTime)
     api_key_id: str = Field(default="", max_length=40)
     agent_id: str = Field(default="", max_length=40)
+    workflow_id: str = Field(default="", max_length=40)
     model: str = Field(max_length=200)
     instance_type: str = Field(max_length=64)
     chip_us: int = Field(sa_type=BigInteger)

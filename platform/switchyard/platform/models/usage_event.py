@@ -30,6 +30,9 @@ class UsageEvent(TenantOwned, table=True):
     agent_id: str | None = Field(default=None, max_length=40)
     agent_version: int | None = Field(default=None)
     run_id: str | None = Field(default=None, max_length=40)
+    workflow_id: str | None = Field(
+        default=None, max_length=40, description="The workflow whose run spent it (null outside workflow runs)."
+    )
     model: str = Field(max_length=200)
     instance_type: str = Field(max_length=64)
     chip_us: int = Field(sa_type=BigInteger, description="Accelerator chip-microseconds attributed to the request.")

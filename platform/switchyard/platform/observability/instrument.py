@@ -18,6 +18,7 @@ from prometheus_client import Counter
 from switchyard.accelerator.pool import AcceleratorPool, ComputeReceipt, EmbeddingRequest, InferenceRequest
 from switchyard.agents import ToolRegistry
 from switchyard.agents.tools.base import RetrySemantics, Tool, ToolContext, ToolDefinition, ToolKind, ToolResult
+from switchyard.platform.observability.agent_spans import acting_context
 from switchyard.platform.observability.logs import log_context
 from switchyard.platform.observability.metrics import (
     ADMISSION_REFUSALS,
@@ -28,14 +29,13 @@ from switchyard.platform.observability.metrics import (
     TOOL_CALLS,
     TTFT_SECONDS,
 )
-from switchyard.platform.observability.tracing import tracer
+from switchyard.platform.observability.tracing import PROVIDER, tracer
 
 __all__ = ["count_refusals", "instrument_pool", "record_receipt", "traced_response", "traced_run", "traced_tools"]
 
 P = ParamSpec("P")
 A = TypeVar("A")
 R = TypeVar("R", InferenceRequest, EmbeddingRequest)
-PROVIDER = "switchyard"
 
 
 def record_receipt(receipt: ComputeReceipt, span: Span | None = None) -> None:
@@ -201,7 +201,8 @@ def traced_response(execute: Callable[P, Awaitable[str]]) -> Callable[P, Awaitab
 
 
 class _TracedTool:
-    """A tool whose calls are spans ``execute_tool {name}`` and are counted."""
+    """A tool whose calls are spans ``execute_tool {name}`` (children of the span of the agent calling it, in a
+    drive traced by :func:`~switchyard.platform.observability.agent_spans.drive_traced`) and are counted."""
 
     def __init__(self, tool: Tool) -> None:
         self._tool = tool
@@ -224,7 +225,8 @@ class _TracedTool:
     async def call(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         name = self._tool.definition.name
         kind = str(getattr(self._tool.kind, "value", self._tool.kind))
-        with tracer().start_as_current_span(f"execute_tool {name}", kind=SpanKind.INTERNAL) as span:
+        parent = acting_context()  # None: the current span's child
+        with tracer().start_as_current_span(f"execute_tool {name}", context=parent, kind=SpanKind.INTERNAL) as span:
             if span.is_recording():
                 span.set_attributes(
                     {

@@ -3,8 +3,8 @@
 Unset, the tracer is OpenTelemetry's no-op tracer: spans cost next to nothing and carry no trace id. The
 provider is this module's, not the global one, so a process (or a test) can configure, flush and reset it.
 Span names and attributes follow the OpenTelemetry semantic conventions (HTTP server spans, GenAI client spans
-``chat {model}`` with ``gen_ai.*`` attributes, ``execute_tool {name}``); Switchyard adds ``switchyard.*``
-attributes (chip-µs, replica, tenant, run).
+``chat {model}`` with ``gen_ai.*`` attributes, ``invoke_agent {name}``, ``execute_tool {name}``); Switchyard adds
+``switchyard.*`` attributes (chip-µs, replica, tenant, run) and ``workflow_node {id}`` spans.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 __all__ = [
+    "PROVIDER",
     "configure_tracing",
     "current_trace_id",
     "enabled",
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 _provider: TracerProvider | None = None
 _tracer: trace.Tracer = trace.NoOpTracer()
 INSTRUMENTATION = "switchyard"
+PROVIDER = "switchyard"
+"""``gen_ai.provider.name`` of Switchyard's model calls and agents."""
 
 
 def traces_url(endpoint: str) -> str:
