@@ -397,3 +397,50 @@ def test_a_judge_that_gives_no_verdict_trips_its_guardrail() -> None:
         trip = verdict_trip(judge, answer)
         assert trip is not None
         assert trip.reason.startswith("the judge's answer is no verdict")
+
+
+def _calling_a_judged_agent(where: str) -> tuple[RunLoop, FunctionModel, list[ModelRequest]]:
+    """A writer calling a researcher as a tool; the researcher's ``where`` is judged by another agent, which allows
+    unless the text says ``forbidden``."""
+    judge = AgentSpec(name="judge", model="m-judge", instructions="Rule on the text.")
+    guardrails = {where: [{"type": "agent", "agent_id": JUDGE, "name": "policy"}]}
+    researcher = AgentSpec(name="Researcher", model="m-research", guardrails=guardrails)
+    spec, tools, _ = _caller()
+    members = {RESEARCHER: _member(RESEARCHER, researcher), JUDGE: _member(JUDGE, judge)}
+    asked: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> Message:
+        asked.append(request)
+        last = request.messages[-1]
+        if request.model == "m-judge":
+            forbidden = "forbidden" in (last.content or "")
+            return Message.assistant(json.dumps({"allowed": not forbidden, "reason": "it says forbidden"}))
+        if request.model == "m-research":
+            return Message.assistant("a forbidden fact" if "tempt" in (last.content or "") else "a fact")
+        if last.role == "tool":
+            return Message.assistant(f"Heard: {last.content}")
+        task = (last.content or "").removeprefix("ask ")
+        return Message.assistant(None, [ToolCall(id="c1", name="researcher", arguments=json.dumps({"input": task}))])
+
+    loop = RunLoop(spec, tools, context_window_tokens=8192, members=members)
+    return loop, FunctionModel(model, chip_us_per_token=1), asked
+
+
+async def test_an_agent_called_as_a_tool_is_judged_on_its_task_and_its_answer() -> None:
+    loop, model, asked = _calling_a_judged_agent("input")
+    state = await _drive(loop, model, "ask something forbidden")
+    assert state.status is RunStatus.COMPLETED  # the call failed, not the run: the caller was told why
+    assert state.steps[1].is_error
+    assert state.steps[1].output == "input guardrail 'policy' (agent) tripped: the judge ruled: it says forbidden"
+    assert [r.model for r in asked] == ["m-writer", "m-judge", "m-writer"]  # the researcher was never asked
+    assert [(s.agent, s.depth) for s in state.steps if s.type is StepType.MODEL_CALL][1] == (JUDGE, 2)
+    loop, model, asked = _calling_a_judged_agent("output")
+    state = await _drive(loop, model, "ask to tempt it")
+    assert state.steps[1].output == "output guardrail 'policy' (agent) tripped: the judge ruled: it says forbidden"
+    assert [r.model for r in asked] == ["m-writer", "m-research", "m-judge", "m-writer"]
+    assert asked[2].messages[-1].content == "a forbidden fact"  # the judge read the held answer
+    loop, model, asked = _calling_a_judged_agent("output")
+    state = await _drive(loop, model, "ask politely")
+    assert state.final_message is not None
+    assert state.final_message.content == "Heard: a fact"
+    assert state.frames == []

@@ -67,6 +67,7 @@ class Frames(LoopParts):
             first = Message.user(task).model_copy(update={"id": f"msg_{step.id}_input"})
             state.frames.append(Frame(step_id=step.id, agent=target.agent_id, messages=[first]))
             self._bump(state)
+            self._open_judge(state, "input", after=-1, text=task, answer=None)  # its agent's judges rule first
             return
 
     def _target_of(self, step: Step) -> str | None:
@@ -80,9 +81,13 @@ class Frames(LoopParts):
         return tool.target if isinstance(tool, AgentTool) else None
 
     def _judges(self, state: RunState, guarding: str) -> list[AgentGuardrail | None]:
-        """The guardrails on the run's input (its own agent's) or on the answer (the answering agent's), by index;
-        ``None`` for those checked without a judge."""
-        spec = self.spec if guarding == "input" else self.acting(acting_agent(state))[0]
+        """The guardrails, by index (``None`` for those checked without a judge), that the next judge rules for: the
+        innermost frame's agent's (an agent called as a tool, or a workflow's node), on its task or its answer; else
+        the run's: its own agent's on the run's input, the answering agent's on the answer."""
+        if state.frames:
+            spec = self.acting(state.frames[-1].agent)[0]
+        else:
+            spec = self.spec if guarding == "input" else self.acting(acting_agent(state))[0]
         checks = spec.guardrails.input if guarding == "input" else spec.guardrails.output
         return [g if isinstance(g, AgentGuardrail) else None for g in checks]
 
@@ -93,7 +98,8 @@ class Frames(LoopParts):
         for index, judge in enumerate(self._judges(state, guarding)):
             if index <= after or judge is None:
                 continue
-            first = Message.user(text).model_copy(update={"id": f"msg_{state.run_id}_{guarding}_judge_{index}"})
+            owner = (state.frames[-1].step_id if state.frames else None) or state.run_id
+            first = Message.user(text).model_copy(update={"id": f"msg_{owner}_{guarding}_judge_{index}"})
             frame = Frame(agent=judge.agent_id, messages=[first], guarding=guarding, guardrail=index, answer=answer)
             state.frames.append(frame)
             self._bump(state)
@@ -101,12 +107,16 @@ class Frames(LoopParts):
         return False
 
     def _judged(self, state: RunState, verdict: Message, now_ms: int) -> RunState:
-        """A judge answered: the text goes on to the next judge, or on (a held answer is given); or the run fails."""
+        """A judge answered: the text goes on to the next judge, or on (a held answer is given); or what it guarded
+        stops: the run (failed), or the call of the agent in the frame below (its output an error)."""
         frame = state.frames.pop()
         assert frame.guarding is not None
         judge = self._judges(state, frame.guarding)[frame.guardrail]
         assert judge is not None
         trip = verdict_trip(judge, verdict.content or "")
+        if trip is not None and state.frames:
+            self._end_frame(state, ToolResult(trip.message(frame.guarding), is_error=True), now_ms)
+            return state
         if trip is not None:
             if frame.answer is not None:
                 state.messages.append(frame.answer.model_copy(update={"content": WITHHELD_ANSWER}))
@@ -115,18 +125,27 @@ class Frames(LoopParts):
         text = frame.messages[0].content or ""
         if self._open_judge(state, frame.guarding, after=frame.guardrail, text=text, answer=frame.answer):
             return state
-        if frame.answer is not None:
+        if frame.answer is not None and state.frames:
+            self._end_frame(state, ToolResult(frame.answer.content or ""), now_ms)
+        elif frame.answer is not None:
             state.messages.append(frame.answer)
             state.status = RunStatus.COMPLETED
             state.completed_at_ms = now_ms
         return state
 
     def _close_frame(self, state: RunState, answer: Message, now_ms: int) -> None:
-        """The agent of the innermost frame answered: its answer (if its output guardrails pass) is the output of
-        the call that started it, in the caller's conversation."""
+        """The agent of the innermost frame answered: its answer, once its output guardrails (and judges) pass, is
+        the output of the call that started it, in the caller's conversation."""
+        spec = self.acting(state.frames[-1].agent)[0]
+        text = answer.content or ""
+        trip = first_trip(spec.guardrails.output, text)
+        if trip is not None:
+            self._end_frame(state, ToolResult(trip.message("output"), is_error=True), now_ms)
+        elif not self._open_judge(state, "output", after=-1, text=text, answer=answer):
+            self._end_frame(state, ToolResult(text), now_ms)
+
+    def _end_frame(self, state: RunState, result: ToolResult, now_ms: int) -> None:
+        """Close the innermost frame (an agent called as a tool): ``result`` is its call's."""
         frame = state.frames.pop()
-        assert frame.step_id is not None  # an agent called as a tool (judges close in _judged)
-        spec = self.acting(frame.agent)[0]
-        trip = first_trip(spec.guardrails.output, answer.content or "")
-        result = ToolResult(answer.content or "") if trip is None else ToolResult(trip.message("output"), is_error=True)
+        assert frame.step_id is not None  # (judges close in _judged)
         self._complete_tool_step(state, state.step(frame.step_id), result, now_ms)
