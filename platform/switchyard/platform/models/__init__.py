@@ -18,6 +18,14 @@ from switchyard.platform.models.fleet_receipt import FleetReceipt
 from switchyard.platform.models.idempotency_record import IdempotencyRecord
 from switchyard.platform.models.invoice import Invoice
 from switchyard.platform.models.invoice_line import InvoiceLine
+from switchyard.platform.models.knowledge import (
+    FileContent,
+    KnowledgeChunk,
+    StoredFile,
+    VectorStore,
+    VectorStoreFile,
+    VectorStoreFileBatch,
+)
 from switchyard.platform.models.member import Member
 from switchyard.platform.models.member_invitation import MemberInvitation
 from switchyard.platform.models.member_password import MemberPassword
@@ -47,11 +55,13 @@ __all__ = [
     "Conversation",
     "ConversationItem",
     "Credit",
+    "FileContent",
     "FleetBusy",
     "FleetReceipt",
     "IdempotencyRecord",
     "Invoice",
     "InvoiceLine",
+    "KnowledgeChunk",
     "Member",
     "MemberInvitation",
     "MemberPassword",
@@ -64,6 +74,7 @@ __all__ = [
     "ResponseRecord",
     "Run",
     "RunEventRecord",
+    "StoredFile",
     "Tenant",
     "TenantOwned",
     "TenantTurn",
@@ -71,5 +82,8 @@ __all__ = [
     "ThreadMessage",
     "UsageAggregate",
     "UsageEvent",
+    "VectorStore",
+    "VectorStoreFile",
+    "VectorStoreFileBatch",
     "utc_now",
 ]
