@@ -34,6 +34,7 @@ __all__ = [
     "AgentToolSpec",
     "CalculatorToolSpec",
     "CurrentTimeToolSpec",
+    "FileSearchToolSpec",
     "FunctionToolSpec",
     "GuardrailSpec",
     "Guardrails",
@@ -137,6 +138,42 @@ class McpToolSpec(Strict):
     timeout_s: float = Field(default=30.0, gt=0, le=300)
 
 
+class FileSearchToolSpec(Strict):
+    """Search the tenant's vector stores (OpenAI's hosted ``file_search``): the model asks with a query and reads
+    the best chunks; they are retrieved on the worker, the query's embedding billed as an embedding call."""
+
+    type: Literal["file_search"] = "file_search"
+    vector_store_ids: list[str] = Field(min_length=1, max_length=16)
+    max_num_results: int = Field(default=10, ge=1, le=50)
+    filters: dict[str, Any] | None = Field(default=None, description="OpenAI's comparison or compound filter")
+    ranking_options: dict[str, Any] | None = Field(default=None, description="{ranker, score_threshold}")
+
+    @field_validator("vector_store_ids")
+    @classmethod
+    def _store_ids(cls, value: list[str]) -> list[str]:
+        for store in value:
+            if not 0 < len(store) <= 64 or not store.isascii():
+                raise ValueError("vector_store_ids are ids of the tenant's vector stores")
+        return value
+
+    @field_validator("filters")
+    @classmethod
+    def _bounded_filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and schema_nodes(value, past=1_000) > 1_000:
+            raise ValueError("filters has more than 1,000 JSON values")
+        return value
+
+    @property
+    def name(self) -> str:
+        """The tool's name for the model (one ``file_search`` tool an agent)."""
+        return "file_search"
+
+    @property
+    def score_threshold(self) -> float:
+        threshold = (self.ranking_options or {}).get("score_threshold", 0.0)
+        return float(threshold) if isinstance(threshold, int | float) and not isinstance(threshold, bool) else 0.0
+
+
 class AgentToolSpec(Strict):
     """Another agent of the tenant, called as a tool: it runs on a context of its own (the call's ``input`` as its
     user message, none of the caller's conversation) and its final answer is the tool's output."""
@@ -152,7 +189,13 @@ class AgentToolSpec(Strict):
 
 
 ToolSpec = Annotated[
-    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec | AgentToolSpec,
+    FunctionToolSpec
+    | CalculatorToolSpec
+    | CurrentTimeToolSpec
+    | HttpRequestToolSpec
+    | McpToolSpec
+    | FileSearchToolSpec
+    | AgentToolSpec,
     Field(discriminator="type"),
 ]
 

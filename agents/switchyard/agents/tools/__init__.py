@@ -23,6 +23,7 @@ from switchyard.agents.tools.calculator import CalculatorTool, evaluate_expressi
 from switchyard.agents.tools.clock import Clock, CurrentTimeTool, utc_now
 from switchyard.agents.tools.factory import build_tools
 from switchyard.agents.tools.fetch import FetchLimits, FetchResult, safe_fetch
+from switchyard.agents.tools.file_search import FileSearcher, FileSearchHit, FileSearchTool
 from switchyard.agents.tools.function import FunctionTool
 from switchyard.agents.tools.http_request import HttpRequestTool
 from switchyard.agents.tools.ssrf import Resolver, SSRFGuard, StaticResolver, address_block_reason, system_resolver
@@ -37,6 +38,9 @@ __all__ = [
     "CurrentTimeTool",
     "FetchLimits",
     "FetchResult",
+    "FileSearchHit",
+    "FileSearchTool",
+    "FileSearcher",
     "FunctionTool",
     "HttpRequestTool",
     "McpServerConnection",

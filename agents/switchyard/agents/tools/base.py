@@ -44,11 +44,12 @@ __all__ = [
 
 
 class ToolKind(StrEnum):
-    """Who executes a tool: the client (``function``), the worker (``builtin``) or an MCP server."""
+    """Who executes a tool: the client (``function``), the worker (``builtin``, ``file_search``) or an MCP server."""
 
     FUNCTION = "function"
     BUILTIN = "builtin"
     MCP = "mcp"
+    FILE_SEARCH = "file_search"
     HANDOFF = "handoff"
     AGENT = "agent"
 

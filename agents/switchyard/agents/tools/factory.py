@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from switchyard.agents.errors import ToolExecutionError
 from switchyard.agents.spec import (
     AgentSpec,
     CalculatorToolSpec,
     CurrentTimeToolSpec,
+    FileSearchToolSpec,
     FunctionToolSpec,
     HttpRequestToolSpec,
     McpToolSpec,
@@ -14,6 +16,7 @@ from switchyard.agents.tools.base import ToolRegistry
 from switchyard.agents.tools.calculator import CalculatorTool
 from switchyard.agents.tools.clock import Clock, CurrentTimeTool, utc_now
 from switchyard.agents.tools.fetch import FetchLimits
+from switchyard.agents.tools.file_search import FileSearcher, FileSearchTool
 from switchyard.agents.tools.function import FunctionTool
 from switchyard.agents.tools.http_request import HttpRequestTool
 from switchyard.agents.tools.ssrf import Resolver, SSRFGuard
@@ -27,11 +30,13 @@ async def build_tools(
     resolver: Resolver | None = None,
     clock: Clock = utc_now,
     allow_loopback: bool = False,
+    file_searcher: FileSearcher | None = None,
 ) -> ToolRegistry:
     """The tools of ``spec``, with every MCP server's tools listed now (one connection per server).
 
     ``resolver`` and ``allow_loopback`` configure the SSRF guard of ``http_request`` and MCP tools;
     ``allow_loopback`` exists for tests only. MCP headers sealed at rest are opened here, for the connection.
+    ``file_searcher`` is the platform's retrieval the ``file_search`` tool asks (without one, the tool is refused).
     Raises ``ToolExecutionError`` when an MCP server cannot be listed or its headers cannot be opened, and
     ``SSRFBlockedError`` when its URL is refused.
     """
@@ -62,6 +67,18 @@ async def build_tools(
                     allow_loopback=allow_loopback,
                     name=tool.name,
                     requires_approval=tool.requires_approval,
+                )
+            )
+        elif isinstance(tool, FileSearchToolSpec):
+            if file_searcher is None:
+                raise ToolExecutionError("file_search needs the platform's vector stores, which are not available here")
+            registry.add(
+                FileSearchTool(
+                    file_searcher,
+                    vector_store_ids=tool.vector_store_ids,
+                    max_num_results=tool.max_num_results,
+                    filters=tool.filters,
+                    score_threshold=tool.score_threshold,
                 )
             )
         elif isinstance(tool, McpToolSpec):
