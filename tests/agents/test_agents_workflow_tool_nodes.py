@@ -245,3 +245,34 @@ def test_the_guardrail_nodes_schemas_are_bounded_together() -> None:
     spec["workflow"]["nodes"][0]["guardrails"] = checks
     with pytest.raises(ValidationError, match="the guardrail nodes' schemas have more than 5,000 nodes together"):
         AgentSpec.model_validate(spec)
+
+
+async def test_a_file_search_node_searches_the_workflows_stores_with_the_rendered_query() -> None:
+    from switchyard.agents.tools import FileSearchHit, FileSearchTool
+
+    asked: list[str] = []
+
+    async def search(stores: Any, query: str, **options: Any) -> list[FileSearchHit]:
+        asked.append(query)
+        return [FileSearchHit(file_id="file-1", filename="policy.md", score=0.8, text="Refunds take 5 days.")]
+
+    workflow = {
+        "name": "answer",
+        "start": "find",
+        "state": {"found": {"type": "object"}},
+        "nodes": [
+            {"type": "file_search", "id": "find", "query": "refund {{ input }}", "output_to": "found", "next": "done"},
+            {"type": "end", "id": "done",
+             "output": "{{ state.found.results[0].text }} ({{ state.found.results[0].filename }})"},
+        ],
+    }  # fmt: skip
+    tool = {"type": "file_search", "vector_store_ids": ["vs_1"]}
+    spec = AgentSpec.model_validate({"name": "answer", "model": "m", "tools": [tool], "workflow": workflow})
+    loop = RunLoop(spec, ToolRegistry([FileSearchTool(search, vector_store_ids=["vs_1"])]), context_window_tokens=8192)
+    final, _ = await drive_run(loop, loop.new_run("run_1", now_ms=0), thread=[Message.user("delays")], model=MODEL)
+    assert final.status is RunStatus.COMPLETED
+    assert asked == ["refund delays"]
+    assert final.final_message is not None
+    assert final.final_message.content == "Refunds take 5 days. (policy.md)"
+    with pytest.raises(ValidationError, match="node 'find': the workflow has no file_search tool"):
+        AgentSpec.model_validate({"name": "answer", "model": "m", "workflow": workflow})

@@ -24,7 +24,7 @@ from switchyard.agents.shapes import (
     schema_error,
 )
 from switchyard.agents.sizes import checked_metadata, schema_nodes
-from switchyard.agents.workflows.spec import McpNode, WorkflowSpec
+from switchyard.agents.workflows.spec import FileSearchNode, FunctionNode, McpNode, WorkflowSpec
 
 __all__ = [
     "MAX_TOOLS_SCHEMA_NODES",
@@ -307,7 +307,9 @@ class AgentSpec(Strict):
                     raise ValueError(
                         f"node {node.id!r}: tool {node.tool!r} is not in the allowed_tools of {node.server_label!r}"
                     )
-            elif node.tool not in named:
+            elif isinstance(node, FileSearchNode) and "file_search" not in named:
+                raise ValueError(f"node {node.id!r}: the workflow has no file_search tool (its vector stores)")
+            elif isinstance(node, FunctionNode) and node.tool not in named:
                 raise ValueError(f"node {node.id!r}: tool {node.tool!r} is not one of the workflow's tools")
         return self
 

@@ -39,6 +39,7 @@ from switchyard.agents.workflows.machine import (
 from switchyard.agents.workflows.spec import (
     AgentNode,
     EndNode,
+    FileSearchNode,
     FunctionNode,
     GuardrailNode,
     IfElseNode,
@@ -73,6 +74,7 @@ __all__ = [
     "EndNode",
     "Expression",
     "ExpressionError",
+    "FileSearchNode",
     "FunctionNode",
     "GuardrailNode",
     "IfElseNode",

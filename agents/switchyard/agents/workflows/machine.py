@@ -45,6 +45,7 @@ from switchyard.agents.workflows.expressions import (
 from switchyard.agents.workflows.spec import (
     AgentNode,
     EndNode,
+    FileSearchNode,
     FunctionNode,
     GuardrailNode,
     IfElseNode,
@@ -212,7 +213,7 @@ def record_output(spec: WorkflowSpec, state: WorkflowState, node_id: str, output
     """Record the answer of the agent (or the output of the tool) of node ``node_id`` (the node the workflow is at)
     and move past it."""
     node = _current(spec, state, node_id, WorkflowStatus.RUNNING)
-    if not isinstance(node, AgentNode | FunctionNode | McpNode):
+    if not isinstance(node, AgentNode | FunctionNode | McpNode | FileSearchNode):
         raise InvalidTransitionError(f"node {node_id!r} is a {node.type} node, which has no output to record")
     work = state.model_copy(deep=True)
     work.last_output = output
@@ -279,6 +280,9 @@ def _visit(spec: WorkflowSpec, work: WorkflowState, node: WorkflowNode, scope: S
                     raise ExpressionError(f"arguments rendered {type(arguments).__name__}, not an object")
                 label = node.server_label if isinstance(node, McpNode) else None
                 return CallTool(node=node.id, tool=node.tool, server_label=label, arguments=arguments)
+            case FileSearchNode():
+                query = to_text(render(node.query, scope))
+                return CallTool(node=node.id, tool="file_search", arguments={"query": query})
             case GuardrailNode():
                 default = work.last_output if work.last_output is not None else work.input
                 text = default if node.input is None else to_text(render(node.input, scope))
@@ -343,7 +347,7 @@ def _move(work: WorkflowState, node: WorkflowNode, outcome: str, target: str) ->
     _trail(work, node, outcome)
 
 
-def _what(node: AgentNode | FunctionNode | McpNode) -> str:
+def _what(node: AgentNode | FunctionNode | McpNode | FileSearchNode) -> str:
     return "answer" if isinstance(node, AgentNode) else "output"
 
 

@@ -22,6 +22,7 @@ from switchyard.agents.workflows.templates import parse_template
 __all__ = [
     "AgentNode",
     "EndNode",
+    "FileSearchNode",
     "FunctionNode",
     "GuardrailNode",
     "IfElseNode",
@@ -275,6 +276,25 @@ class FunctionNode(_ToolCallNode):
     tool: str = Field(pattern=NAME_PATTERN, description="the name of one of the workflow's tools (not an MCP server)")
 
 
+class FileSearchNode(_Node):
+    """Searches the workflow's vector stores (its ``file_search`` tool) for the rendered ``query``; the hits
+    (``{"results": [{file_id, filename, score, text, attributes}]}``) become ``last_output``."""
+
+    type: Literal["file_search"] = "file_search"
+    query: str = Field(default="{{ input }}", max_length=4096, description="a template of the query")
+    output_to: str | None = Field(default=None, description="a state variable for the hits (an object, or a string)")
+    next: str
+
+    def edges(self) -> list[tuple[str, str]]:
+        return [("next", self.next)]
+
+    def templates(self) -> list[tuple[str, Any]]:
+        return [("query", self.query)]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [] if self.output_to is None else [("output_to", self.output_to)]
+
+
 class McpNode(_ToolCallNode):
     """Calls ``tool`` on the workflow's MCP server ``server_label``; its output becomes ``last_output``."""
 
@@ -303,6 +323,7 @@ WorkflowNode = Annotated[
     | GuardrailNode
     | FunctionNode
     | McpNode
+    | FileSearchNode
     | EndNode,
     Field(discriminator="type"),
 ]
@@ -333,9 +354,9 @@ class WorkflowSpec(Strict):
         """The node with id ``node_id`` (``KeyError`` when there is none)."""
         return self._by_id[node_id]
 
-    def tool_calls(self) -> list[FunctionNode | McpNode]:
+    def tool_calls(self) -> list[FunctionNode | McpNode | FileSearchNode]:
         """The nodes that call one of the workflow's tools."""
-        return [n for n in self.nodes if isinstance(n, FunctionNode | McpNode)]
+        return [n for n in self.nodes if isinstance(n, FunctionNode | McpNode | FileSearchNode)]
 
     def agent_refs(self) -> list[tuple[str, str, int | None]]:
         """The agents the workflow runs, as (node id, agent id, version or ``None`` for the latest)."""

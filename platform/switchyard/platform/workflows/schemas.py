@@ -13,6 +13,7 @@ from switchyard.agents.sizes import schema_nodes
 from switchyard.agents.spec import (
     CalculatorToolSpec,
     CurrentTimeToolSpec,
+    FileSearchToolSpec,
     FunctionToolSpec,
     HttpRequestToolSpec,
     McpToolSpec,
@@ -31,10 +32,16 @@ __all__ = [
 ]
 
 WorkflowTool = Annotated[
-    FunctionToolSpec | CalculatorToolSpec | CurrentTimeToolSpec | HttpRequestToolSpec | McpToolSpec,
+    FunctionToolSpec
+    | CalculatorToolSpec
+    | CurrentTimeToolSpec
+    | HttpRequestToolSpec
+    | McpToolSpec
+    | FileSearchToolSpec,
     Field(discriminator="type"),
 ]
-"""A tool a workflow's ``function`` and ``mcp`` nodes call (an agent's tool shapes; another agent is an agent node)."""
+"""A tool a workflow's ``function``, ``mcp`` and ``file_search`` nodes call (an agent's tool shapes; another agent is
+an agent node)."""
 
 
 def _bounded_schemas(data: Any) -> Any:
