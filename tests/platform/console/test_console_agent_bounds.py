@@ -15,17 +15,17 @@ async def test_a_max_tokens_that_is_no_plain_number_is_a_form_error(console: Any
     csrf = await page_csrf(console, "/console/agents/new")
     form = {"name": "bounded", "model": MODEL, "instructions": "", "csrf_token": csrf}
     for max_tokens in ("²", "٣", "9" * 5_000, "-5", "1e3", "12abc"):
-        refused = await console.post("/console/agents", data={**form, "max_tokens": max_tokens})
+        refused = await console.post("/console/agents", data={**form, "model_params.max_tokens": max_tokens})
         assert refused.status_code == 400, (max_tokens[:20], refused.text[:300])
-        assert "max tokens" in refused.text
+        assert 'id="model_params-max_tokens-error"' in refused.text
     assert (await console.get("/v1/agents", headers=tenant.headers())).json()["data"] == []
 
-    made = await console.post("/console/agents", data={**form, "max_tokens": "64"})
+    made = await console.post("/console/agents", data={**form, "model_params.max_tokens": "64"})
     assert made.status_code == 303, made.text
     agent_id = made.headers["location"].rsplit("/", 1)[1]
-    edited = await console.post(f"/console/agents/{agent_id}", data={**form, "max_tokens": "²"})
+    edited = await console.post(f"/console/agents/{agent_id}", data={**form, "model_params.max_tokens": "²"})
     assert edited.status_code == 400
-    assert "max tokens" in edited.text
+    assert 'id="model_params-max_tokens-error"' in edited.text
     [agent] = (await console.get("/v1/agents", headers=tenant.headers())).json()["data"]
     assert (agent["version"], agent["model_params"]["max_tokens"]) == (1, 64)
 

@@ -145,6 +145,7 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
     "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
     "POST /console/agents/{agent_id}": {"name": "b", "model": "meta-llama/Llama-3.1-8B-Instruct"},
+    "POST /console/agents/check-schema": {"schema": '{{"type": "object"}}'},  # (braces doubled: .format)
     "POST /console/keys": {"name": "k", "role": "viewer"},
     "POST /console/members": {"email": "invited@matrix.example", "role": "viewer"},
     "POST /console/members/{member_id}/role": {"role": "developer"},

@@ -46,6 +46,41 @@ def _first_link(page: Any, console: Console, path: str, pattern: str) -> str:
     return str(found[0])
 
 
+def _built_agent_pages(console: Console) -> dict[str, str]:
+    """The builder's pages of an agent with a tool of most types, a handoff and guardrails, in its version 2."""
+    with console.api() as api:
+        support = next(a for a in api.get("/v1/agents").json()["data"] if a["name"] == "support-bot")
+        schema = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+        tools = [
+            {"type": "function", "name": "lookup_order", "parameters": schema, "requires_approval": True},
+            {"type": "mcp", "server_label": "crm", "server_url": "https://crm.example/mcp", "headers": {"A": "b"}},
+            {"type": "http_request", "allowed_hosts": ["api.example.com"]},
+            {"type": "agent", "agent_id": support["id"], "name": "ask_support"},
+            {"type": "calculator"},
+        ]
+        body = {
+            "name": "layout-bot",
+            "model": support["model"],
+            "instructions": "# Orders\n- look them up",
+            "tools": tools,
+            "handoffs": [{"agent_id": support["id"], "description": "anything else"}],
+            "guardrails": {
+                "input": [{"type": "regex", "pattern": "x"}],
+                "output": [{"type": "max_length", "max_chars": 9}],
+            },
+        }
+        made = api.post("/v1/agents", json=body)
+        assert made.status_code == 201, made.text
+        agent_id = made.json()["id"]
+        assert api.patch(f"/v1/agents/{agent_id}", json={"limits": {"max_steps": 5}}).status_code == 200
+    return {
+        "built agent": f"/console/agents/{agent_id}",
+        "edit agent": f"/console/agents/{agent_id}/edit",
+        "agent changes": f"/console/agents/{agent_id}/versions/2/diff",
+        "delete agent": f"/console/agents/{agent_id}/delete",
+    }
+
+
 @pytest.fixture(scope="module")
 def pages(console: Console, browser: Any) -> dict[str, str]:
     """Every console page a signed-in owner sees, by name."""
@@ -60,6 +95,7 @@ def pages(console: Console, browser: Any) -> dict[str, str]:
             "agents": "/console/agents",
             "agent": _first_link(page, console, "/console/agents", r"/console/agents/(?!new$)[^/?]+"),
             "new agent": "/console/agents/new",
+            **_built_agent_pages(console),
             "playground": "/console/playground",
             "runs": "/console/runs",
             "run trace": _first_link(page, console, "/console/runs", r"/console/runs/[^/?]+"),
@@ -143,6 +179,10 @@ PAGE_NAMES = [
     "agents",
     "agent",
     "new agent",
+    "built agent",
+    "edit agent",
+    "agent changes",
+    "delete agent",
     "playground",
     "runs",
     "run trace",

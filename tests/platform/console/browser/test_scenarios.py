@@ -43,10 +43,10 @@ def test_create_an_agent_and_edit_it_into_a_new_version(console: Console, page: 
     sign_in(page, console, "admin")
     page.get_by_role("link", name="Agents").click()
     page.get_by_role("link", name="New agent").click()
-    page.get_by_label("Name").fill("triage-bot")
-    page.get_by_label("Model").select_option(MODELS[1])
+    page.get_by_label("Name", exact=True).fill("triage-bot")
+    page.get_by_label("Model", exact=True).select_option(MODELS[1])
     page.get_by_label("Instructions").fill("Sort incoming tickets by urgency.")
-    page.get_by_label("Largest answer (max_tokens, optional)").fill("256")
+    page.get_by_label("Largest answer (max_tokens)").fill("256")
     page.get_by_role("button", name="Create agent").click()
     page.get_by_role("heading", name="triage-bot v1").wait_for()
     agent_id = page.locator("dl.facts code").inner_text()
@@ -56,16 +56,19 @@ def test_create_an_agent_and_edit_it_into_a_new_version(console: Console, page: 
     page.get_by_role("heading", name="triage-bot v2").wait_for()
     assert page.locator("table tbody tr").count() == 2  # both versions listed
     page.screenshot(path=str(console.shots / "agent.png"), full_page=True)
-    page.get_by_role("link", name="diff with v1").click()
-    diff = page.get_by_label("Changes from version 1 to version 2")
-    assert "then by customer tier" in diff.locator(".add").inner_text()
-    assert "then by customer tier" not in diff.locator(".del").inner_text()
+    page.get_by_role("link", name="changes from v1").click()
+    diff = page.get_by_role("table", name="Changes from version 1 to version 2")
+    diff.wait_for()
+    assert diff.locator("tbody th").all_inner_texts() == ["instructions"]  # the field changed, nothing else
+    assert "then by customer tier" in diff.locator("td.after").inner_text()
+    assert "then by customer tier" not in diff.locator("td.before").inner_text()
     page.get_by_role("link", name="Back to triage-bot").click()
     with console.api() as api:  # the API sees what the console made: the console is a layer over the same service
         agent = api.get(f"/v1/agents/{agent_id}").json()
     assert agent["version"] == 2
     assert agent["instructions"] == "Sort incoming tickets by urgency, then by customer tier."
     assert agent["model_params"]["max_tokens"] == 256
+    page.get_by_role("link", name="Delete triage-bot…").click()  # asks first
     page.get_by_role("button", name="Delete triage-bot").click()
     page.get_by_role("heading", name="Agents").wait_for()
     assert page.get_by_role("link", name="triage-bot").count() == 0

@@ -1,4 +1,5 @@
-// The console's own script: the usage chart (uPlot, vendored), copy buttons and the playground's live answer.
+// The console's own script: the usage chart (uPlot, vendored), copy buttons, the playground's live answer and the
+// agent builder's checks and preview.
 // No inline script anywhere.
 (function () {
   "use strict";
@@ -179,6 +180,113 @@
     };
   }
 
+  // The agent builder. A JSON field is parsed as it is typed (a syntax error at once); a JSON Schema is then
+  // checked by the server with the agent spec's own validation (debounced). A problem is said in the field's live
+  // status line and blocks saving (setCustomValidity); the server checks again on save. The instructions get a
+  // preview of their Markdown, built as DOM nodes (text is never parsed as HTML).
+  var schemaTimers = {};
+
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"]; } catch (e) { return ""; }
+  }
+
+  function setStatus(area, ok, message) {
+    var status = document.getElementById(area.id + "-status");
+    area.setCustomValidity(ok ? "" : message);
+    if (ok) area.removeAttribute("aria-invalid"); else area.setAttribute("aria-invalid", "true");
+    if (!status) return;
+    status.textContent = message;
+    status.className = "hint json-status " + (ok ? "valid" : "invalid");
+  }
+
+  function checkJson(area) {
+    var text = area.value.trim();
+    clearTimeout(schemaTimers[area.id]);
+    if (!text) { setStatus(area, true, ""); return; }
+    try { JSON.parse(text); } catch (e) { setStatus(area, false, "Not JSON: " + e.message); return; }
+    var kind = area.dataset.schemaKind;
+    var url = area.form && area.form.dataset.schemaCheck;
+    if (!kind || !url) { setStatus(area, true, "Valid JSON"); return; }
+    setStatus(area, true, "Checking the schema…");
+    var sent = area.value;
+    schemaTimers[area.id] = setTimeout(function () {
+      fetch(url, {
+        method: "POST",
+        body: new URLSearchParams({ schema: sent, kind: kind }),
+        headers: { "X-CSRF-Token": csrfToken() },
+        credentials: "same-origin",
+      }).then(function (r) { return r.json(); }).then(function (answer) {
+        if (area.value !== sent) return;  // typed on since: its own check follows
+        setStatus(area, answer.valid, answer.valid ? "Valid JSON Schema" : answer.message);
+      }).catch(function () { setStatus(area, true, ""); });  // the server decides on save
+    }, 400);
+  }
+
+  function inline(parent, text) {
+    var pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*)/g;
+    var last = 0;
+    var m;
+    while ((m = pattern.exec(text))) {
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      var t = m[0];
+      if (t[0] === "`") parent.appendChild(el("code", null, t.slice(1, -1)));
+      else if (t.slice(0, 2) === "**") parent.appendChild(el("strong", null, t.slice(2, -2)));
+      else parent.appendChild(el("em", null, t.slice(1, -1)));
+      last = pattern.lastIndex;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  function renderMarkdown(target, source) {
+    target.textContent = "";
+    var list = null, para = null, code = null;
+    source.replace(/\r\n/g, "\n").split("\n").forEach(function (line) {
+      if (code) {
+        if (/^```/.test(line)) code = null; else code.textContent += line + "\n";
+        return;
+      }
+      var heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      var item = /^\s*(?:[-*+]|\d+[.)])\s+(.*)$/.exec(line);
+      if (/^```/.test(line)) {
+        list = para = null;
+        code = target.appendChild(el("pre")).appendChild(el("code"));
+      } else if (!line.trim()) {
+        list = para = null;
+      } else if (heading) {
+        list = para = null;
+        inline(target.appendChild(el("h" + Math.min(6, heading[1].length + 3))), heading[2]);
+      } else if (item) {
+        para = null;
+        if (!list) list = target.appendChild(el(/^\s*\d/.test(line) ? "ol" : "ul"));
+        inline(list.appendChild(el("li")), item[1]);
+      } else {
+        list = null;
+        if (para) para.appendChild(document.createTextNode(" ")); else para = target.appendChild(el("p"));
+        inline(para, line);
+      }
+    });
+    if (!source.trim()) target.appendChild(el("p", "hint", "(no instructions)"));
+  }
+
+  function setUpBuilder() {
+    var form = document.getElementById("agent-form");
+    if (!form || form.dataset.ready) return;
+    form.dataset.ready = "1";
+    var instructions = document.getElementById("instructions");
+    var preview = document.getElementById("instructions-preview");
+    if (instructions && preview) {
+      var body = document.getElementById("instructions-preview-body");
+      var update = function () { renderMarkdown(body, instructions.value); };
+      preview.hidden = false;
+      instructions.addEventListener("input", update);
+      update();
+    }
+    Array.prototype.forEach.call(form.querySelectorAll("textarea.json"), function (area) {
+      area.addEventListener("input", function () { checkJson(area); });
+      if (area.value.trim()) checkJson(area);
+    });
+  }
+
   document.addEventListener("htmx:beforeSwap", function (event) {
     if (playground && event.detail.target && event.detail.target.contains(playground.section)) {
       if (event.detail.target.id !== "result") stopStream();  // leaving the page (the fragment swap ends it anyway)
@@ -190,4 +298,6 @@
   document.addEventListener("htmx:load", drawUsage);
   document.addEventListener("DOMContentLoaded", streamRun);
   document.addEventListener("htmx:load", streamRun);
+  document.addEventListener("DOMContentLoaded", setUpBuilder);
+  document.addEventListener("htmx:load", setUpBuilder);
 })();
