@@ -7,6 +7,7 @@ from sqlalchemy import create_engine, pool
 from sqlmodel import SQLModel
 
 import switchyard.platform.models  # noqa: F401  (registers the tables)
+from switchyard.platform.knowledge.search.index import include_object  # the full-text index is 0019's, no model's
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -27,6 +28,7 @@ def run_migrations_offline() -> None:
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -49,6 +51,7 @@ def _run(connection: object) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()

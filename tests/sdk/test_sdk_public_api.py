@@ -16,6 +16,7 @@ from switchyard.sdk import models as sdk_models
 RESOURCES = [
     "agents",
     "workflows",
+    "files",
     "threads",
     "models",
     "api_keys",
@@ -36,6 +37,7 @@ COMPONENTS = {
     "AuditEvent": "AuditEventPublic",
     "Budget": "BudgetPublic",
     "Credit": "CreditPublic",
+    "File": "FilePublic",
     "Invoice": "InvoicePublic",
     "InvoiceLine": "InvoiceLinePublic",
     "Member": "MemberPublic",

@@ -40,6 +40,9 @@ from switchyard.platform.identity.passwords import configure_password_hashing
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
+from switchyard.platform.knowledge.files.controllers import file_routes
+from switchyard.platform.knowledge.search.controllers import VectorStoreSearchController
+from switchyard.platform.knowledge.vector_stores.controllers import VectorStoreController, VectorStoreFileController
 from switchyard.platform.members.controllers import MemberController
 from switchyard.platform.observability import Observability
 from switchyard.platform.responses.controllers import ConversationController, ResponseController
@@ -96,11 +99,15 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ModelController,
             ChatController,
             EmbeddingController,
+            VectorStoreSearchController,
             ResponseController,
             ConversationController,
             FleetController,
             AgentController,
             WorkflowController,
+            file_routes(settings),  # uploads alone take bodies up to SWITCHYARD_MAX_FILE_BYTES
+            VectorStoreController,
+            VectorStoreFileController,
             ThreadController,
             RunController,
             ThreadAndRunController,

@@ -46,6 +46,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
+from litestar.handlers import HTTPRouteHandler
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
 from sqlalchemy import delete, select, update
@@ -186,8 +187,9 @@ def _bearer_secret(scope: Scope) -> str | None:
     return parsed.secret if parsed is not None else None
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or ``None`` when it exceeds ``limit`` (the route then answers 413)."""
+async def _read_body(receive: Receive, limit: int | None) -> bytes | None:
+    """The whole request body, or ``None`` when it exceeds ``limit`` (the route then answers 413; ``None``: no
+    limit)."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -196,10 +198,21 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
         chunks.append(message.get("body", b""))
         size += len(chunks[-1])
-        if size > limit:
+        if limit is not None and size > limit:
             return None
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+async def _request_digest(scope: Scope, body: bytes) -> str:
+    """What makes two requests the same: path, query and body (hashed in a thread past a megabyte: an upload's
+    body takes tens of milliseconds, which the event loop serves others meanwhile)."""
+    hasher = hashlib.sha256(b"\n".join([scope["path"].encode(), scope.get("query_string", b""), b""]))
+    if len(body) > 1 << 20:
+        await asyncio.to_thread(hasher.update, body)
+    else:
+        hasher.update(body)
+    return hasher.hexdigest()
 
 
 class IdempotencyMiddleware(ASGIMiddleware):
@@ -223,11 +236,14 @@ class IdempotencyMiddleware(ASGIMiddleware):
             return
         settings = scope["litestar_app"].state.settings
         database: Database = scope["litestar_app"].state.database
-        body = await _read_body(receive, settings.max_request_body_bytes)
+        handler = scope["route_handler"]
+        assert isinstance(handler, HTTPRouteHandler)  # an HTTP POST
+        # the route's own limit (an upload's is larger than the app's max_request_body_bytes)
+        body = await _read_body(receive, handler.resolve_request_max_body_size())
         if body is None:
             await _send_json(send, 413, _error("request body too large", "request_too_large"))
             return
-        digest = hashlib.sha256(b"\n".join([scope["path"].encode(), scope.get("query_string", b""), body])).hexdigest()
+        digest = await _request_digest(scope, body)
         ttl = timedelta(seconds=settings.idempotency_ttl_seconds)
         claim = await _claim(database, api_key_id=principal.key_id, key=key, request_sha256=digest, ttl=ttl)
         if _unreadable(claim, secret):  # damaged at rest: as if it had expired (not a 500 for its whole lifetime)

@@ -134,6 +134,32 @@ class Settings(BaseSettings):
         description="Largest answer one `/v1/embeddings` call may have, counted as inputs x dimensions x 24 bytes "
         "a value (`float`) or x 16/3 (`base64`); a call past it is refused with 400 naming `input`.",
     )
+    max_file_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1024,
+        description="Largest file one `/v1/files` upload may carry (its body may be this plus 64 KiB of form; "
+        "`SWITCHYARD_MAX_REQUEST_BODY_BYTES` still bounds every other route); a larger file gets 413 "
+        "`file_too_large` and nothing is stored.",
+    )
+    max_tenant_file_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=1024,
+        description="Total bytes of the files a tenant may keep (deleted and expired files do not count); an upload "
+        "that would pass it gets 413 `file_storage_exceeded` and nothing is stored.",
+    )
+    vector_store_embedding_model: str = Field(
+        default="BAAI/bge-large-en-v1.5",
+        description="Embedding model of a vector store created without `embedding_model` (a deployment with task "
+        "`embeddings`); empty, or not served to the tenant: the first such deployment the tenant may use. "
+        "BGE-large encodes 512 tokens an input, so its stores' `auto` chunks are 512 tokens overlapping by 256.",
+    )
+    vector_store_ingest_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a worker holds a file it ingests into a vector store without storing a batch of "
+        "chunks; past it `vector_stores.recover` (every 2 s) sends the file to another worker, which resumes "
+        "after the chunks stored.",
+    )
     agent_run_lease_seconds: float = Field(
         default=120.0,
         gt=0,

@@ -7,6 +7,7 @@ unless given) that stays the same across its retries, so a retried POST is appli
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -41,6 +42,9 @@ class Call:
     params: Mapping[str, Any] | None = None
     body: Any = None
     idempotency_key: str | None = None
+    files: Mapping[str, tuple[str, bytes, str]] | None = None
+    """``multipart/form-data`` file parts (name -> filename, bytes, content type); ``body`` is then its other
+    fields."""
 
 
 class BaseClient:
@@ -77,6 +81,20 @@ class BaseClient:
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
         params = None if call.params is None else {k: v for k, v in call.params.items() if v is not None}
+        if call.files is not None:
+            # the same boundary on every attempt: a retry sends the same bytes under the same Idempotency-Key
+            boundary = hashlib.sha256((call.idempotency_key or "").encode()).hexdigest()
+            headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+            form = {k: str(v) for k, v in (call.body or {}).items() if v is not None}
+            return http.build_request(
+                call.method,
+                f"{self.base_url}{call.path}",
+                params=params,
+                data=form,
+                files=dict(call.files),
+                headers=headers,
+                timeout=self.timeout_s,
+            )
         content = None
         if call.body is not None:
             headers["Content-Type"] = "application/json"

@@ -34,6 +34,7 @@ from switchyard.sdk.resources.account import (
 from switchyard.sdk.resources.admin import Admin, AsyncAdmin
 from switchyard.sdk.resources.agents import Agents, AsyncAgents
 from switchyard.sdk.resources.billing import AsyncBudgets, AsyncInvoices, AsyncUsage, Budgets, Invoices, Usage
+from switchyard.sdk.resources.files import AsyncFiles, Files
 from switchyard.sdk.resources.threads import AsyncThreads, Threads
 from switchyard.sdk.resources.workflows import AsyncWorkflows, Workflows
 
@@ -64,6 +65,11 @@ class Switchyard(BaseClient):
     @cached_property
     def workflows(self) -> Workflows:
         return Workflows(self)
+
+    @cached_property
+    def files(self) -> Files:
+        """Files (``/v1/files``): uploaded whole, read back, deleted."""
+        return Files(self)
 
     @cached_property
     def threads(self) -> Threads:
@@ -136,6 +142,12 @@ class Switchyard(BaseClient):
         self.raise_for_error(response)
         return response.text
 
+    def content(self, call: Call) -> bytes:
+        """The answer's bytes (a file's content); an error status raises its ``APIStatusError``."""
+        response = self.send(call)
+        self.raise_for_error(response)
+        return response.content
+
     def page(self, call: Call, item: type[M]) -> Page[M]:
         def fetch(cursor: str) -> Page[M]:
             return self.page(Call(call.method, call.path, {**(call.params or {}), "after": cursor}), item)
@@ -184,6 +196,10 @@ class AsyncSwitchyard(BaseClient):
     @cached_property
     def workflows(self) -> AsyncWorkflows:
         return AsyncWorkflows(self)
+
+    @cached_property
+    def files(self) -> AsyncFiles:
+        return AsyncFiles(self)
 
     @cached_property
     def threads(self) -> AsyncThreads:
@@ -252,6 +268,11 @@ class AsyncSwitchyard(BaseClient):
         response = await self.send(call)
         self.raise_for_error(response)
         return response.text
+
+    async def content(self, call: Call) -> bytes:
+        response = await self.send(call)
+        self.raise_for_error(response)
+        return response.content
 
     async def page(self, call: Call, item: type[M]) -> AsyncPage[M]:
         async def fetch(cursor: str) -> AsyncPage[M]:

@@ -23,6 +23,7 @@ __all__ = [
     "Budget",
     "Credit",
     "Deleted",
+    "File",
     "Invoice",
     "InvoiceLine",
     "Member",
@@ -58,6 +59,19 @@ class Deleted(SwitchyardObject):
     object: str
     id: str
     deleted: bool
+
+
+class File(SwitchyardObject):
+    """An uploaded file (OpenAI's ``FileObject``); its bytes are ``files.content(id)``."""
+
+    object: Literal["file"] = "file"
+    id: str
+    bytes: int
+    created_at: datetime
+    filename: str
+    purpose: str
+    status: str
+    expires_at: datetime | None = None
 
 
 class AgentFields(SwitchyardObject):

@@ -16,6 +16,7 @@ __all__ = [
     "ApprovalDecision",
     "BudgetSetParams",
     "CreditGrantParams",
+    "FileListParams",
     "ListParams",
     "MessageCreateParams",
     "RateCardCreateParams",
@@ -36,6 +37,11 @@ class ListParams(TypedDict, total=False):
     order: Literal["asc", "desc"]
     after: str
     before: str
+
+
+class FileListParams(ListParams, total=False):
+    purpose: str
+    """Only files of this purpose. A page holds up to 10,000 files (``limit``, by default all of them)."""
 
 
 class AgentCreateParams(TypedDict, total=False):

@@ -44,7 +44,13 @@ def test_the_lists_are_found() -> None:
 
 
 # Lists whose items no path parameter's factory makes: the factory that puts one in them.
-_FILLERS = {"/v1/agents": "agent_id", "/v1/workflows": "workflow_id", "/v1/threads/{thread_id}/runs": "run_id"}
+_FILLERS = {
+    "/v1/agents": "agent_id",
+    "/v1/workflows": "workflow_id",
+    "/v1/threads/{thread_id}/runs": "run_id",
+    "/v1/files": "file_id",
+    "/v1/vector_stores": "vector_store_id",
+}
 
 
 async def _list_path(client: Any, tenant: Any, path: str) -> str:

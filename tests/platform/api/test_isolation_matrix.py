@@ -24,6 +24,7 @@ from switchyard.platform.models import ApiKey, OperatorKey
 from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import AGENT_FACTORIES
 from tests.platform.billing.factories import BILLING_FACTORIES
+from tests.platform.knowledge.vector_stores_factories import VECTOR_STORE_FACTORIES
 from tests.platform.responses.factories import RESPONSE_FACTORIES
 
 _APP = create_app(Settings())
@@ -38,6 +39,7 @@ class Operation:
     path: str
     access: str
     request_schema: dict[str, Any] | None
+    form: bool = False  # the body is multipart/form-data (an upload), not JSON
 
     @property
     def path_params(self) -> list[str]:
@@ -78,9 +80,11 @@ def _operations() -> list[Operation]:
     operations = []
     for path, item in _SCHEMA["paths"].items():
         for method, spec in item.items():
-            body = spec.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            content = spec.get("requestBody", {}).get("content", {})
+            form = "multipart/form-data" in content
+            body = content.get("multipart/form-data" if form else "application/json", {}).get("schema")
             operations.append(
-                Operation(method.upper(), path, access.get((method.upper(), path), ""), body and _resolve(body))
+                Operation(method.upper(), path, access.get((method.upper(), path), ""), body and _resolve(body), form)
             )
     return operations
 
@@ -89,9 +93,12 @@ OPERATIONS = _operations()
 
 
 def _example(prop: dict[str, Any]) -> Any:
-    """A field's declared example, or the first value of an enum it refers to; ``None`` if it has neither."""
+    """A field's declared example, or the first value of an enum it refers to (a binary one: a file); ``None`` if it
+    has neither."""
     if prop.get("examples"):
         return prop["examples"][0]
+    if prop.get("format") == "binary":
+        return b"example"
     for ref in prop.get("allOf", []) + prop.get("anyOf", []) + [prop]:
         enum = _resolve(ref).get("enum")
         if enum:
@@ -146,7 +153,8 @@ SHARED: dict[str, str] = {"model_id": "no-such/model"}
 FACTORIES.update(BILLING_FACTORIES)  # budget_id, invoice_id, rate_card_id
 FACTORIES.update(AGENT_FACTORIES)  # agent_id, thread_id, run_id, workflow_id, nodes (a workflow's, naming an agent)
 FACTORIES.update(RESPONSE_FACTORIES)  # response_id, conversation_id, item_id
-BODY_REFS = {"agent_id", "nodes"}
+FACTORIES.update(VECTOR_STORE_FACTORIES)  # vector_store_id, file_id (a file attached to that store), batch_id
+BODY_REFS = {"agent_id", "nodes", "file_id"}
 
 
 # ---- meta-tests: the matrix covers every route ----
@@ -180,7 +188,14 @@ def test_matrix_is_not_empty() -> None:
 
 async def _call(client: Any, op: Operation, ids: dict[str, str], headers: dict[str, str]) -> Any:
     path = op.path.format(**ids)
-    return await client.request(op.method, path, json=_example_body(op, ids), headers=headers)
+    body = _example_body(op, ids)
+    if op.form and body is not None:  # a binary field is a file part
+        properties = (op.request_schema or {}).get("properties", {})
+        binary = {name for name, prop in properties.items() if prop.get("format") == "binary"}
+        files = {name: (f"{name}.txt", b"example") for name in body if name in binary}
+        data = {name: value for name, value in body.items() if name not in binary}
+        return await client.request(op.method, path, files=files, data=data, headers=headers)
+    return await client.request(op.method, path, json=body, headers=headers)
 
 
 def _bearer(key: str) -> dict[str, str]:

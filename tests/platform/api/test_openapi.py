@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import tempfile
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -96,8 +97,8 @@ def _component(name: str) -> dict[str, Any]:
 
 
 def _body_component(method: str, path: str) -> dict[str, Any]:
-    schema = _DOCUMENT["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
-    return _component(schema["$ref"].rsplit("/", 1)[1])
+    (media,) = _DOCUMENT["paths"][path][method]["requestBody"]["content"].values()  # JSON, or an upload's form
+    return _component(media["schema"]["$ref"].rsplit("/", 1)[1])
 
 
 def test_every_request_body_refuses_unknown_fields() -> None:
@@ -105,6 +106,15 @@ def test_every_request_body_refuses_unknown_fields() -> None:
     assert len(bodies) >= 15
     for method, path in bodies:
         assert _body_component(method, path)["additionalProperties"] is False, (method, path)
+
+
+def test_an_upload_is_a_form_whose_file_is_binary() -> None:
+    content = _DOCUMENT["paths"]["/v1/files"]["post"]["requestBody"]["content"]
+    assert set(content) == {"multipart/form-data"}
+    form = _body_component("post", "/v1/files")
+    assert form["properties"]["file"] == {"type": "string", "format": "binary", "description": ANY}
+    assert form["required"] == ["file", "purpose"]
+    assert 413 in _statuses("post", "/v1/files")
 
 
 def test_metadata_is_an_object_of_strings() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from switchyard.platform.execution.environment import RunEnvironment
+from switchyard.platform.knowledge.vector_stores import INGEST_TASK, ingest_file
 from switchyard.platform.responses.executor import EXECUTE_TASK as RESPONSE_TASK
 from switchyard.platform.responses.executor import execute_response
 from switchyard.platform.runs.dispatch import EXECUTE_TASK, RESUME_TASK
@@ -36,6 +37,10 @@ class InlineDispatcher:
         if name == RESPONSE_TASK:
             tenant_id, response_id = args
             self._start(execute_response(self.env, tenant_id=tenant_id, response_id=response_id))
+            return
+        if name == INGEST_TASK:
+            tenant_id, row_id = args
+            self._start(ingest_file(self.env, tenant_id=tenant_id, row_id=row_id))
             return
         if name not in (EXECUTE_TASK, RESUME_TASK):
             raise ValueError(f"runs and responses execute inline; job {name!r} has no worker in this process")

@@ -16,6 +16,8 @@ import re
 from typing import Any
 
 from litestar import Request
+from litestar.enums import RequestEncodingType
+from litestar.params import BodyKwarg
 
 from switchyard.platform.http.errors import InvalidRequest
 
@@ -87,9 +89,19 @@ class JsonBodyRequest(Request[Any, Any, Any]):
 
 async def require_body(request: Request[Any, Any, Any]) -> None:
     """A route whose ``data`` is required answers 400 ``missing_body`` to an empty body (the framework would
-    name its own argument, ``data``, instead)."""
+    name its own argument, ``data``, instead).
+
+    A form (an upload) is judged by its ``content-length`` and not read here: its parser then takes the body as it
+    arrives, a chunk at a time, instead of tens of megabytes in one go on the event loop."""
     data = request.route_handler.parsed_fn_signature.parameters.get("data")
     if data is None or data.is_optional or data.has_default:
+        return
+    kwarg = data.kwarg_definition
+    if isinstance(kwarg, BodyKwarg) and kwarg.media_type == RequestEncodingType.MULTI_PART:
+        if request.headers.get("content-length") == "0":
+            raise InvalidRequest(
+                "the request body is empty; this route takes a multipart/form-data form", code="missing_body"
+            )
         return
     if not (await request.body()).strip():
         raise InvalidRequest("the request body is empty; this route takes a JSON object", code="missing_body")

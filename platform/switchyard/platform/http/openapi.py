@@ -36,7 +36,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, OpenAPI, SecurityScheme
-from litestar.params import ParameterKwarg
+from litestar.params import BodyKwarg, ParameterKwarg
 from litestar.plugins import InitPlugin, ReceiveRoutePlugin
 from litestar.routes import BaseRoute, HTTPRoute
 from litestar.static_files import create_static_files_router
@@ -68,7 +68,9 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     408: "The request body did not arrive within `SWITCHYARD_REQUEST_BODY_TIMEOUT_SECONDS` (`request_timeout`).",
     409: "The resource's state forbids this now, or a request with this `Idempotency-Key` is still in progress "
     "(`conflict_error`).",
-    413: "The request body is larger than `SWITCHYARD_MAX_REQUEST_BODY_BYTES` (`request_too_large`).",
+    413: "The request body is larger than `SWITCHYARD_MAX_REQUEST_BODY_BYTES` (`request_too_large`); an upload's file "
+    "larger than `SWITCHYARD_MAX_FILE_BYTES` (`file_too_large`), or past the tenant's "
+    "`SWITCHYARD_MAX_TENANT_FILE_BYTES` (`file_storage_exceeded`).",
     422: "This `Idempotency-Key` was already used with a different request (`idempotency_key_reused`).",
     429: "A rate or concurrency limit is reached (`rate_limit_error`); `retry-after` says when to try again.",
     503: "The database, the limiters or the fleet cannot be reached; nothing was changed, retry after `retry-after`.",
@@ -278,8 +280,10 @@ class ApiContract(InitPlugin, ReceiveRoutePlugin):
             data = handler.parsed_fn_signature.parameters.get("data")
             if data is not None:
                 media: dict[str, Any] = {}
-                operation["requestBody"]["content"] = {"application/json": media}
-                bodies.append((media, "application/json", data.annotation, "validation"))
+                kwarg = data.kwarg_definition
+                body_type = _media_type(kwarg.media_type) if isinstance(kwarg, BodyKwarg) else "application/json"
+                operation["requestBody"]["content"] = {body_type: media}  # JSON, or a form (an upload)
+                bodies.append((media, body_type, data.annotation, "validation"))
             responses = operation["responses"]
             for status, (description, types) in _answer_types(handler).items():
                 response = responses.setdefault(status, {})

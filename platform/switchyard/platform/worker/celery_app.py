@@ -34,6 +34,7 @@ TASK_PACKAGES = [
     "switchyard.platform.runs",
     "switchyard.platform.responses",
     "switchyard.platform.background",
+    "switchyard.platform.knowledge.vector_stores",
 ]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
 
@@ -49,6 +50,8 @@ TASK_ROUTES = {
     "runs.execute": {"queue": RUNS_QUEUE},
     "responses.recover": {"queue": RECOVERY_QUEUE},
     "responses.execute": {"queue": RUNS_QUEUE},
+    "vector_stores.recover": {"queue": RECOVERY_QUEUE},
+    "vector_stores.ingest": {"queue": RUNS_QUEUE},
 }
 """Queues by task name; every other task goes to ``MAINTENANCE_QUEUE`` (the default queue)."""
 
