@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from agents import (
     Agent,
+    FileSearchTool,
     MultiProvider,
     RawResponsesStreamEvent,
     RunItemStreamEvent,
@@ -282,3 +283,21 @@ def test_an_exported_workflow_runs_with_openai_agents(live_server: Any, api_key:
     assert "Send after 2 drafts?" in done.stdout  # the approval was asked
     answered = done.stdout.rsplit("Approve? [y/N] ", 1)[1]  # (the prompt is not followed by a newline)
     assert answered.startswith("2 drafts (30 cents): ")  # the workflow's output: two drafts, the calculator's price
+
+
+async def test_file_search_tool_searches_a_vector_store_here(default_client: openai.AsyncOpenAI) -> None:
+    """openai-agents' ``FileSearchTool`` (OpenAI's hosted tool) against a vector store of this server, unchanged."""
+    uploaded = await default_client.files.create(
+        file=("ferry.txt", b"The Aurora ferry leaves pier 4 at 07:15 every weekday.", "text/plain"),
+        purpose="assistants",
+    )
+    store = await default_client.vector_stores.create(name="harbour")
+    attached = await default_client.vector_stores.files.create_and_poll(vector_store_id=store.id, file_id=uploaded.id)
+    assert attached.status == "completed"
+    tool = FileSearchTool(vector_store_ids=[store.id], max_num_results=3, include_search_results=True)
+    agent = Agent(name="librarian", instructions="Answer from the files.", model=ALIAS, tools=[tool])
+    result = await Runner.run(agent, "Use file_search with query=Aurora")
+    calls = [item.raw_item for item in result.new_items if item.type == "tool_call_item"]
+    assert [call.type for call in calls] == ["file_search_call"]  # type: ignore[union-attr]
+    assert calls[0].results[0].file_id == uploaded.id  # type: ignore[union-attr]
+    assert "07:15" in str(result.final_output)

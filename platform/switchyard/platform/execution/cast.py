@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from switchyard.accelerator.pool import Backend
 from switchyard.agents import AgentSpec, AgentToolSpec, RunState, ToolKind, ToolRegistry, build_tools
 from switchyard.agents.team import AgentTool, HandoffTool, Member
+from switchyard.agents.tools import FileSearcher
 from switchyard.platform.admission import ModelNotFound, model_backend
 from switchyard.platform.agent_registry.team import TeamError, load_team, named_agents
 from switchyard.platform.db import TenantScope
 from switchyard.platform.execution.environment import RunEnvironment
+from switchyard.platform.knowledge.search.tool import file_searcher
 from switchyard.platform.observability.instrument import traced_tools
 
 __all__ = ["Cast", "CastError", "resolve_cast"]
@@ -53,9 +55,15 @@ class Cast:
         return {backend.name: backend.spec.instance for backend in backends}
 
 
-async def resolve_cast(env: RunEnvironment, scope: TenantScope, spec: AgentSpec, state: RunState) -> Cast:
+async def resolve_cast(
+    env: RunEnvironment, scope: TenantScope, spec: AgentSpec, state: RunState, *, api_key_id: str | None = None
+) -> Cast:
     """Resolve the job's agents; the versions of those it may hand off to are fixed in ``state.agents`` (the first
-    checkpoint stores them). Raises :class:`CastError`."""
+    checkpoint stores them); their ``file_search`` tools search on behalf of ``api_key_id``. Raises
+    :class:`CastError`."""
+    searcher = file_searcher(
+        database=env.database, pool=env.pool, admission=env.admission, scope=scope, api_key_id=api_key_id
+    )
     spec, backend = _served(env, scope, spec)
     team: dict[str, tuple[int, AgentSpec]] = {}
     if named_agents(spec):
@@ -70,9 +78,9 @@ async def resolve_cast(env: RunEnvironment, scope: TenantScope, spec: AgentSpec,
     backends: dict[str, Backend] = {}
     for agent_id, (version, member_spec) in team.items():
         member_spec, backends[agent_id] = _served(env, scope, member_spec)
-        tools = await _tools(env, member_spec, names)
+        tools = await _tools(env, member_spec, names, searcher)
         members[agent_id] = Member(agent_id, version, member_spec, tools, backends[agent_id].context_window)
-    return Cast(spec, backend, await _tools(env, spec, names), members, backends)
+    return Cast(spec, backend, await _tools(env, spec, names, searcher), members, backends)
 
 
 def _served(env: RunEnvironment, scope: TenantScope, spec: AgentSpec) -> tuple[AgentSpec, Backend]:
@@ -84,9 +92,11 @@ def _served(env: RunEnvironment, scope: TenantScope, spec: AgentSpec) -> tuple[A
     return spec.model_copy(update={"model": backend.name}), backend
 
 
-async def _tools(env: RunEnvironment, spec: AgentSpec, names: Mapping[str, str]) -> ToolRegistry:
+async def _tools(
+    env: RunEnvironment, spec: AgentSpec, names: Mapping[str, str], searcher: FileSearcher
+) -> ToolRegistry:
     try:  # an MCP server that cannot be listed fails the job, with the reason
-        tools = traced_tools(await build_tools(spec, **env.tool_options))
+        tools = traced_tools(await build_tools(spec, file_searcher=searcher, **env.tool_options))
         for handoff in spec.handoffs:
             tools.add(HandoffTool.to(handoff, names[handoff.agent_id]))
         for tool in spec.tools:

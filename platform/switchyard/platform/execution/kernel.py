@@ -162,7 +162,7 @@ async def _drive(
 ) -> str:
     cast: Cast | None = None
     try:
-        cast = await resolve_cast(env, scope, job.spec, job.state)
+        cast = await resolve_cast(env, scope, job.spec, job.state, api_key_id=job.api_key_id)
     except CastError as exc:
         failure = exc
     job.start(cast)

@@ -26,10 +26,10 @@ from switchyard.platform.responses.schemas import OUTPUT_TEXT_LOGPROBS, Response
 __all__ = ["ResponseDefinition", "define"]
 
 _BUILTINS = {"calculator", "current_time", "http_request"}
+FILE_SEARCH_FIELDS = ("vector_store_ids", "max_num_results", "filters", "ranking_options")
 _HOSTED = {
     "web_search",
     "web_search_preview",
-    "file_search",
     "code_interpreter",
     "computer_use_preview",
     "image_generation",
@@ -76,6 +76,8 @@ def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
         return spec
     if kind in _BUILTINS:
         return dict(tool)
+    if kind == "file_search":  # the tenant's vector stores, searched on the server
+        return {key: tool[key] for key in FILE_SEARCH_FIELDS if tool.get(key) is not None} | {"type": "file_search"}
     if kind in _HOSTED:
         raise InvalidRequest(
             f"OpenAI's hosted tool {kind!r} is not served here; use an MCP server (type 'mcp') or a function tool",

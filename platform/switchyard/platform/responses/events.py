@@ -68,6 +68,7 @@ class ResponseStream:
         render: Render,
         kind_of: Callable[[str], ToolKind | None],
         seeded: int = 0,
+        file_search_results: bool = False,
         done_items: set[str] | None = None,
         sequence: int = -1,
         listed: list[dict[str, Any]] | None = None,
@@ -80,6 +81,7 @@ class ResponseStream:
         self.render = render
         self.kind_of = kind_of
         self.seeded = seeded
+        self.file_search_results = file_search_results
         self.done = set(done_items or ())
         self.sequence = sequence
         """The number of the last event sent: the first is 0."""
@@ -146,7 +148,15 @@ class ResponseStream:
             events.append(self._event("response.in_progress", response=self.render(after, [])))
         running = [s for s in after.steps if s.type is StepType.MODEL_CALL and s.status is StepStatus.IN_PROGRESS]
         self._model_step = running[-1].id if running else None
-        items = self.annotate(output_items(after, self.kind_of, seeded=self.seeded, listed=self.listed))
+        items = self.annotate(
+            output_items(
+                after,
+                self.kind_of,
+                seeded=self.seeded,
+                listed=self.listed,
+                file_search_results=self.file_search_results,
+            )
+        )
         for index, item in enumerate(items):
             if item["id"] in self.done:
                 continue

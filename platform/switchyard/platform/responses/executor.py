@@ -122,6 +122,7 @@ class _ResponseJob:
             row.api_key_id, row.agent_id, row.agent_version, None, row.request["instance_type"]
         )
         self.seeded = int(row.request.get("seeded", 0))
+        self.file_search_results = bool(row.request.get("file_search_results"))
         self.kind_of: Callable[[str], ToolKind | None] = lambda name: None
         self.listed: list[dict[str, Any]] = []
         self.stream: ResponseStream | None = None
@@ -138,6 +139,7 @@ class _ResponseJob:
             render=lambda st, output: response_object(row, st, output),
             kind_of=self.kind_of,
             seeded=self.seeded,
+            file_search_results=self.file_search_results,
             done_items={item["id"] for item in row.output},
             sequence=self.sequence,
             logprobs=stored_logprobs(row.output),
@@ -154,7 +156,15 @@ class _ResponseJob:
         if new.revision == current.revision:
             return
         events = stream.transition(current, new)
-        output = stream.annotate(output_items(new, self.kind_of, seeded=self.seeded, listed=self.listed))
+        output = stream.annotate(
+            output_items(
+                new,
+                self.kind_of,
+                seeded=self.seeded,
+                listed=self.listed,
+                file_search_results=self.file_search_results,
+            )
+        )
         status, _ = response_status(new)
         async with self.env.database.unit_of_work(scope) as session:
             values: dict[str, Any] = {

@@ -6,7 +6,9 @@ role (``developer`` is ``system``), ``function_call`` items as the assistant's t
 and finished ``mcp_call`` items as tool results; reasoning, MCP listings and approval items carry nothing for it.
 
 Calls of server-side tools (MCP servers and Switchyard's built-ins) appear as ``mcp_call`` items, the built-ins
-under the server label ``switchyard``: every Responses client knows that item as "a tool the server ran".
+under the server label ``switchyard``: every Responses client knows that item as "a tool the server ran". A search
+of the tenant's vector stores appears as OpenAI's ``file_search_call`` (its results with ``include:
+["file_search_call.results"]``), and an answer that repeats what it found cites the files (``file_citation``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from switchyard.agents import Message, RunState, RunStatus, StepStatus, StepType, ToolCall, ToolKind, ToolRegistry
 from switchyard.agents.messages import Role
+from switchyard.agents.tools.file_search import FileSearchHit, hits_of
 from switchyard.platform.http.errors import InvalidRequest
 
 __all__ = [
@@ -33,7 +36,9 @@ __all__ = [
 BUILTIN_SERVER_LABEL = "switchyard"
 _ROLES = {"user", "system", "developer", "assistant"}
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
-_SILENT = {"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response"}
+_SILENT = {"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "file_search_call"}
+QUOTED_CHARS = 40
+"""How much of a found passage an answer repeats for the passage's file to be cited."""
 _ITEM_PREFIX = {
     "message": "msg",
     "function_call": "fc",
@@ -180,12 +185,12 @@ def _label_and_name(call: ToolCall, kind: ToolKind | None) -> tuple[str, str]:
     return BUILTIN_SERVER_LABEL, call.name
 
 
-def _message_item(message: Message) -> dict[str, Any]:
+def _message_item(message: Message, found: Sequence[FileSearchHit] = ()) -> dict[str, Any]:
     text = message.content or ""
     part = (
         {"type": "refusal", "refusal": text}
         if message.refusal
-        else {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        else {"type": "output_text", "text": text, "annotations": citations(text, found), "logprobs": []}
     )
     return {
         "id": message.id or _item_id("message"),
@@ -217,8 +222,52 @@ def mcp_listings(tools: ToolRegistry, response_id: str) -> list[dict[str, Any]]:
     ]
 
 
+def citations(text: str, found: Sequence[FileSearchHit]) -> list[dict[str, Any]]:
+    """``file_citation`` annotations of an answer: each file whose found passage (its first ``QUOTED_CHARS``
+    characters) or name the answer repeats, cited where that repetition ends; a file it does not repeat is not
+    cited (the answer may not have used it)."""
+    cited: dict[str, dict[str, Any]] = {}
+    for hit in found:
+        if hit.file_id in cited:
+            continue
+        for quoted in (hit.text.strip()[:QUOTED_CHARS], hit.filename):
+            at = text.find(quoted) if quoted else -1
+            if at >= 0:
+                index = at + len(quoted)
+                cited[hit.file_id] = {
+                    "type": "file_citation", "file_id": hit.file_id, "filename": hit.filename, "index": index
+                }  # fmt: skip
+                break
+    return sorted(cited.values(), key=lambda annotation: annotation["index"])
+
+
+def _file_search_item(call: ToolCall, output: str, *, failed: bool, with_results: bool) -> dict[str, Any]:
+    hits = None if failed else hits_of(output)
+    query = call.parsed_arguments().get("query") if call.arguments else None
+    return {
+        "id": f"fs_{call.id}",
+        "type": "file_search_call",
+        "status": "failed" if failed or hits is None else "completed",
+        "queries": [query] if isinstance(query, str) else [],
+        "results": (
+            [
+                {"file_id": h.file_id, "filename": h.filename, "score": h.score, "text": h.text,
+                 "attributes": h.attributes}
+                for h in hits
+            ]
+            if with_results and hits is not None
+            else None
+        ),
+    }  # fmt: skip
+
+
 def output_items(
-    state: RunState, kind_of: KindOf, *, seeded: int = 0, listed: Sequence[dict[str, Any]] = ()
+    state: RunState,
+    kind_of: KindOf,
+    *,
+    seeded: int = 0,
+    listed: Sequence[dict[str, Any]] = (),
+    file_search_results: bool = False,
 ) -> list[dict[str, Any]]:
     """A response's output, from its run state: the MCP servers' tool lists (``listed``), the model's text, the
     client's function calls, the server's tool calls with their results (handoffs between agents among them: an
@@ -246,10 +295,11 @@ def output_items(
                     "arguments": call.arguments,
                 }
             )
+    found: list[FileSearchHit] = []  # what this response's file searches found, for its answers' citations
     for position, message in enumerate(state.messages):
         if message.role == "assistant":
             if position >= seeded and message.content:
-                items.append(_message_item(message))
+                items.append(_message_item(message, found))
             for call in message.tool_calls:
                 kind = kind_of(call.name)
                 if call.id in approvals:
@@ -270,8 +320,15 @@ def output_items(
             kind = kind_of(call.name)
             if kind is ToolKind.FUNCTION:
                 continue  # the client's own output (or an argument error the model was told about)
-            label, name = _label_and_name(call, kind)
             error = call.id in failed
+            if kind is ToolKind.FILE_SEARCH:
+                if not error:
+                    found.extend(hits_of(message.content) or [])
+                items.append(
+                    _file_search_item(call, message.content or "", failed=error, with_results=file_search_results)
+                )
+                continue
+            label, name = _label_and_name(call, kind)
             items.append(
                 {
                     "id": f"mcp_{call.id}",

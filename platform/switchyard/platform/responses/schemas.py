@@ -27,6 +27,8 @@ __all__ = [
 _IGNORED = "Accepted for compatibility; Switchyard ignores it."
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
 """The ``include`` value that asks for the logprobs of every ``output_text``."""
+FILE_SEARCH_RESULTS = "file_search_call.results"
+"""The ``include`` value that shows what each ``file_search_call`` found."""
 Includable = Literal[
     "file_search_call.results",
     "web_search_call.results",

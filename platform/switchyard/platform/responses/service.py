@@ -29,7 +29,7 @@ from switchyard.platform.models import ResponseEventRecord, ResponseRecord
 from switchyard.platform.responses.definition import ResponseDefinition, define
 from switchyard.platform.responses.items import approval_decisions, input_items, to_messages
 from switchyard.platform.responses.objects import response_object
-from switchyard.platform.responses.schemas import ResponseCreate
+from switchyard.platform.responses.schemas import FILE_SEARCH_RESULTS, ResponseCreate
 from switchyard.platform.responses.store import (
     add_conversation_items,
     chain_items,
@@ -216,6 +216,7 @@ async def store(
             "options": prepared.definition.options,
             "instance_type": prepared.backend.spec.instance,
             "seeded": prepared.seeded,
+            "file_search_results": FILE_SEARCH_RESULTS in (data.include or ()),
             "conversation_up_to": prepared.conversation_up_to,
             "echo": echo,
         },
