@@ -7,7 +7,7 @@ from sqlalchemy import create_engine, pool
 from sqlmodel import SQLModel
 
 import switchyard.platform.models  # noqa: F401  (registers the tables)
-from switchyard.platform.knowledge.search.index import include_object  # the full-text index is 0019's, no model's
+from switchyard.platform.db.unmodelled import include_object  # the full-text index is 0019's, no model's
 
 config = context.config
 target_metadata = SQLModel.metadata

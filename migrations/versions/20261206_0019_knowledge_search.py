@@ -11,7 +11,7 @@ index at once, not through a list every query scans), and ``knowledge_chunks_mat
 full-text queries go through (see ``MATCHING``).
 
 None of these is in the models (they differ by layout): ``migrations/env.py`` leaves them out of autogenerate
-(``switchyard.platform.knowledge.search.index.include_object``). A later migration that rebuilds
+(``switchyard.platform.db.unmodelled.include_object``). A later migration that rebuilds
 ``knowledge_chunks`` on SQLite (``batch_alter_table`` recreates a table) drops its triggers: it must create them
 again and ``rebuild`` the index, as this one does.
 

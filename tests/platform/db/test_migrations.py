@@ -15,7 +15,7 @@ from sqlmodel import SQLModel
 
 from switchyard.platform.db import sync_url
 from switchyard.platform.db.migrate import current_revision, downgrade, upgrade
-from switchyard.platform.knowledge.search.index import include_object
+from switchyard.platform.db.unmodelled import include_object
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

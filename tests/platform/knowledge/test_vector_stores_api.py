@@ -26,6 +26,7 @@ from switchyard.platform.models import KnowledgeChunk, UsageEvent, utc_now
 from switchyard.platform.models import VectorStore as StoreRow
 from switchyard.platform.models import VectorStoreFile as FileRow
 from tests.platform.agents_api.factories import run_inline
+from tests.platform.billing.factories import rated_usage
 
 WORDS = ["ferry", "pier", "harbour", "ticket", "tide", "lantern", "anchor", "gull", "rope", "deck"]
 
@@ -113,6 +114,10 @@ async def test_files_attached_at_creation_are_ingested_chunked_to_the_model_and_
     assert usage.status_code == 200, usage.text
     results = [r for bucket in usage.json()["data"] for r in bucket["results"]]
     assert sum(r["chip_us"] for r in results) == sum(e.chip_us for e in events)
+    await rated_usage(client.app.state.database, TenantScope(tenant.id))  # rated as the beat rates it: invoiced
+    (invoice,) = (await client.get("/v1/invoices", headers=tenant.headers("admin"))).json()["data"]
+    lines = [line for line in invoice["lines"] if line["model"] == "BAAI/bge-large-en-v1.5"]
+    assert sum(line["chip_us"] for line in lines) == sum(e.chip_us for e in events)
 
     content = await client.get(
         f"/v1/vector_stores/{store.id}/files/{file_ids['notes.md']}/content", headers=tenant.headers("viewer")

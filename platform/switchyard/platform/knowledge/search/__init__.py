@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from switchyard.platform.knowledge.search.embedding import GatewayEmbedder, QueryEmbedder
 from switchyard.platform.knowledge.search.filters import Filter, matches, parse_filter
-from switchyard.platform.knowledge.search.index import include_object
 from switchyard.platform.knowledge.search.service import SearchDeps, SearchHit, fuse, search_vector_stores
 from switchyard.platform.knowledge.search.vectors import PROCESS_MATRICES, StoreMatrixCache
 
@@ -20,7 +19,6 @@ __all__ = [
     "SearchHit",
     "StoreMatrixCache",
     "fuse",
-    "include_object",
     "matches",
     "parse_filter",
     "search_vector_stores",

@@ -23,12 +23,10 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.db import TenantScope
+from switchyard.platform.db.unmodelled import FTS_TABLE
 
-__all__ = ["FTS_TABLE", "MAX_TERMS", "full_text_ranking", "include_object", "query_terms"]
+__all__ = ["MAX_TERMS", "full_text_ranking", "query_terms"]
 
-FTS_TABLE = "knowledge_chunks_fts"
-TEXT_SEARCH_COLUMN = "text_search"
-TEXT_SEARCH_INDEX = "ix_knowledge_chunks_text_search"
 MAX_TERMS = 32
 COMMON_TERM_CHUNKS = 2000
 """A word found in this many of the searched stores' chunks is left out of a query with rarer ones."""
@@ -42,17 +40,6 @@ _FUNCTION_WORDS = """
     out over own same she should so some such than that the their them then there these they this those through to
     too under until up very was we were what when where which while who whom why will with would you your"""
 STOP_WORDS = frozenset(_FUNCTION_WORDS.split())
-
-
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    """Alembic's ``include_object``: leave the full-text index out of autogenerate. Its objects differ by layout
-    (FTS5 tables and triggers, a generated ``tsvector`` column and its GIN index), so no model declares them;
-    migration 0019 owns them."""
-    if type_ == "table" and name is not None and name.startswith(FTS_TABLE):
-        return False
-    if type_ == "column" and name == TEXT_SEARCH_COLUMN and getattr(obj, "table", None) is not None:
-        return bool(obj.table.name != "knowledge_chunks")
-    return not (type_ == "index" and name == TEXT_SEARCH_INDEX)
 
 
 def query_terms(queries: Sequence[str]) -> list[str]:
