@@ -24,9 +24,15 @@ __all__ = ["file_searcher"]
 def file_searcher(
     *, database: Database, pool: AcceleratorPool, admission: Admission, scope: TenantScope, api_key_id: str | None
 ) -> FileSearcher:
-    """Searches ``scope``'s vector stores on behalf of ``api_key_id`` (``None``: the tenant alone)."""
-    gateway = InferenceGateway(pool=pool, database=database, settings=admission.settings, admission=admission)
-    deps = SearchDeps(database=database, embed=GatewayEmbedder(gateway))
+    """Searches ``scope``'s vector stores on behalf of ``api_key_id`` (``None``: the tenant alone). Its gateway is
+    made at the first search: most jobs resolve a searcher and never search."""
+    made: list[SearchDeps] = []
+
+    def deps() -> SearchDeps:
+        if not made:
+            gateway = InferenceGateway(pool=pool, database=database, settings=admission.settings, admission=admission)
+            made.append(SearchDeps(database=database, embed=GatewayEmbedder(gateway)))
+        return made[0]
 
     async def search(
         vector_store_ids: Sequence[str],
@@ -38,7 +44,7 @@ def file_searcher(
     ) -> list[FileSearchHit]:
         try:
             hits = await search_vector_stores(
-                deps,
+                deps(),
                 scope,
                 vector_store_ids,
                 query,
