@@ -20,6 +20,7 @@ from switchyard.accelerator.pool import (
     parse_fleet,
 )
 from switchyard.accelerator.pool.fleet import DEFAULT_FLEET
+from switchyard.accelerator.pool.prompt_blocks import prompt_block_hashes
 from switchyard.accelerator.pool.sim_backend import TICK_S, SimulatedDeployment
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.engine import EngineConfig
@@ -43,7 +44,7 @@ async def _run(pool: AcceleratorPool, request: InferenceRequest) -> tuple[list[A
 
 async def test_simulated_requests_stream_text_and_one_receipt() -> None:
     pool = AcceleratorPool.from_specs([SMALL], time_scale=0)
-    deltas, receipt = await _run(pool, _request(1, max_tokens=12, seed=1))
+    deltas, receipt = await _run(pool, _request(1, max_tokens=12, ignore_eos=True, seed=1))
     text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
     assert count_tokens(text) == receipt.completion_tokens == 12
     assert receipt.finish_reason == "length"
@@ -144,7 +145,7 @@ async def test_on_the_wall_clock_text_streams_while_it_is_generated() -> None:
     started = loop.time()
     arrivals: list[float] = []
     receipt = None
-    async for event in pool.submit(_request(1, max_tokens=40)):
+    async for event in pool.submit(_request(1, max_tokens=40, ignore_eos=True)):
         if isinstance(event, TextDelta):
             arrivals.append(loop.time() - started)
         elif isinstance(event, ComputeReceipt):
@@ -160,7 +161,7 @@ async def test_cancelled_request_stops_and_reports_the_compute_it_used() -> None
     pool = AcceleratorPool.from_specs([SMALL], time_scale=1.0)
     backend: Any = pool.backend("small")
     received: list[Any] = []
-    async for event in pool.submit(_request(7, max_tokens=400)):
+    async for event in pool.submit(_request(7, max_tokens=400, ignore_eos=True)):
         received.append(event)
         if sum(isinstance(e, TextDelta) for e in received) == 5:
             backend.cancel("r7")
@@ -178,8 +179,8 @@ async def test_cancelling_a_queued_request_costs_nothing() -> None:
     spec = DeploymentSpec(name="one", model="meta-llama/Llama-3.1-8B", instance="trn2.3xlarge", tp=4, max_batch=1)
     pool = AcceleratorPool.from_specs([spec], time_scale=1.0)
     backend: Any = pool.backend("one")
-    first = asyncio.create_task(_run(pool, _request(1, model="one", max_tokens=30)))
-    second = asyncio.create_task(_run(pool, _request(2, model="one", max_tokens=30)))
+    first = asyncio.create_task(_run(pool, _request(1, model="one", max_tokens=30, ignore_eos=True)))
+    second = asyncio.create_task(_run(pool, _request(2, model="one", max_tokens=30, ignore_eos=True)))
     await asyncio.sleep(0.05)
     assert len(backend.dispatcher.queue) == 1  # one batch slot: the second waits
     backend.cancel("r2")
@@ -202,7 +203,7 @@ async def test_either_replica_decodes_a_request_at_point_modes_pace() -> None:
     """Two requests at once go one to each replica, alone there: both decode at point mode's time per token."""
     backend = SimulatedDeployment(DEFAULT_8B, time_scale=0)
     receipts = await asyncio.gather(
-        *(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400)) for n in range(2))
+        *(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400, ignore_eos=True)) for n in range(2))
     )
     assert sorted(r.replica for r in receipts) == [f"{DEFAULT_8B.name}/0", f"{DEFAULT_8B.name}/1"]
     point = simulate_point(DEFAULT_8B.model, DEFAULT_8B.instance, DEFAULT_8B.tp, 1, receipts[0].prompt_tokens, 400)
@@ -218,14 +219,25 @@ async def _sim_run(backend: SimulatedDeployment, request: InferenceRequest) -> C
     return events[-1]
 
 
-def _single_steps(backend: SimulatedDeployment, receipts: list[ComputeReceipt]) -> list[FinishedRequest]:
-    """The same requests, arriving together, on a cluster of the deployment that runs one iteration at a time."""
+def _single_steps(
+    backend: SimulatedDeployment, receipts: list[ComputeReceipt], sent: list[InferenceRequest]
+) -> list[FinishedRequest]:
+    """The same requests (with their prompts' block hashes), arriving together, on a cluster of the deployment that
+    runs one iteration at a time."""
     spec = backend.spec
     cluster = Cluster(
         backend.deployment, spec.replicas, spec.policy, config=EngineConfig(max_batch=spec.max_batch, max_jump_steps=1)
     )
     requests = [
-        Request(n + 1, 0.0, r.prompt_tokens, r.completion_tokens, tenant=r.tenant) for n, r in enumerate(receipts)
+        Request(
+            n + 1,
+            0.0,
+            r.prompt_tokens,
+            r.completion_tokens,
+            tenant=r.tenant,
+            block_hashes=prompt_block_hashes(q.tenant, q.messages, q.tools),
+        )
+        for n, (r, q) in enumerate(zip(receipts, sent, strict=True))
     ]
     return sorted(cluster.run(requests), key=lambda f: f.request_id)
 
@@ -239,11 +251,10 @@ def _same_as_single_steps(receipts: list[ComputeReceipt], single: list[FinishedR
 
 async def test_a_batch_of_three_on_two_replicas_matches_single_steps() -> None:
     backend = SimulatedDeployment(DEFAULT_8B, time_scale=0)
-    receipts = list(
-        await asyncio.gather(*(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400)) for n in range(3)))
-    )
+    sent = [_request(n, model=DEFAULT_8B.name, max_tokens=400, ignore_eos=True) for n in range(3)]
+    receipts = list(await asyncio.gather(*(_sim_run(backend, request) for request in sent)))
     assert sorted(r.replica[-1] for r in receipts) == ["0", "0", "1"]
-    _same_as_single_steps(receipts, _single_steps(backend, receipts))
+    _same_as_single_steps(receipts, _single_steps(backend, receipts, sent))
 
 
 async def test_on_the_wall_clock_no_replica_runs_ahead_of_the_clock() -> None:
@@ -254,9 +265,8 @@ async def test_on_the_wall_clock_no_replica_runs_ahead_of_the_clock() -> None:
     held still here stops the simulation within an iteration of it; moved on, the receipts are single steps'."""
     wall = [0.0]
     backend = SimulatedDeployment(DEFAULT_8B, time_scale=1.0, clock=lambda: wall[0])
-    runs = [
-        asyncio.create_task(_sim_run(backend, _request(n, model=DEFAULT_8B.name, max_tokens=400))) for n in range(3)
-    ]
+    sent = [_request(n, model=DEFAULT_8B.name, max_tokens=400, ignore_eos=True) for n in range(3)]
+    runs = [asyncio.create_task(_sim_run(backend, request)) for request in sent]
     await asyncio.sleep(0)  # the three arrive at 0
     assert len(backend.dispatcher.running) == 3
     wall[0] = 0.5
@@ -276,4 +286,4 @@ async def test_on_the_wall_clock_no_replica_runs_ahead_of_the_clock() -> None:
     wall[0] = 1e6
     receipts = list(await asyncio.gather(*runs))
     assert sorted(r.replica[-1] for r in receipts) == ["0", "0", "1"]
-    _same_as_single_steps(receipts, _single_steps(backend, receipts))
+    _same_as_single_steps(receipts, _single_steps(backend, receipts, sent))

@@ -35,7 +35,7 @@ QUESTION = [{"role": "user", "content": "how does the fleet batch requests?"}]
 def _request(top: int | None, *, messages: list[dict[str, Any]] = QUESTION, **kw: Any) -> InferenceRequest:
     """A request for the sim with the client's parameters as the gateway passes them (``top=None``: no logprobs)."""
     parameters: dict[str, Any] = {
-        key: kw[key] for key in ("max_tokens", "seed", "response_format", "tools") if key in kw
+        key: kw[key] for key in ("max_tokens", "ignore_eos", "seed", "response_format", "tools") if key in kw
     }
     if top is not None:
         parameters |= {"logprobs": True, "top_logprobs": top}
@@ -68,11 +68,11 @@ def _assert_sensible(token: str, logprob: TokenLogprob, top: int) -> None:
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), top=st.integers(0, 20), max_tokens=st.integers(1, 40))
 def test_sim_logprobs_are_physically_sensible_and_reproducible(seed: int, top: int, max_tokens: int) -> None:
-    completion = complete(_request(top, seed=seed, max_tokens=max_tokens))
+    completion = complete(_request(top, seed=seed, max_tokens=max_tokens, ignore_eos=True))
     assert len(completion.text_logprobs) == len(completion.text_tokens) == max_tokens
     for token, logprob in zip(completion.text_tokens, completion.text_logprobs, strict=True):
         _assert_sensible(token, logprob, top)
-    assert complete(_request(top, seed=seed, max_tokens=max_tokens)) == completion
+    assert complete(_request(top, seed=seed, max_tokens=max_tokens, ignore_eos=True)) == completion
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -202,12 +202,14 @@ def fleet_url() -> Iterator[str]:
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_the_fleet_process_carries_the_sims_logprobs_across(fleet_url: str, stream: bool) -> None:
-    request = _request(5, seed=4, max_tokens=15, stream=stream)
+    request = _request(5, seed=4, max_tokens=15, ignore_eos=True, stream=stream)
     local_deltas, local = await _events(AcceleratorPool.from_specs([SMALL], time_scale=0), request)
     remote_pool = AcceleratorPool.from_specs([SMALL], fleet_url=fleet_url)
     try:
         deltas, receipt = await _events(remote_pool, request)
-        plain_deltas, plain = await _events(remote_pool, _request(None, seed=4, max_tokens=15, stream=stream))
+        plain_deltas, plain = await _events(
+            remote_pool, _request(None, seed=4, max_tokens=15, ignore_eos=True, stream=stream)
+        )
     finally:
         await remote_pool.aclose()
     local_logprobs = [t for d in local_deltas for t in d.logprobs]

@@ -31,13 +31,43 @@ def _request(messages: list[dict[str, object]], **kw: object) -> InferenceReques
     return InferenceRequest(request_id="r", tenant="t", model="m", messages=messages, **kw)  # type: ignore[arg-type]
 
 
-def test_text_has_exactly_max_tokens_and_is_deterministic() -> None:
+def test_text_drawn_longer_than_max_tokens_is_cut_there_and_is_deterministic() -> None:
     request = _request([{"role": "user", "content": "hello"}], max_tokens=17, seed=3)
+    assert complete(_request(request.messages, seed=3)).completion_tokens > 17  # the drawn length
     first, second = complete(request), complete(request)
     assert first == second
     assert first.finish_reason == "length"
     assert first.completion_tokens == 17
     assert count_tokens("".join(first.text_tokens)) == 17
+
+
+def test_text_drawn_shorter_than_max_tokens_stops_on_its_own() -> None:
+    asked = [{"role": "user", "content": "q"}]
+    stopped = 0
+    for seed in range(60):
+        drawn = complete(_request(asked, seed=seed))
+        capped = complete(_request(asked, seed=seed, max_tokens=150))
+        if drawn.completion_tokens <= 150:
+            assert capped == drawn  # the cap changes nothing: the model stopped first
+            assert capped.finish_reason == "stop"
+            assert "".join(capped.text_tokens).endswith(".")
+            stopped += 1
+        else:
+            assert (capped.finish_reason, capped.completion_tokens) == ("length", 150)
+    assert 0 < stopped < 60  # both happen: the trace's median is 129 tokens
+
+
+def test_ignore_eos_writes_exactly_max_tokens_and_min_tokens_raises_the_drawn_length() -> None:
+    asked = [{"role": "user", "content": "q"}]
+    short_seed = next(s for s in range(100) if complete(_request(asked, seed=s)).completion_tokens < 100)
+    drawn = complete(_request(asked, seed=short_seed))
+    forced = complete(_request(asked, seed=short_seed, max_tokens=300, ignore_eos=True))
+    assert (forced.finish_reason, forced.completion_tokens) == ("length", 300)
+    assert complete(_request(asked, seed=short_seed, ignore_eos=True)) == drawn  # no limit to run to
+    at_least = complete(_request(asked, seed=short_seed, min_tokens=120))
+    assert (at_least.finish_reason, at_least.completion_tokens) == ("stop", 120)
+    cut = complete(_request(asked, seed=short_seed, min_tokens=120, max_tokens=110))
+    assert (cut.finish_reason, cut.completion_tokens) == ("length", 110)
 
 
 def test_length_without_max_tokens_follows_the_trace_distribution() -> None:
@@ -183,15 +213,15 @@ def test_json_schema_replies_validate_against_their_schema(schema: dict[str, Any
 
 def test_text_ends_before_the_first_stop_sequence() -> None:
     asked = [{"role": "user", "content": "talk"}]
-    full = "".join(complete(_request(asked, seed=9, max_tokens=60)).text_tokens)
+    full = "".join(complete(_request(asked, seed=9, max_tokens=60, ignore_eos=True)).text_tokens)
     word = full.split()[5]
-    stopped = complete(_request(asked, seed=9, max_tokens=60, stop=("never there", word)))
+    stopped = complete(_request(asked, seed=9, max_tokens=60, ignore_eos=True, stop=("never there", word)))
     assert stopped.finish_reason == "stop"
     text = "".join(stopped.text_tokens)
     assert text == full[: full.index(word)].rstrip()
     assert word not in text
     assert stopped.completion_tokens == count_tokens(text)
-    unmatched = complete(_request(asked, seed=9, max_tokens=60, stop=("never there",)))
+    unmatched = complete(_request(asked, seed=9, max_tokens=60, ignore_eos=True, stop=("never there",)))
     assert (unmatched.finish_reason, "".join(unmatched.text_tokens)) == ("length", full)
     as_json = complete(_request(asked, response_format={"type": "json_object"}, stop=('":',)))
     assert "".join(as_json.text_tokens) == '{"answer'
@@ -286,3 +316,22 @@ def test_a_forced_tool_is_called_once_per_user_turn_even_after_tool_results() ->
     (forced,) = complete(_request(after_weather, tools=tools, tool_choice=named_final)).tool_calls
     assert forced.name == "final_result"
     assert complete(_request(after_weather, tools=tools, max_tokens=4)).tool_calls == ()  # auto: text
+
+
+def test_an_answer_after_tool_results_quotes_them_whole_however_short_its_drawn_length() -> None:
+    result = "Ferry timetable: " + ", ".join(f"departure {h:02d}:15" for h in range(24))
+    call = {"id": "c1", "type": "function", "function": {"name": "timetable", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "when does the ferry leave?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": result},
+    ]
+    quote_tokens = count_tokens(f"Result of timetable: {result}.")
+    drawn = [complete(_request([{"role": "user", "content": "q"}], seed=s)).completion_tokens for s in range(30)]
+    assert min(drawn) < quote_tokens  # some draws are shorter than the quote
+    for seed in range(30):
+        answer = complete(_request(messages, seed=seed, max_tokens=1000))  # no draw is longer
+        assert answer.finish_reason == "stop"
+        assert "".join(answer.text_tokens).startswith(f"Result of timetable: {result}.")
+    cut = complete(_request(messages, seed=1, max_tokens=20))
+    assert (cut.finish_reason, cut.completion_tokens) == ("length", 20)

@@ -40,7 +40,9 @@ arrival_s,input_tokens,output_tokens,session,prefix_id,prefix_tokens
     reqs = parse_workload(str(path))
     assert [r.request_id for r in reqs] == [1, 0, 2]  # numbered in file order, served in arrival order
     assert reqs[0] == Request(1, 0.0, 300, 20)
-    assert reqs[1] == Request(0, 0.5, 1200, 40, session="s1", prefix_id="agent-a", prefix_tokens=1000)
+    # the prefix's 31 full 32-token blocks get hash-chain ids, shared by every request naming it
+    assert reqs[1] == Request(0, 0.5, 1200, 40, session="s1", block_hashes=tuple(range(31)), hash_block_tokens=32)
+    assert reqs[2].block_hashes == reqs[1].block_hashes
     finished = {f.request_id: f for f in Cluster(make_deployment(MODEL, INSTANCE, 8), 1).run(reqs)}
     assert finished[2].cached_tokens >= 992  # a later turn reuses the shared prefix (block-aligned)
 

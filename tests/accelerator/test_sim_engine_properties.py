@@ -3,6 +3,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from switchyard.accelerator.sim.block_hashes import BlockChain, BlockIds
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
@@ -18,6 +19,7 @@ requests = st.lists(
         st.integers(min_value=1, max_value=600),  # output
         st.sampled_from([None, "a", "b"]),  # shared prefix
         st.integers(min_value=0, max_value=3000),  # prefix length
+        st.sampled_from([16, 32, 64, 48]),  # hash block tokens (48: not a whole number of 32- or 64-token pages)
     ),
     min_size=1,
     max_size=40,
@@ -30,13 +32,19 @@ configs = st.builds(
     max_jump_steps=st.sampled_from([1, 7, 1024]),
     fair_share=st.booleans(),
     tenant_weights=st.sampled_from([(), (("t0", 3.0),)]),
+    prefix_caching=st.booleans(),
 )
 
 
-def _build(spec: list[tuple[float, int, int, str | None, int]]) -> list[Request]:
+def _build(spec: list[tuple[float, int, int, str | None, int, int]]) -> list[Request]:
     t, out = 0.0, []
-    for i, (gap, prompt, output, prefix, prefix_len) in enumerate(spec):
+    ids = BlockIds()
+    for i, (gap, prompt, output, prefix, prefix_len, block_tokens) in enumerate(spec):
         t += gap
+        chain = BlockChain(ids, block_tokens)
+        if prefix is not None:
+            chain.extend(prefix, min(prefix_len, prompt))
+        chain.extend(("own", i), prompt - chain.tokens)
         out.append(
             Request(
                 i,
@@ -45,8 +53,8 @@ def _build(spec: list[tuple[float, int, int, str | None, int]]) -> list[Request]
                 output,
                 session=f"s{i % 3}",
                 tenant=f"t{i % 2}",
-                prefix_id=prefix,
-                prefix_tokens=prefix_len,
+                block_hashes=tuple(chain.hashes),
+                hash_block_tokens=block_tokens,
                 priority=2 if i % 5 == 0 else 1,
             )
         )
@@ -78,10 +86,10 @@ def _simulate(reqs: list[Request], config: EngineConfig, replicas: int, policy: 
     spec=requests,
     config=configs,
     replicas=st.integers(min_value=1, max_value=3),
-    policy=st.sampled_from(["round_robin", "least_load", "prefix_affinity", "slo_aware", "random"]),
+    policy=st.sampled_from(["round_robin", "least_load", "prefix_affinity", "slo_aware", "random", "kv_aware"]),
 )
 def test_engine_invariants_hold_for_any_workload(
-    spec: list[tuple[float, int, int, str | None, int]], config: EngineConfig, replicas: int, policy: str
+    spec: list[tuple[float, int, int, str | None, int, int]], config: EngineConfig, replicas: int, policy: str
 ) -> None:
     reqs = _build(spec)
     finished = _simulate(reqs, config, replicas, policy)

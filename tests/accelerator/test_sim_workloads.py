@@ -62,9 +62,9 @@ def test_scaling_and_repeating_keep_every_request_field() -> None:
     base = agentic_workload(10, session_rate_per_s=1.0, seed=1)
     for out in (scale_rate(base, 2.0), repeat_workload(base, 2)[: len(base)]):
         for a, b in zip(base, out, strict=True):
-            assert (a.prefix_id, a.prefix_tokens, a.session, a.tenant, a.priority) == (
-                b.prefix_id,
-                b.prefix_tokens,
+            assert (a.block_hashes, a.hash_block_tokens, a.session, a.tenant, a.priority) == (
+                b.block_hashes,
+                b.hash_block_tokens,
                 b.session,
                 b.tenant,
                 b.priority,

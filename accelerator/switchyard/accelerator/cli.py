@@ -173,6 +173,7 @@ def calibrate_cmd(data: tuple[Path, ...], out: Path) -> None:
     "--workload",
     required=True,
     help="CSV (arrival_s,input_tokens,output_tokens[,session,prefix_id,prefix_tokens,...] or an Azure trace), "
+    "a Mooncake JSON-lines trace (timestamp,input_length,output_length,hash_ids), "
     "or poisson:n=..,rate=.. / bursty:n=..,rate=.. / agentic:sessions=..,rate=..",
 )
 @click.option("--rate-scale", type=float, default=1.0, show_default=True, help="multiply the arrival rate")
@@ -191,6 +192,19 @@ def calibrate_cmd(data: tuple[Path, ...], out: Path) -> None:
     help="show progress on stderr (default: when stderr is a terminal)",
 )
 @click.option("--fair-share", is_flag=True, help="admit by priority tier, then fair share across tenants")
+@click.option(
+    "--prefix-caching/--no-prefix-caching",
+    default=True,
+    show_default=True,
+    help="reuse cached KV blocks of earlier prompts (block KV layout, with its calibrated overhead)",
+)
+@click.option(
+    "--host-kv-gib",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="per replica, a KV tier in host memory: evicted prefix blocks are kept there and loaded back",
+)
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -217,6 +231,8 @@ def run(
     max_batched_tokens: int,
     progress: bool | None,
     fair_share: bool,
+    prefix_caching: bool,
+    host_kv_gib: float,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
     seed: int,
@@ -234,7 +250,13 @@ def run(
     the network, and the decode pool generates.
     """
     model = _model_name(model, model_config)
-    config = EngineConfig(max_batch=max_batch, max_batched_tokens=max_batched_tokens, fair_share=fair_share)
+    config = EngineConfig(
+        max_batch=max_batch,
+        max_batched_tokens=max_batched_tokens,
+        fair_share=fair_share,
+        prefix_caching=prefix_caching,
+        host_kv_gib=host_kv_gib,
+    )
     try:
         dep = make_deployment(model, instance, tp, weights)
         requests = parse_workload(workload)
@@ -257,7 +279,7 @@ def run(
         cluster.submit(req)
     cluster.step_until(float("inf"))
     finished = cluster.collect()
-    summary = summarize(finished, cluster, slo_ttft_ms, slo_tpot_ms)
+    summary = summarize(finished, cluster, slo_ttft_ms, slo_tpot_ms, requests)
     click.echo(format_table(summary))
     if json_out is not None:
         payload: dict[str, Any] = summary.to_dict()

@@ -33,6 +33,8 @@ class Job:
     weight: float = 1.0
     session: str | None = None
     payload: Any = None
+    block_hashes: tuple[int, ...] = ()  # the prompt's KV block ids (prompt_blocks.py), for the prefix cache
+    hash_block_tokens: int = 32
 
 
 class Dispatcher:
@@ -92,7 +94,16 @@ class Dispatcher:
                 return admitted
             arrival = max(now_s, self.cluster.now)
             self.cluster.submit(
-                Request(job.job_id, arrival, job.prompt_tokens, job.output_tokens, job.session, job.tenant)
+                Request(
+                    job.job_id,
+                    arrival,
+                    job.prompt_tokens,
+                    job.output_tokens,
+                    job.session,
+                    job.tenant,
+                    job.block_hashes,
+                    job.hash_block_tokens,
+                )
             )
             self.running[job.job_id] = job
             self._held[job.tenant] = self._held.get(job.tenant, 0) + 1

@@ -4,7 +4,9 @@ Serve it with any ASGI server (``uvicorn switchyard.accelerator.pool.echo_upstre
 answer ``words`` words (or one tool call when tools are offered) in OpenAI's JSON or SSE shape; when the last
 message's text contains ``REFUSAL_TRIGGER`` the answer is a refusal (``refusal``, no ``content``) instead. With
 ``logprobs: true`` every token of the text or refusal has a logprob (``-(i + 1) / 7`` for the i-th) and
-``top_logprobs`` alternatives (the token itself, then ``alt1``, ``alt2``, ... less likely). A path containing
+``top_logprobs`` alternatives (the token itself, then ``alt1``, ``alt2``, ... less likely). A request with a
+``prompt_cache_key`` is told ``CACHED_PROMPT_TOKENS`` of its 7 prompt tokens were cached
+(``usage.prompt_tokens_details``, as OpenAI reports a cache hit); others are told nothing of a cache. A path containing
 ``/fail/`` answers 500, one containing ``/stall/`` sends headers and then nothing. Every request body is kept in
 ``requests`` (up to ``keep`` of them).
 """
@@ -14,11 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["REFUSAL", "REFUSAL_TRIGGER", "EchoUpstream", "app"]
+__all__ = ["CACHED_PROMPT_TOKENS", "REFUSAL", "REFUSAL_TRIGGER", "EchoUpstream", "app"]
 
 Scope = dict[str, Any]
 REFUSAL_TRIGGER = "please refuse"
 REFUSAL = "I can't help with that."
+CACHED_PROMPT_TOKENS = 4
 
 
 class EchoUpstream:
@@ -61,8 +64,11 @@ class EchoUpstream:
         name = request["tools"][0]["function"]["name"]
         return [{"index": 0, "id": "call_echo_1", "type": "function", "function": {"name": name, "arguments": "{}"}}]
 
-    def _usage(self) -> dict[str, int]:
-        return {"prompt_tokens": 7, "completion_tokens": self.words, "total_tokens": 7 + self.words}
+    def _usage(self, request: dict[str, Any]) -> dict[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": 7, "completion_tokens": self.words, "total_tokens": 7 + self.words}
+        if request.get("prompt_cache_key"):
+            usage["prompt_tokens_details"] = {"cached_tokens": CACHED_PROMPT_TOKENS}
+        return usage
 
     def _completion(self, request: dict[str, Any]) -> dict[str, Any]:
         calls = self._tool_calls(request)
@@ -80,7 +86,7 @@ class EchoUpstream:
             logprobs = [_logprob(t, i, request) for i, t in enumerate(self._tokens(request))]
             choice["logprobs"] = {"content": None if refusing else logprobs, "refusal": logprobs if refusing else None}
         base = {"id": "echo-1", "object": "chat.completion", "created": 0, "model": request.get("model")}
-        return {**base, "choices": [choice], "usage": self._usage()}
+        return {**base, "choices": [choice], "usage": self._usage(request)}
 
     def _tokens(self, request: dict[str, Any]) -> list[str]:
         """The answer's tokens (the refusal's when it refuses), each with the space before it."""
@@ -104,7 +110,7 @@ class EchoUpstream:
         chunks = [{**base, "choices": [c]} for c in choices]
         finish = "tool_calls" if calls else "stop"
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        chunks.append({**base, "choices": [], "usage": self._usage()})
+        chunks.append({**base, "choices": [], "usage": self._usage(request)})
         return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
 

@@ -36,7 +36,7 @@ class DeploymentSpec:
     tp: int = 8
     replicas: int = 1
     weights: str = "bf16"
-    policy: str = "least_load"
+    policy: str = "kv_aware"  # the routing policy (sim/router.py): kv_aware follows the prompts' cached prefixes
     max_batch: int = 64
     # openai-compatible: the upstream server and the chips the operator declares it runs on
     base_url: str = ""

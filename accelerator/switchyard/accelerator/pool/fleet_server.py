@@ -327,6 +327,8 @@ def _inference_request(body: dict[str, Any]) -> InferenceRequest:
         stream=bool(body.get("stream", False)),
         response_format=body.get("response_format"),
         stop=(stop,) if isinstance(stop := body.get("stop"), str) else tuple(stop or ()),
+        ignore_eos=body.get("ignore_eos") is True,
+        min_tokens=min_tokens if isinstance(min_tokens := body.get("min_tokens"), int) else None,
         parameters={key: value for key, value in body.items() if key not in ("model", "messages", "switchyard")},
     )
 

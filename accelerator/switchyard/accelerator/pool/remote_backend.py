@@ -20,9 +20,14 @@ import httpx
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest
 from switchyard.accelerator.pool.fleet import DeploymentSpec
-from switchyard.accelerator.pool.sim_backend import max_chip_us
+from switchyard.accelerator.pool.sim_backend import compute_bound
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
-from switchyard.accelerator.pool.upstream_backend import UpstreamDeployment, UpstreamError, _Answer
+from switchyard.accelerator.pool.upstream_backend import (
+    UpstreamDeployment,
+    UpstreamError,
+    _Answer,
+    reported_cached_tokens,
+)
 from switchyard.accelerator.sim.deployment import make_deployment
 
 __all__ = ["RemoteSimulatedDeployment", "reload_fleet_process"]
@@ -51,6 +56,7 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         super().__init__(replace(spec, base_url=base + "/v1", api_key=token), transport=transport)
         self.spec = spec  # callers see the trainium-sim spec; the fleet's address is ours alone
         self.deployment = make_deployment(spec.model, spec.instance, spec.tp, spec.weights)
+        self._compute_bound = compute_bound(self.deployment, spec)
         self._fleet = base
         self._cancels: set[asyncio.Task[None]] = set()
 
@@ -59,7 +65,7 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         return int(self.deployment.model.max_position_embeddings)
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
-        return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
+        return self._compute_bound(prompt_tokens, output_tokens)
 
     def busy_chip_us(self) -> dict[str, tuple[str, int]]:
         """Nothing: the fleet process records its replicas' busy time and receipts."""
@@ -105,6 +111,8 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
             replica=str(compute["replica"]),
             chip_us=int(compute["chip_us"]),
             prompt_tokens=int(answer.usage["prompt_tokens"]),
+            cached_tokens=reported_cached_tokens(answer.usage),
+            cache_saved_chip_us=int(compute.get("cache_saved_chip_us", 0)),
             completion_tokens=answer.completion_tokens(),
             queue_ms=float(compute["queue_ms"]),
             ttft_ms=float(compute["ttft_ms"]),

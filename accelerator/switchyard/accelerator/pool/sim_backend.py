@@ -16,6 +16,7 @@ runs: its receipt is ``cancelled`` with no compute.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import math
 import time
@@ -33,6 +34,7 @@ from switchyard.accelerator.pool.embeddings import (
     input_tokens,
 )
 from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.prompt_blocks import PROMPT_BLOCK_TOKENS, prompt_block_hashes
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens
 from switchyard.accelerator.pool.types import (
@@ -47,15 +49,17 @@ from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.deployment import Deployment, make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.prefix_calibration import prefix_caching_cost
 from switchyard.accelerator.sim.requests import FinishedRequest
 
-__all__ = ["SimulatedDeployment", "light", "max_chip_us"]
+__all__ = ["BOUNDS_KEPT", "SimulatedDeployment", "compute_bound", "light", "max_chip_us"]
 
 TICK_S = 0.002
 ANSWER_THREADS = 4
 LIGHT_OUTPUT_TOKENS = 1_000
 LIGHT_PROMPT_CHARS = 32_768
 LIGHT_PROMPT_MESSAGES = 256
+BOUNDS_KEPT = 1_024
 
 
 def light(request: InferenceRequest) -> bool:
@@ -82,9 +86,15 @@ def _vectors(model: str, request: EmbeddingRequest, dimensions: int) -> tuple[tu
     return tuple(embedding_vector(model, item, dimensions) for item in request.inputs)
 
 
-def _answer(request: InferenceRequest) -> tuple[Completion, int]:
-    """The sim model's answer and the prompt's tokens: the request's CPU-heavy part."""
-    return complete(request), count_prompt_tokens(request.messages, request.tools)
+def _answer(request: InferenceRequest) -> tuple[Completion, int, tuple[int, ...]]:
+    """The sim model's answer, the prompt's tokens and its KV block ids: the request's CPU-heavy part."""
+    hashes = prompt_block_hashes(request.tenant, request.messages, request.tools)
+    return complete(request), count_prompt_tokens(request.messages, request.tools), hashes
+
+
+def _session(request: InferenceRequest) -> str | None:
+    """The router's session: the request's hint, within its tenant (two tenants' hints never meet)."""
+    return None if request.session is None else f"{request.tenant}\x1f{request.session}"
 
 
 class SimulatedDeployment:
@@ -97,6 +107,7 @@ class SimulatedDeployment:
             raise ValueError("time_scale must be >= 0")
         self.spec = spec
         self.deployment = make_deployment(spec.model, spec.instance, spec.tp, spec.weights)
+        self._compute_bound = compute_bound(self.deployment, spec)
         config = EngineConfig(max_batch=spec.max_batch)
         self.cluster = Cluster(self.deployment, spec.replicas, spec.policy, config=config)
         self.dispatcher = Dispatcher(self.cluster, capacity=spec.replicas * spec.max_batch)
@@ -126,7 +137,7 @@ class SimulatedDeployment:
         self._answer_threads.shutdown(wait=False)
 
     def max_chip_us(self, prompt_tokens: int, output_tokens: int) -> int:
-        return max_chip_us(self.deployment, self.spec, prompt_tokens, output_tokens)
+        return self._compute_bound(prompt_tokens, output_tokens)
 
     def take_receipts(self) -> list[tuple[ComputeReceipt, float]]:
         return self._issued.take()
@@ -153,13 +164,14 @@ class SimulatedDeployment:
         """Stream the simulated model's answer, paced by the simulation, then its ``ComputeReceipt``."""
         stopped = asyncio.Event()  # set by cancel() while the answer is worked out in a thread
         if light(request):
-            completion, prompt_tokens = _answer(request)
+            completion, prompt_tokens, block_hashes = _answer(request)
         else:
             preparing = self._preparing.setdefault(request.request_id, [])
             preparing.append(stopped)
             try:
                 loop = asyncio.get_running_loop()
-                completion, prompt_tokens = await loop.run_in_executor(self._answer_threads, _answer, request)
+                answer = await loop.run_in_executor(self._answer_threads, _answer, request)
+                completion, prompt_tokens, block_hashes = answer
             finally:
                 preparing.remove(stopped)
                 if not preparing:
@@ -172,7 +184,9 @@ class SimulatedDeployment:
             output_tokens=max(1, completion.completion_tokens),
             priority=int(request.priority),
             weight=request.weight,
-            session=request.session,
+            session=_session(request),
+            block_hashes=block_hashes,
+            hash_block_tokens=PROMPT_BLOCK_TOKENS,
         )
         future: asyncio.Future[FinishedRequest] = asyncio.get_running_loop().create_future()
         self._waiters[job.job_id] = future
@@ -308,6 +322,8 @@ class SimulatedDeployment:
             replica=f"{self.spec.name}/{result.replica}",
             chip_us=result.chip_us,
             prompt_tokens=job.prompt_tokens,
+            cached_tokens=result.cached_tokens,
+            cache_saved_chip_us=result.cache_saved_chip_us,
             completion_tokens=result.output_tokens if result.cancelled else completion.completion_tokens,
             queue_ms=max(0.0, (result.scheduled_s - job.arrival_s) * 1e3),
             ttft_ms=(result.first_token_s - job.arrival_s) * 1e3,
@@ -379,7 +395,8 @@ def _text_delta(completion: Completion, index: int) -> TextDelta:
 
 
 def max_chip_us(deployment: Deployment, spec: DeploymentSpec, prompt_tokens: int, output_tokens: int) -> int:
-    """Upper bound of one request's compute: alone on a replica (batch 1), so nothing is shared."""
+    """Upper bound of one request's compute: alone on a replica (batch 1), so nothing is shared, its prefill in the
+    prefix cache's block layout (a little slower) and nothing cached (a cached token costs less than a computed one)."""
     point = simulate_point(
         deployment.model,
         deployment.instance,
@@ -389,4 +406,11 @@ def max_chip_us(deployment: Deployment, spec: DeploymentSpec, prompt_tokens: int
         max(1, output_tokens),
         spec.weights,
     )
-    return math.ceil(point.chip_seconds * 1e6)
+    return math.ceil(point.chip_seconds * 1e6 * prefix_caching_cost().block_layout_overhead)
+
+
+def compute_bound(deployment: Deployment, spec: DeploymentSpec) -> Callable[[int, int], int]:
+    """:func:`max_chip_us` of one deployment by (prompt tokens, output tokens), remembering the last
+    ``BOUNDS_KEPT`` answers: every admitted call asks (its budget hold is priced on it), mostly with the same few
+    sizes, and each answer is a cost-model evaluation on the event loop."""
+    return functools.lru_cache(maxsize=BOUNDS_KEPT)(functools.partial(max_chip_us, deployment, spec))

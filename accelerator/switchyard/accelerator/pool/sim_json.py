@@ -13,14 +13,33 @@ answer (a ``json_schema``/``json_object`` reply, or all of a tool call's argumen
 No property, array item, ``allOf`` level or ``$ref`` re-entry gets a budget of its own: they all spend the one the
 request started with. When it runs out, arrays and objects stop growing and the values still missing are null:
 the budget is then ``exhausted`` and the answer, cut short of the schema, ends with ``finish_reason: "length"``.
+
+What the values are (``SchemaInstance``), seeded by the request (its ``rng``):
+
+- an object has every property its ``required`` list names, and each other one with probability
+  ``OPTIONAL_PROPERTY_CHANCE`` (0.5); with no ``required`` list, or an empty one, every property (instructor's
+  ``Iterable`` model requires none, and its one property is the answer); deep in a recursive schema, only the
+  required ones;
+- an array has ``minItems`` items, and at least one when ``maxItems`` allows (an empty list rarely answers
+  anything; deep in a recursive schema, none); a ``default`` of ``[]`` or ``{}`` where the schema describes items
+  or properties is a placeholder, not the answer (any other ``default``, ``const``, ``enum``'s first value and
+  examples are);
+- a string is its ``format``'s example, else ``"sample"``, unless it does not match the schema's ``pattern``:
+  then one generated from the pattern (``pool/sim_pattern.py``: the common subset of ECMA regular expressions,
+  each string checked with ``re.search`` as JSON Schema's unanchored ``pattern`` means), within ``minLength`` and
+  ``maxLength``; a pattern outside that subset keeps the plain value;
+- a number is the lowest its bounds (``minimum``, ``exclusiveMinimum``, ``multipleOf``, ...) allow from 1 up.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Mapping
 from typing import Any
+
+from switchyard.accelerator.pool.sim_pattern import candidates, matches
 
 __all__ = ["MAX_ANSWER_CHARS", "MAX_ANSWER_NODES", "MAX_STRING_CHARS", "AnswerBudget", "SchemaInstance"]
 
@@ -28,6 +47,7 @@ MAX_ANSWER_NODES = 4_000
 MAX_ANSWER_CHARS = 32_768
 MAX_STRING_CHARS = 10_000
 MAX_SCHEMA_DEPTH = 12  # past this depth (a recursive schema) arrays and optional values are left empty
+OPTIONAL_PROPERTY_CHANCE = 0.5  # how likely a property left out of its object's ``required`` list is filled in
 _RESERVED_CHARS = 512  # nulls put in once the budget is spent are not counted: at most one per open container
 _JSON_TYPES = 8  # a "type" list names at most the seven JSON types (the rest is not looked at)
 _FORMATS = {
@@ -100,13 +120,17 @@ class SchemaInstance:
     own ``const``, ``enum``, ``default`` or example when it has one, else the simplest value of its type within its
     bounds. No bound makes it fail; a spent budget makes it stop (see the module docstring)."""
 
-    def __init__(self, root: Any, budget: AnswerBudget) -> None:
+    def __init__(self, root: Any, budget: AnswerBudget, rng: random.Random | None = None) -> None:
         self.root = root
         self.budget = budget
+        self.rng = rng if rng is not None else random.Random(0)
+        """Which optional properties are filled in and the characters of ``pattern`` strings (seed it by the
+        request: the same request, the same answer)."""
 
     def arguments(self, schema: Any, hints: Mapping[str, str]) -> dict[str, Any]:
-        """A tool call's arguments: each required property (every one when none is listed) from the user's
-        ``name=value`` hint when there is one, else from its schema."""
+        """A tool call's arguments: each required property (every one when none is; each other one with
+        ``OPTIONAL_PROPERTY_CHANCE``, and always when hinted) from the user's ``name=value`` hint when there is
+        one, else from its schema."""
         if isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str):  # a pydantic model's schema
             schema = self.resolve(schema["$ref"])
         if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
@@ -141,7 +165,7 @@ class SchemaInstance:
             return self._literal(schema["const"])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
             return self._literal(schema["enum"][0])
-        if "default" in schema:
+        if "default" in schema and not _empty_default(schema):
             return self._literal(schema["default"])
         if isinstance(schema.get("examples"), list) and schema["examples"]:
             return self._literal(schema["examples"][0])
@@ -221,11 +245,17 @@ class SchemaInstance:
         value: dict[str, Any] = {}
         if not self.budget.step(len(properties) + (len(required) if isinstance(required, list) else 0)):
             return value
+        # no property required (no list, or an empty one: instructor's Iterable model): the properties are the answer
         wanted = {n for n in required if isinstance(n, str)} if isinstance(required, list) else None
+        wanted = wanted or None
         if not self.budget.chars(2):
             return value
+        optional = depth <= MAX_SCHEMA_DEPTH  # deep in a recursive schema, only what is required
         for name, sub in properties.items():
-            if not isinstance(name, str) or (wanted is not None and name not in wanted):
+            if not isinstance(name, str):
+                continue
+            chosen = wanted is None or name in wanted or name in hints
+            if not chosen and not (optional and self.rng.random() < OPTIONAL_PROPERTY_CHANCE):
                 continue
             if not self.budget.chars(len(json.dumps(name, ensure_ascii=False)) + 4):  # "name": value,
                 break
@@ -267,6 +297,11 @@ class SchemaInstance:
         given = schema.get("format")
         text = _FORMATS.get(given, "sample") if isinstance(given, str) else "sample"
         shortest, longest = _bound(schema.get("minLength"), 0), schema.get("maxLength")
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and not matches(pattern, text):
+            matched = self._matching(pattern, shortest, longest if isinstance(longest, int) else None)
+            if matched is not None:
+                text = matched
         if len(text) < shortest:
             text += "x" * (min(shortest, MAX_STRING_CHARS) - len(text))
             self.budget.exhausted = self.budget.exhausted or shortest > MAX_STRING_CHARS
@@ -274,6 +309,35 @@ class SchemaInstance:
             text = text[: max(longest, 0)]
         granted = self.budget.take_chars(len(text) + 2)
         return text[: max(0, granted - 2)]
+
+    def _matching(self, pattern: str, shortest: int, longest: int | None) -> str | None:
+        """A string matching ``pattern`` within the lengths, or ``None`` (then the plain value stands, unmatched).
+        Each string tried costs a node, and one that does not match its characters: work the budget bounds. One
+        that does not fit the characters left spends the budget (the answer is cut short)."""
+        room = self.budget.chars_left - 2
+        if self.budget.exhausted or room < 0:
+            return None
+        most_chars = min(MAX_STRING_CHARS, room, MAX_STRING_CHARS if longest is None else longest)
+        for text in candidates(pattern, self.rng, shortest=shortest, most_chars=most_chars):
+            if not self.budget.step():
+                return None
+            if len(text) > most_chars and most_chars == room:  # the budget, not the schema, is too small
+                self.budget.chars_left, self.budget.exhausted = 0, True
+                return None
+            if len(text) <= most_chars and matches(pattern, text):
+                return text
+            if not self.budget.chars(len(text)):
+                return None
+        return None
+
+
+def _empty_default(schema: Mapping[str, Any]) -> bool:
+    """Whether ``default`` is an empty array or object where the schema describes items or properties: a
+    placeholder (instructor's ``Iterable`` model defaults its list to ``[]``), not an answer worth giving."""
+    default = schema.get("default")
+    if isinstance(default, list) and not default:
+        return "items" in schema or "prefixItems" in schema
+    return isinstance(default, dict) and not default and isinstance(schema.get("properties"), Mapping)
 
 
 def _bound(value: Any, fallback: int) -> int:

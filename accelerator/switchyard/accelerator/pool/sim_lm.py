@@ -3,7 +3,8 @@
 Policy, in order:
 1. ``tool_choice`` is ``"none"`` or no tools are offered → text.
 2. The last message is a tool result → text that starts by quoting the results it answers
-   (``"Result of <name>: <content>"``), so agents see their tools' outputs used; unless ``tool_choice`` forces a
+   (``"Result of <name>: <content>"``, whole up to the limit or ``MAX_DRAWN_TOKENS``: the text is at least as long
+   as its quote), so agents see their tools' outputs used; unless ``tool_choice`` forces a
    tool (``"required"``, or a named function) not yet called since the last user message: rule 3 calls it. So an
    agent whose answer is itself a tool call (pydantic-ai's ``ToolOutput``) gets that call after its other tools'
    results, and a forced tool is called once per user turn, never in a loop.
@@ -11,23 +12,28 @@ Policy, in order:
    → one tool call to that function (the named one, else the first mentioned, else the first offered) with
    arguments generated from its JSON schema: for each property, a ``key=value`` found in the user message
    (``city=Paris``) when there is one, else a value derived from the schema (enum's first value, example,
-   ``"sample"``, 1, true, …). A ``tool_choice`` of ``allowed_tools`` narrows the tools offered and its ``mode``
+   ``"sample"`` or a string matching its ``pattern``, 1, true, …; optional properties filled in half the time, as
+   ``pool/sim_json.py`` documents). A ``tool_choice`` of ``allowed_tools`` narrows the tools offered and its ``mode``
    acts as ``tool_choice``; custom tools are never called.
 4. ``response_format`` is ``{"type": "json_object"}`` → a JSON object: an instance of the JSON Schema of an
    object written into the latest system, developer or user message that holds one (as instructor's JSON mode
    asks for its shape), else ``{"answer": "<words>"}``; it is
    ``{"type": "json_schema", "json_schema": {"schema": ...}}`` → JSON valid against the schema, generated as tool
-   arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths and formats respected; when
-   the last message holds a ``key=value`` hint for a property of an object schema, the object is built as tool
-   arguments are, hints included: ``allowed=false`` turns a guardrail judge's verdict into a refusal).
+   arguments are (``$ref``/``$defs``, ``anyOf``, ``const``, ``enum``, bounds, lengths, formats and patterns
+   respected; when the last message holds a ``key=value`` hint for a property of an object schema, the object is
+   built as tool arguments are, hints included: ``allowed=false`` turns a guardrail judge's verdict into a
+   refusal).
 5. Otherwise → text.
 
 Lengths are in the tokens of ``pool/tokens.py`` (at most four characters each), and the whole answer — text, JSON
 or a tool call's name and arguments — is at most ``max_tokens`` of them:
-- Text is ``max_tokens`` tokens long (``finish_reason = "length"``, cut mid-word if the limit falls there) when
-  ``max_tokens`` is set, else about a length drawn from a log-normal fitted to the Azure conversation trace's
-  output lengths (median 129, σ of log 0.86, at most ``MAX_DRAWN_TOKENS``), in whole words ending with ``"."``
-  (``finish_reason = "stop"``).
+- Text is about a length drawn from a log-normal fitted to the Azure conversation trace's output lengths (median
+  129, σ of log 0.86, at least 2 and at most ``MAX_DRAWN_TOKENS``), seeded by the request, in whole words ending
+  with ``"."`` (``finish_reason = "stop"``: the model stopped on its own), whatever ``max_tokens`` is. Only a
+  drawn length above ``max_tokens`` is cut there (``finish_reason = "length"``, cut mid-word if the limit falls
+  there). vLLM's sampling extensions ask for other lengths: ``ignore_eos`` makes the text exactly ``max_tokens``
+  long (``"length"``; benchmark clients send it to force lengths; no effect without ``max_tokens``), and
+  ``min_tokens`` raises the drawn length to at least that many tokens (still cut at ``max_tokens``).
 - JSON and tool arguments are built within one budget per request (``pool/sim_json.py``: ``MAX_ANSWER_NODES``
   values and schema steps, ``MAX_ANSWER_CHARS`` characters, one string at most ``MAX_STRING_CHARS``), which no
   property, ``allOf`` level or ``$ref`` resets. An answer whose budget ran out is cut short of its schema
@@ -37,12 +43,12 @@ or a tool call's name and arguments — is at most ``max_tokens`` of them:
 - A tool call longer than ``max_tokens`` is cut as OpenAI cuts one: the call is returned with its arguments
   ending where the limit falls (not valid JSON) and ``finish_reason = "length"``; when not even its name and one
   token of arguments fit, there is no call (no text either) and ``finish_reason = "length"``.
-A request's ``output_ceiling`` (the most its budget hold covers) bounds all of these as ``max_tokens`` does, but a
-drawn text shorter than it stays as drawn. ``completion_tokens`` counts exactly the tokens returned. With ``stop``
-sequences the text or JSON ends just before the first one that occurs, without the whitespace before it
-(``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the same request gives the
-same answer. Messages are searched (for a tool's name, ``key=value`` hints, a schema in the instructions) in their
-first ``MAX_SCHEMA_SEARCH_CHARS`` characters.
+A request's ``output_ceiling`` (the most its budget hold covers) bounds all of these as ``max_tokens`` does
+(``ignore_eos`` aims at ``max_tokens``, never at the ceiling). ``completion_tokens`` counts exactly the tokens
+returned. With ``stop`` sequences the text or JSON ends just before the first one that occurs, without the
+whitespace before it (``finish_reason = "stop"``). Everything is seeded from ``seed`` (or the messages), so the
+same request gives the same answer. Messages are searched (for a tool's name, ``key=value`` hints, a schema in the
+instructions) in their first ``MAX_SCHEMA_SEARCH_CHARS`` characters.
 
 Logprobs (``logprobs: true``, ``top_logprobs: N``) are synthetic, not a language model's: each text token gets a
 probability drawn in [0.5, 0.999) from a generator seeded by the request's seed, the token's position and the token
@@ -152,6 +158,12 @@ def _rng(request: InferenceRequest) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+def _values_rng(request: InferenceRequest) -> random.Random:
+    """The generator of a structured answer's values (optional properties, ``pattern`` strings): seeded by the
+    request as ``_rng`` is, but apart from it, so text and tool-call ids do not depend on the schema."""
+    return random.Random(f"values:{_rng(request).getrandbits(64)}")
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -214,7 +226,8 @@ def _tool_call(request: InferenceRequest, name: str, rng: random.Random) -> tupl
     hints = _hints(request)
     parameters = tool["function"].get("parameters") or {}
     budget = AnswerBudget()
-    arguments, exhausted = _serialised(SchemaInstance(parameters, budget).arguments(parameters, hints), budget)
+    instance = SchemaInstance(parameters, budget, _values_rng(request))
+    arguments, exhausted = _serialised(instance.arguments(parameters, hints), budget)
     call_id = f"call_{rng.getrandbits(64):016x}"
     return ToolCall(id=call_id, name=name, arguments=arguments), exhausted
 
@@ -248,12 +261,13 @@ def _word(rng: random.Random, *, first: bool) -> list[str]:
 
 
 def _text_tokens(request: InferenceRequest, rng: random.Random) -> tuple[list[str], str]:
-    """Placeholder text: exactly ``max_tokens`` tokens when it is set (cut mid-word if it falls there), else about
-    the drawn length, in whole words and ending with ``"."``."""
-    length, reason = _length(request, rng)
+    """Placeholder text of the drawn length: whole words ending with ``"."`` when the model stops on its own,
+    cut exactly at the limit (mid-word if it falls there) when the limit stops it."""
     tokens = []
-    if request.messages and request.messages[-1].get("role") == "tool":
-        tokens = _tool_results_preamble(request.messages, length)
+    if request.messages and request.messages[-1].get("role") == "tool":  # quoted whole, up to the limit
+        limit = request.most_output_tokens or MAX_DRAWN_TOKENS
+        tokens = _tool_results_preamble(request.messages, limit - 1)  # and its full stop
+    length, reason = _length(request, rng, least=len(tokens) + 1 if tokens else 0)
     if reason == "length":
         while len(tokens) < length:
             tokens += _word(rng, first=not tokens)
@@ -265,13 +279,19 @@ def _text_tokens(request: InferenceRequest, rng: random.Random) -> tuple[list[st
         tokens += word
 
 
-def _length(request: InferenceRequest, rng: random.Random) -> tuple[int, str]:
-    if request.max_tokens is not None:
-        return request.max_tokens, "length"
+def _length(request: InferenceRequest, rng: random.Random, *, least: int = 0) -> tuple[int, str]:
+    """The text's length in tokens and why it ends there: the drawn length (``"stop"``, the model stopped on its
+    own), raised to ``least`` (a quote of tool results and its full stop) and ``min_tokens``, or ``max_tokens``
+    itself with ``ignore_eos``; cut at ``max_tokens`` or the output ceiling when it passes either (``"length"``)."""
     drawn = math.exp(math.log(TRACE_MEDIAN_OUTPUT_TOKENS) + TRACE_LOG_SIGMA * rng.gauss(0, 1))
-    length = max(2, min(MAX_DRAWN_TOKENS, round(drawn)))
-    if request.output_ceiling is not None and length > request.output_ceiling:  # the most its budget hold covers
-        return request.output_ceiling, "length"
+    length = max(2, least, min(MAX_DRAWN_TOKENS, round(drawn)))
+    if request.ignore_eos and request.max_tokens is not None:
+        length = request.max_tokens  # it never stops on its own: the limit stops it
+    if request.min_tokens is not None:
+        length = max(length, request.min_tokens)
+    most = request.most_output_tokens  # the client's max_tokens, or the most its budget hold covers
+    if most is not None and (length > most or (request.ignore_eos and length == most)):
+        return most, "length"
     return length, "stop"
 
 
@@ -289,7 +309,7 @@ def _tool_results_preamble(messages: Sequence[Mapping[str, Any]], length: int) -
             break
         name = names.get(message.get("tool_call_id"), "tool")
         results.append(f"Result of {name}: {_text(message.get('content'))[:most_chars]}.")
-    return split_tokens(" ".join(reversed(results))[:most_chars])
+    return split_tokens(" ".join(reversed(results))[:most_chars])[:length]
 
 
 def _json_reply(request: InferenceRequest, rng: random.Random) -> tuple[str, bool] | None:
@@ -309,11 +329,12 @@ def _json_reply(request: InferenceRequest, rng: random.Random) -> tuple[str, boo
     else:
         return None
     budget = AnswerBudget()
+    instance = SchemaInstance(schema, budget, _values_rng(request))
     hints = _hints(request)
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     if kind == "json_schema" and isinstance(properties, Mapping) and set(hints) & set(properties):
-        return _serialised(SchemaInstance(schema, budget).arguments(schema, hints), budget, compact=False)
-    return _serialised(SchemaInstance(schema, budget).of(schema), budget, compact=False)
+        return _serialised(instance.arguments(schema, hints), budget, compact=False)
+    return _serialised(instance.of(schema), budget, compact=False)
 
 
 def _hints(request: InferenceRequest) -> dict[str, str]:

@@ -48,6 +48,12 @@ class InferenceRequest:
     stream: bool = True  # False: the caller wants the whole answer; an upstream may send it in one piece
     response_format: Mapping[str, Any] | None = None  # OpenAI's: {"type": "json_object"}, {"type": "json_schema", ...}
     stop: tuple[str, ...] = ()  # the answer ends before the first of these
+    ignore_eos: bool = False
+    """vLLM's sampling extension: the model does not stop on its own, so a text answer is exactly ``max_tokens``
+    long (what benchmark clients send to force lengths); without ``max_tokens`` it has no effect."""
+    min_tokens: int | None = None
+    """vLLM's sampling extension: a text answer is at least this long (unless ``max_tokens`` or the output
+    ceiling is lower: they cut it)."""
     parameters: Mapping[str, Any] | None = None
     """The client's OpenAI parameters besides ``model`` and ``messages``, exactly as it sent them: an
     ``openai-compatible`` upstream receives these instead of the fields above (``None`` for requests Switchyard
@@ -153,6 +159,14 @@ class ComputeReceipt:
     decode_ms: float
     finish_reason: str
     tool_calls: tuple[ToolCall, ...] = field(default=())
+    cached_tokens: int = 0
+    """Prompt tokens the serving replica read from its prefix cache instead of computing them (part of
+    ``prompt_tokens``; their cost, the iteration time spent reading them, is in ``chip_us``); an upstream's own
+    count when it reports one, else 0."""
+    cache_saved_chip_us: int = 0
+    """What computing the cached tokens would have cost beyond reading them (the simulator's estimate from its
+    linear prefill rate, which errs low; 0 when nothing was cached or an upstream does not say). Not billed:
+    ``chip_us`` is what the request cost."""
 
     def usage(self) -> dict[str, Any]:
         """OpenAI's ``usage`` object with Switchyard's ``compute``: this receipt on the wire."""
@@ -160,6 +174,7 @@ class ComputeReceipt:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
             "compute": {
                 "chip_us": self.chip_us,
                 "instance_type": self.instance_type,
@@ -167,6 +182,7 @@ class ComputeReceipt:
                 "queue_ms": round(self.queue_ms, 3),
                 "ttft_ms": round(self.ttft_ms, 3),
                 "decode_ms": round(self.decode_ms, 3),
+                "cache_saved_chip_us": self.cache_saved_chip_us,
             },
         }
 

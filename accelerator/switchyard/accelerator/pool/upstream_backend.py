@@ -20,6 +20,7 @@ the receipt bills the ceiling at most.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -42,7 +43,7 @@ from switchyard.accelerator.pool.types import (
     ToolCallDelta,
 )
 
-__all__ = ["UpstreamDeployment", "UpstreamError"]
+__all__ = ["UpstreamDeployment", "UpstreamError", "reported_cached_tokens", "upstream_cache_key"]
 
 CONNECT_RETRIES = 2
 ESTIMATE_OVERHEAD_S = 0.5  # admission estimate: fixed latency plus a generous time per prompt and output token
@@ -232,6 +233,7 @@ class UpstreamDeployment:
             replica=f"{self.spec.name}/upstream",
             chip_us=chip_us,
             prompt_tokens=int(usage.get("prompt_tokens") or count_prompt_tokens(request.messages, request.tools)),
+            cached_tokens=reported_cached_tokens(usage),
             completion_tokens=answer.completion_tokens(),
             queue_ms=0.0,
             ttft_ms=(first - started) * 1e3,
@@ -347,6 +349,14 @@ class UpstreamDeployment:
         }
 
 
+def reported_cached_tokens(usage: dict[str, Any]) -> int:
+    """The prompt tokens an upstream says it read from its prefix cache (OpenAI's
+    ``usage.prompt_tokens_details.cached_tokens``; vLLM and SGLang report it too), 0 when it does not say."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return cached if isinstance(cached, int) and cached >= 0 else 0
+
+
 def _left(deadline: float | None) -> float | None:
     """Seconds until ``deadline`` (``time.monotonic()``), none below 0; ``None``: no deadline."""
     return None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -374,7 +384,17 @@ def _parameters(request: InferenceRequest) -> dict[str, Any]:
         parameters["response_format"] = dict(request.response_format)
     if request.stop:
         parameters["stop"] = list(request.stop)
+    if request.session:
+        parameters["prompt_cache_key"] = upstream_cache_key(request.tenant, request.session)
     return parameters
+
+
+def upstream_cache_key(tenant: str, session: str) -> str:
+    """The ``prompt_cache_key`` an upstream receives with the requests Switchyard composes for a tenant's session (a
+    run's thread, a response's conversation or agent version): OpenAI routes the requests of one key together, so
+    an agent's turns find their prefix cached; servers that do not know the field ignore it (vLLM's OpenAI server
+    does). Opaque (none of the tenant's ids leaves) and per tenant."""
+    return "sy-" + hashlib.sha256(f"{tenant}\x00{session}".encode()).hexdigest()[:32]
 
 
 class _Answer:

@@ -9,6 +9,7 @@ from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.costmodel import Coefficients
 from switchyard.accelerator.sim.deployment import Deployment
 from switchyard.accelerator.sim.engine import EngineConfig, ReplicaEngine
+from switchyard.accelerator.sim.host_tier import pooled
 from switchyard.accelerator.sim.requests import FinishedRequest, Request
 from switchyard.accelerator.sim.router import RoutingPolicy, make_router
 from switchyard.accelerator.sim.stepcost import StepCost
@@ -37,9 +38,7 @@ class Cluster:
         )
         cost = StepCost(deployment, coeffs)
         cfg = config or EngineConfig()
-        self.replicas = [
-            ReplicaEngine(cost, deployment.kv_capacity_tokens, cfg, i, deployment) for i in range(replicas)
-        ]
+        self.replicas = _replicas(cost, deployment, cfg, 0, replicas)
         self.policy = RoutingPolicy(policy)
         self._router = make_router(self.policy, seed)
         self.now = 0.0
@@ -68,7 +67,7 @@ class Cluster:
             groups.append(group)
             cost = StepCost(dep, coeffs)
             start = len(cluster.replicas)
-            cluster.replicas += [ReplicaEngine(cost, dep.kv_capacity_tokens, cfg, start + i, dep) for i in range(count)]
+            cluster.replicas += _replicas(cost, dep, cfg, start, count)
         cluster.coefficients_group = " + ".join(dict.fromkeys(groups))
         return cluster
 
@@ -125,3 +124,12 @@ class Cluster:
         self.step_until(math.inf)
         finished += self.collect()
         return finished
+
+
+def _replicas(cost: StepCost, dep: Deployment, cfg: EngineConfig, start: int, count: int) -> list[ReplicaEngine]:
+    """`count` replicas of `dep`, packed onto instances; those on one instance share its host KV tier."""
+    per_instance = max(1, dep.instance.chips // dep.chips)
+    tiers = pooled(
+        cfg.host_kv_gib if cfg.prefix_caching else 0.0, dep.kv_bytes_per_token, dep.chips, count, per_instance
+    )
+    return [ReplicaEngine(cost, dep.kv_capacity_tokens, cfg, start + i, dep, tier) for i, tier in enumerate(tiers)]

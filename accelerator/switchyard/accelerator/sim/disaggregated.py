@@ -96,6 +96,7 @@ class DisaggregatedCluster:
                     preemptions=p.preemptions + d.preemptions,
                     recomputed_tokens=p.recomputed_tokens + d.recomputed_tokens,
                     cached_tokens=p.cached_tokens,
+                    cached_blocks=p.cached_blocks,
                 )
             )
 

@@ -1,8 +1,8 @@
 """One replica's serving engine: a pure, synchronous discrete-event core (vLLM-style scheduler).
 
 Continuous batching at iteration level, a paged KV cache with admission control and recompute
-preemption, chunked prefill under a token budget, a block-granular prefix cache with LRU eviction,
-and multi-step decode jumps between events.
+preemption, chunked prefill under a token budget, a prefix cache of hash-chained KV blocks (pinned while read,
+evicted LRU), and multi-step decode jumps between events.
 Time only moves when the caller asks (`step_until`), so the same core runs on a virtual clock offline
 and can be driven by a wall clock later.
 """
@@ -15,7 +15,9 @@ from bisect import bisect_left
 from switchyard.accelerator.sim.attribution import attribute_chunks_and_decodes
 from switchyard.accelerator.sim.costmodel import FloatArray
 from switchyard.accelerator.sim.deployment import Deployment
-from switchyard.accelerator.sim.prefix_cache import PrefixCache
+from switchyard.accelerator.sim.host_tier import HostTier, pooled
+from switchyard.accelerator.sim.prefix_cache import CachedBlock, PrefixCache
+from switchyard.accelerator.sim.prefix_calibration import prefix_caching_cost
 from switchyard.accelerator.sim.requests import FinishedRequest, Request
 from switchyard.accelerator.sim.sequence import EngineConfig, SeqState
 from switchyard.accelerator.sim.stepcost import StepCost
@@ -34,6 +36,7 @@ class ReplicaEngine:
         config: EngineConfig,
         index: int = 0,
         deployment: Deployment | None = None,
+        host: HostTier | None = None,
     ) -> None:
         self.cost = cost
         self.config = config
@@ -52,7 +55,23 @@ class ReplicaEngine:
         self._waiting = WaitQueue(config)
         self._running: list[SeqState] = []
         self._done: list[FinishedRequest] = []
-        self.prefixes = PrefixCache(config.block_tokens)
+        # The KV tier in host memory (`config.host_kv_gib`), shared with the replicas of the same instance when
+        # the caller passes their common one.
+        if host is None and config.prefix_caching:
+            host = pooled(config.host_kv_gib, cost.kv_bytes_per_token, cost.chips, 1, 1)[0]
+        self.host = host if config.prefix_caching else None
+        if self.host is not None:
+            keep, bt = self.host.keep, config.block_tokens
+            self.prefixes = PrefixCache(lambda key, pages: keep(key, pages * bt))
+        else:
+            self.prefixes = PrefixCache()
+        # With prefix caching the KV cache uses the block layout: iterations prefilling a request that carries block
+        # hashes take a calibrated factor longer, and each cached token a prefill reads costs a calibrated share of
+        # a computed token. Requests without hashes run as on a deployment without the layout (so workloads that
+        # never share a prefix keep the calibration of the plain stacks).
+        caching = prefix_caching_cost()
+        self._prefill_scale = caching.block_layout_overhead if config.prefix_caching else 1.0
+        self._cached_token_s = caching.cached_token_share * cost.prefill_s_per_token
         self.outstanding_tokens = 0  # prompt + output tokens not yet finished
         self._prefilling = 0  # running sequences with prompt tokens still to compute
         self._plan: _DecodePlan | None = None  # the decode-only stretch in flight, if any
@@ -68,10 +87,18 @@ class ReplicaEngine:
 
     @property
     def prefill_backlog_tokens(self) -> int:
-        """Prompt tokens still to compute on this replica (queued and running): what a new prompt waits on."""
-        return sum(s.target - s.kv for s in self._waiting) + sum(
+        """Prompt tokens still to compute on this replica (queued and running): what a new prompt waits on.
+
+        A queued request counts without the prefix the cache held for it when it arrived."""
+        return sum(s.target - max(s.kv, s.expected_cached) for s in self._waiting) + sum(
             s.target - s.kv for s in self._running if s.kv < s.target
         )
+
+    @property
+    def cache_capacity_tokens(self) -> int:
+        """Tokens of KV this replica can keep for reuse: its device cache and its host tier (shared with the
+        replicas of its instance)."""
+        return self.total_blocks * self.config.block_tokens + (self.host.capacity_tokens if self.host else 0)
 
     @property
     def used_blocks(self) -> int:
@@ -91,11 +118,12 @@ class ReplicaEngine:
         """Raise AssertionError if KV block accounting is inconsistent (used by tests)."""
         self._settle_plan()
         assert self._prefilling == sum(1 for s in self._running if s.kv < s.target)
-        held = sum(s.blocks for s in self._running) + self.prefixes.held_blocks
+        held = sum(s.blocks for s in self._running) + self.prefixes.held_pages
         assert 0 <= self.free_blocks <= self.total_blocks, (self.free_blocks, self.total_blocks)
         assert self.free_blocks + held == self.total_blocks, (self.free_blocks, held, self.total_blocks)
         for s in self._running:
             assert s.kv <= (s.blocks + s.shared) * self.config.block_tokens
+            assert s.shared == len(s.held) * s.block_pages
 
     def submit(self, req: Request, first_token_s: float | None = None) -> None:
         """Queue a request; it is considered from the next iteration that starts at or after now.
@@ -105,6 +133,12 @@ class ReplicaEngine:
         """
         self._settle_plan()  # the next iteration considers this request: the stretch in flight ends here
         seq = SeqState(req)
+        bt, hb = self.config.block_tokens, req.hash_block_tokens
+        if self.config.prefix_caching and req.block_hashes and hb > 0 and hb % bt == 0:
+            seq.block_pages = hb // bt
+            seq.cacheable = min(len(req.block_hashes), req.prompt_tokens // hb)
+            hits = len(self._lookup(seq))
+            seq.expected_cached = (hits + self._host_run(seq, hits, read=False)) * hb
         if first_token_s is not None:
             seq.kv = seq.target = req.prompt_tokens
             seq.generated = 1
@@ -177,33 +211,82 @@ class ReplicaEngine:
                 holds = self.total_blocks * cfg.block_tokens
                 self._finish(seq, rejected=f"needs {total} KV tokens; replica holds {holds}")
                 continue
-            hit, aligned = self.prefixes.lookup(seq.req) if seq.kv == 0 else (None, 0)
-            need = self._blocks_for(seq.target + 1) - (hit.blocks if hit else 0)
+            hits = self._lookup(seq) if seq.kv == 0 and seq.cacheable else []
+            need = self._blocks_for(seq.target + 1) - len(hits) * seq.block_pages
+            if hits:
+                self.prefixes.acquire(hits)  # pinned first: eviction must not take what this request reads
             if need > self.free_blocks:
-                self.free_blocks += self.prefixes.evict(need - self.free_blocks, keep=hit)
+                self.free_blocks += self.prefixes.evict(need - self.free_blocks)
                 if need > self.free_blocks:
+                    self.prefixes.release(hits)
                     return
             self._waiting.pop()
             self.free_blocks -= need
             seq.blocks = need
-            if hit is not None:
-                self.prefixes.acquire(hit)
-                seq.prefix, seq.shared, seq.kv = hit, hit.blocks, hit.tokens
-                seq.cached = max(seq.cached, hit.tokens)
-            elif aligned and (entry := self.prefixes.create(str(seq.req.prefix_id), aligned, seq)) is not None:
-                # First sight of this prefix: its blocks become a shared entry, ready once computed.
-                seq.blocks -= entry.blocks
-                seq.prefix, seq.shared = entry, entry.blocks
+            loaded = self._host_run(seq, len(hits)) if seq.kv == 0 and seq.cacheable else 0
+            if hits:
+                seq.held, seq.shared = hits, len(hits) * seq.block_pages
+            if hits or loaded:
+                hb = seq.req.hash_block_tokens
+                reused = (len(hits) + loaded) * hb
+                seq.kv = seq.surcharge = reused
+                seq.loading = loaded * hb  # its pages are among `need`; registered once the chunk runs
+                seq.loaded = max(seq.loaded, seq.loading)
+                seq.cached = max(seq.cached, reused)
+                seq.cached_blocks = max(seq.cached_blocks, len(hits) + loaded)
             if seq.scheduled_s < 0:
                 seq.scheduled_s = self.now
             if seq.kv < seq.target:
                 self._prefilling += 1
             self._running.append(seq)
 
+    @staticmethod
+    def _reusable(seq: SeqState) -> int:
+        """How many leading hash blocks of the prompt a cache may serve: at least one token is left to compute
+        (the first output token comes out of a forward pass)."""
+        return min((seq.target - 1) // seq.req.hash_block_tokens, seq.cacheable)
+
+    def _lookup(self, seq: SeqState) -> list[CachedBlock]:
+        """The device-cached leading blocks of the prompt."""
+        return self.prefixes.match(seq.req.block_hashes, self._reusable(seq))
+
+    def _saved_chip_us(self, seq: SeqState) -> int:
+        """What computing the request's cached tokens would have cost beyond reading (and loading) them."""
+        if not seq.cached:
+            return 0
+        computed_s = self.cost.prefill_s_per_token * self._prefill_scale
+        saved_s = seq.cached * (computed_s - self._cached_token_s)
+        if self.host is not None:
+            saved_s -= seq.loaded * self.host.load_s_per_token
+        return max(0, round(saved_s * 1e6 * self.cost.chips))
+
+    def _host_run(self, seq: SeqState, start: int, *, read: bool = True) -> int:
+        """Blocks of the prompt after its `start` device-cached ones that the host tier holds."""
+        if self.host is None:
+            return 0
+        return self.host.run(seq.req.block_hashes, start, self._reusable(seq), read=read)
+
+    def _register(self, seq: SeqState) -> None:
+        """Hand the prompt's newly computed full hash blocks to the prefix cache (vLLM caches each block as
+        soon as it is full). A block another sequence cached meanwhile is shared and this copy freed."""
+        full = min(seq.cacheable, seq.kv // seq.req.hash_block_tokens)
+        held, hashes, pages, cache = seq.held, seq.req.block_hashes, seq.block_pages, self.prefixes
+        while len(held) < full:
+            key = hashes[len(held)]
+            block = cache.get(key)
+            if block is None:
+                block = cache.insert(key, pages)
+            else:
+                cache.acquire((block,))
+                self.free_blocks += pages
+            seq.blocks -= pages
+            seq.shared += pages
+            held.append(block)
+
     def _release_prefix(self, seq: SeqState) -> None:
-        if seq.prefix is not None:
-            self.free_blocks += self.prefixes.release(seq.prefix, seq)
-            seq.prefix, seq.shared = None, 0
+        if seq.held:
+            self.prefixes.release(seq.held)
+            seq.held, seq.shared = [], 0
 
     def _preempt_newest(self) -> None:
         """Recompute preemption: the latest admitted sequence gives back its KV and waits at the front."""
@@ -238,7 +321,8 @@ class ReplicaEngine:
         short: list[SeqState] = []  # decoders whose next token starts a KV block
         ctx: list[int] = []
         qk = kv_read = 0.0
-        tokens = 0
+        tokens = surcharge = loading = 0
+        layout = False
         add_decoder, add_ctx = decoders.append, ctx.append
         for s in running:
             kv = s.kv
@@ -250,6 +334,10 @@ class ReplicaEngine:
                     tokens += n
                     qk += n * (kv + n) if static else n * (kv + n / 2)
                     kv_read += kv
+                    surcharge += s.surcharge
+                    loading += s.loading
+                    s.surcharge = s.loading = 0
+                    layout = layout or s.block_pages > 0
                     chunks.append((s, n))
             else:
                 add_decoder(s)
@@ -267,6 +355,13 @@ class ReplicaEngine:
             for s in short:
                 s.blocks += 1
         duration = self.cost.iteration_s(tokens, qk, kv_read, ctx, len(chunks))
+        if layout:
+            duration *= self._prefill_scale
+        if surcharge:
+            duration += surcharge * self._cached_token_s
+        if loading:
+            assert self.host is not None
+            duration += loading * self.host.load_s_per_token  # the chunk waits for its KV to arrive
         part = self._account(duration, len(chunks) + len(decoders))
         self.iterations += 1
         # Exact split by tokens (attribute_chip_us's largest-remainder rule, computed per chunk, not per decode).
@@ -278,9 +373,8 @@ class ReplicaEngine:
         for (s, n), share in zip(chunks, parts, strict=True):
             s.chip_us += share
             s.kv += n
-            p = s.prefix
-            if p is not None and not p.ready and p.owner is s and s.kv >= p.tokens:
-                p.ready = True
+            if s.cacheable > len(s.held):
+                self._register(s)
             if s.kv >= s.target:
                 self._prefilling -= 1
                 if s.first_token_s < 0:
@@ -441,6 +535,8 @@ class ReplicaEngine:
                 recomputed_tokens=seq.recomputed,
                 rejected=rejected,
                 cached_tokens=seq.cached,
+                cached_blocks=seq.cached_blocks,
+                cache_saved_chip_us=self._saved_chip_us(seq),
                 cancelled=cancelled,
             )
         )

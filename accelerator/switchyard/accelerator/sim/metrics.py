@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from switchyard.accelerator.sim.block_hashes import ideal_hit_rate
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
-from switchyard.accelerator.sim.requests import FinishedRequest
+from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
-__all__ = ["RunSummary", "summarize"]
+__all__ = ["RunSummary", "prefix_hit_rate", "summarize"]
 
 CHIP_US_PER_HOUR = 3_600_000_000
 
@@ -52,6 +53,10 @@ class RunSummary:
     busy_chip_hours: float
     cost_usd: Decimal | None
     cost_per_million_output_tokens_usd: Decimal | None
+    # Prompt blocks and tokens served from the replicas' prefix caches, beside what one infinite cache shared by
+    # every replica would serve ("ideal_blocks", "ideal_tokens"): shares of all prompt blocks / tokens. None when
+    # the workload was not given to summarize().
+    prefix_hit_rate: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -72,8 +77,11 @@ def summarize(
     cluster: Cluster | DisaggregatedCluster,
     slo_ttft_ms: float | None = None,
     slo_tpot_ms: float | None = None,
+    requests: Sequence[Request] | None = None,
 ) -> RunSummary:
-    """Aggregate per-request results of a fleet (one pool, or a prefill + decode pair) into a RunSummary."""
+    """Aggregate per-request results of a fleet (one pool, or a prefill + decode pair) into a RunSummary.
+
+    Given the workload's `requests`, it also reports the prefix cache's hit rate beside its ceiling."""
     pools = [cluster] if isinstance(cluster, Cluster) else [cluster.prefill, cluster.decode]
     served = [f for f in finished if f.rejected is None]
     start = min((f.arrival_s for f in finished), default=0.0)
@@ -130,4 +138,20 @@ def summarize(
         busy_chip_hours=chip_us / CHIP_US_PER_HOUR,
         cost_usd=cost,
         cost_per_million_output_tokens_usd=per_m,
+        prefix_hit_rate=None if requests is None else prefix_hit_rate(served, requests),
     )
+
+
+def prefix_hit_rate(served: Sequence[FinishedRequest], requests: Sequence[Request]) -> dict[str, float]:
+    """Shares of the served requests' prompt blocks and tokens that came from a prefix cache, and the shares one
+    infinite cache would have served on the whole workload."""
+    by_id = {r.request_id: r for r in requests}
+    blocks = sum(len(by_id[f.request_id].block_hashes) for f in served if f.request_id in by_id)
+    tokens = sum(f.prompt_tokens for f in served)
+    ideal = ideal_hit_rate(requests)
+    return {
+        "blocks": sum(f.cached_blocks for f in served) / blocks if blocks else 0.0,
+        "tokens": sum(f.cached_tokens for f in served) / tokens if tokens else 0.0,
+        "ideal_blocks": ideal.blocks,
+        "ideal_tokens": ideal.tokens,
+    }

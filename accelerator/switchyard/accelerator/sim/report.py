@@ -49,6 +49,13 @@ def format_table(s: RunSummary) -> str:
         f"chip-hours       {s.chip_hours:.2f} provisioned, {s.busy_chip_hours:.2f} busy ({s.chip_us} chip-us)",
         f"cost             {cost}",
     ]
+    if s.prefix_hit_rate is not None:  # beside the goodput it buys
+        h = s.prefix_hit_rate
+        rows.insert(
+            rows.index(next(r for r in rows if r.startswith("SLO"))) + 1,
+            f"prefix cache     {h['blocks']:.1%} of prompt blocks, {h['tokens']:.1%} of prompt tokens hit; "
+            f"one infinite cache: {h['ideal_blocks']:.1%} / {h['ideal_tokens']:.1%}",
+        )
     return "\n".join(rows)
 
 

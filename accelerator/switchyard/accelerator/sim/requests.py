@@ -17,8 +17,10 @@ class Request:
     output_tokens: int
     session: str | None = None
     tenant: str | None = None
-    prefix_id: str | None = None  # names a leading span shared with other requests (an agent's system prompt)
-    prefix_tokens: int = 0  # length of that shared span; reused from the replica's prefix cache when present
+    # Hash-chain ids of the prompt's leading blocks of `hash_block_tokens` tokens: a block's id depends on every
+    # token before it, so equal ids mean a KV prefix a replica's prefix cache can reuse (Mooncake's `hash_ids`).
+    block_hashes: tuple[int, ...] = ()
+    hash_block_tokens: int = 32  # tokens per hashed block (Mooncake traces: 512)
     priority: int = 1  # tier: higher is admitted first when the replica is full (EngineConfig.fair_share)
 
 
@@ -39,6 +41,11 @@ class FinishedRequest:
     recomputed_tokens: int = 0
     rejected: str | None = None  # why the request could never run (e.g. longer than the KV cache)
     cached_tokens: int = 0  # prompt tokens served from the prefix cache instead of being computed
+    cached_blocks: int = 0  # leading `Request.block_hashes` blocks found in the replica's prefix cache
+    # Chip-µs the cached tokens did not cost: computing them at the replica's linear prefill rate, less reading
+    # (and loading from the host tier) them. An estimate that leaves out attention, so it errs low, beside the
+    # exact `chip_us` the request did cost.
+    cache_saved_chip_us: int = 0
     cancelled: bool = False  # stopped by abort(): output_tokens and chip_us are what it got and used so far
 
     @property

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from switchyard.accelerator.sim.engine import ReplicaEngine
+from switchyard.accelerator.sim.kv_router import KvAwareRouter
 from switchyard.accelerator.sim.requests import Request
 
 __all__ = ["Router", "RoutingPolicy", "make_router"]
@@ -20,7 +21,8 @@ class RoutingPolicy(enum.StrEnum):
     ROUND_ROBIN = "round_robin"
     LEAST_LOAD = "least_load"  # least estimated work (outstanding tokens x the replica's seconds per token)
     SESSION_AFFINITY = "session_affinity"  # same session -> same replica (KV/prefix reuse), else least load
-    PREFIX_AFFINITY = "prefix_affinity"  # same shared prefix (else session) -> same replica, else least load
+    PREFIX_AFFINITY = "prefix_affinity"  # same first prompt block (else session) -> same replica, else least load
+    KV_AWARE = "kv_aware"  # shortest estimated TTFT given the prefix each replica caches and its load (kv_router.py)
     SLO_AWARE = "slo_aware"  # least prefill backlog: the replica where the new prompt's TTFT is shortest
     RANDOM = "random"  # seeded uniform choice
 
@@ -62,7 +64,7 @@ class _SessionAffinity:
 
 class _PrefixAffinity:
     def choose(self, request: Request, replicas: Sequence[ReplicaEngine]) -> int:
-        key = request.prefix_id or request.session
+        key = str(request.block_hashes[0]) if request.block_hashes else request.session
         if key is None:
             return _least_loaded(replicas)
         return zlib.crc32(key.encode()) % len(replicas)
@@ -91,6 +93,7 @@ _FACTORY: dict[RoutingPolicy, Callable[[random.Random], Router]] = {
     RoutingPolicy.LEAST_LOAD: lambda rng: _LeastLoad(),
     RoutingPolicy.SESSION_AFFINITY: lambda rng: _SessionAffinity(),
     RoutingPolicy.PREFIX_AFFINITY: lambda rng: _PrefixAffinity(),
+    RoutingPolicy.KV_AWARE: lambda rng: KvAwareRouter(),
     RoutingPolicy.SLO_AWARE: lambda rng: _SloAware(),
     RoutingPolicy.RANDOM: _Random,
 }

@@ -34,7 +34,7 @@ class StepCost:
         self._moe_keep = 1.0 - m.experts_per_token / m.num_experts if m.num_experts else 1.0
         self._routed = dep.routed_weight_bytes
         self._always = dep.always_weight_bytes
-        self._kvb = dep.kv_bytes_per_token
+        self._kvb = self.kv_bytes_per_token = dep.kv_bytes_per_token
         self._nxd = coeffs.moe_nxd and bool(self._routed)
         self._k_over_e = m.experts_per_token / m.num_experts if m.num_experts else 0.0
         every = all_expert_flops_per_token(dep)
@@ -42,6 +42,7 @@ class StepCost:
         self._d = self._phase(dep, coeffs.decode)
         self._d_every = self._phase(dep, coeffs.decode, every)
         self._per_prompt = coeffs.prefill.prompt_overhead_s
+        self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
     @staticmethod
     def _phase(

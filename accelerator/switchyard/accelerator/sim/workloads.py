@@ -1,5 +1,5 @@
-"""Workloads: plain CSV files, the Azure LLM inference traces, synthetic Poisson, bursty and agentic arrivals,
-rate scaling."""
+"""Workloads: plain CSV files, the Azure LLM inference traces, Mooncake traces with prefix block hashes, synthetic
+Poisson, bursty and agentic arrivals, rate scaling."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from switchyard.accelerator.sim.block_hashes import BlockChain, BlockIds
+from switchyard.accelerator.sim.mooncake import load_mooncake_trace
 from switchyard.accelerator.sim.requests import Request
 
 __all__ = [
+    "GENERATED_BLOCK_TOKENS",
     "agentic_workload",
     "bursty_workload",
     "load_azure_trace",
@@ -24,6 +27,11 @@ __all__ = [
     "repeat_workload",
     "scale_rate",
 ]
+
+
+# Hash blocks of generated workloads and CSV prefixes: one KV page of the engine's default layout, so a prefix
+# is reused to within a page, as vLLM's block hashes are.
+GENERATED_BLOCK_TOKENS = 32
 
 
 def _timestamp_s(text: str) -> float:
@@ -70,11 +78,13 @@ _CSV_OPTIONAL = ("session", "tenant", "prefix_id", "prefix_tokens", "priority")
 def load_csv_workload(path: str | Path, limit: int | None = None) -> list[Request]:
     """Requests of a plain CSV file: `arrival_s, input_tokens, output_tokens` (seconds from any origin; Vidur's
     `arrived_at, num_prefill_tokens, num_decode_tokens` are read the same way), and optionally `session`, `tenant`,
-    `prefix_id` with `prefix_tokens` (a leading span shared by the requests naming it) and `priority`.
+    `prefix_id` with `prefix_tokens` (a leading span shared by the requests naming it: its full blocks get
+    hash-chain ids, `Request.block_hashes`) and `priority`.
 
     Empty optional cells mean "none". Requests are numbered in file order and returned in arrival order.
     """
     out: list[Request] = []
+    ids = BlockIds()
     with Path(path).open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         header = set(reader.fieldnames or ())
@@ -92,31 +102,40 @@ def load_csv_workload(path: str | Path, limit: int | None = None) -> list[Reques
             line = i + 2
             try:
                 extra = {k: row[k] for k in _CSV_OPTIONAL if row.get(k)}
+                prefix_tokens = int(extra.get("prefix_tokens", 0))
+                prompt_tokens = int(row[columns["input_tokens"]])
+                if not 0 <= prefix_tokens <= prompt_tokens:
+                    raise ValueError("prefix_tokens must lie between 0 and input_tokens")
+                chain = BlockChain(ids, GENERATED_BLOCK_TOKENS)
+                if "prefix_id" in extra:
+                    chain.extend(("prefix", extra["prefix_id"]), prefix_tokens)
                 req = Request(
                     request_id=i,
                     arrival_s=float(row[columns["arrival_s"]]),
-                    prompt_tokens=int(row[columns["input_tokens"]]),
+                    prompt_tokens=prompt_tokens,
                     output_tokens=int(row[columns["output_tokens"]]),
                     session=extra.get("session"),
                     tenant=extra.get("tenant"),
-                    prefix_id=extra.get("prefix_id"),
-                    prefix_tokens=int(extra.get("prefix_tokens", 0)),
+                    block_hashes=tuple(chain.hashes),
+                    hash_block_tokens=GENERATED_BLOCK_TOKENS,
                     priority=int(extra.get("priority", 1)),
                 )
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{path}, line {line}: {exc}") from exc
             if req.prompt_tokens < 1 or req.output_tokens < 1 or req.arrival_s < 0 or math.isnan(req.arrival_s):
                 raise ValueError(f"{path}, line {line}: token counts must be >= 1 and arrival_s >= 0")
-            if not 0 <= req.prefix_tokens <= req.prompt_tokens:
-                raise ValueError(f"{path}, line {line}: prefix_tokens must lie between 0 and input_tokens")
             out.append(req)
     out.sort(key=lambda r: (r.arrival_s, r.request_id))
     return out
 
 
 def load_workload_file(path: str | Path) -> list[Request]:
-    """A workload file: an Azure trace (its `TIMESTAMP` column) or a plain CSV (see load_csv_workload)."""
+    """A workload file: a Mooncake JSON-lines trace (see load_mooncake_trace), an Azure trace (its `TIMESTAMP`
+    column) or a plain CSV (see load_csv_workload)."""
     with Path(path).open(newline="", encoding="utf-8") as fh:
+        if fh.read(4096).lstrip().startswith("{"):
+            return load_mooncake_trace(path)
+        fh.seek(0)
         header = next(csv.reader(fh), [])
     return load_azure_trace(path) if "TIMESTAMP" in header else load_csv_workload(path)
 
@@ -184,37 +203,44 @@ def agentic_workload(
     tool_pause_s_mean: float = 2.0,
     seconds_per_output_token: float = 0.03,
     seed: int = 0,
+    block_tokens: int = GENERATED_BLOCK_TOKENS,
 ) -> list[Request]:
     """Multi-turn agent sessions: each session belongs to one of `agents` agents, whose system prompt is
-    a prefix shared by all its sessions (`prefix_id`); every turn resends the growing conversation.
+    a prefix shared by all its sessions; every turn resends the whole conversation so far, so turn n's prompt is
+    the system prompt, every earlier turn's message and answer, and its new message. `block_hashes` carry it:
+    blocks of `block_tokens` tokens hashed as a chain, shared by the agent's sessions for the system prompt and by
+    a session's later turns for its history.
 
     Open loop: turn k+1 arrives after turn k's expected generation time (output tokens x
     `seconds_per_output_token`) plus an exponential tool-call / user pause.
     """
     rng = random.Random(seed)
     out: list[Request] = []
+    ids = BlockIds()
     t = 0.0
     for s in range(sessions):
         t += rng.expovariate(session_rate_per_s)
         agent = rng.randrange(agents)
         turns = max(1, round(rng.expovariate(1 / turns_mean)))
-        context, at = system_prompt_tokens, t
-        for _ in range(turns):
-            context += _length(rng, user_tokens_mean)
+        chain = BlockChain(ids, block_tokens)
+        chain.extend(("system", agent), system_prompt_tokens)
+        at = t
+        for turn in range(turns):
+            chain.extend(("user", s, turn), _length(rng, user_tokens_mean))
             n_out = _length(rng, output_mean)
             out.append(
                 Request(
                     0,
                     at,
-                    context,
+                    chain.tokens,
                     n_out,
                     session=f"session-{s}",
                     tenant=f"tenant-{agent}",  # one agent per tenant
-                    prefix_id=f"agent-{agent}",
-                    prefix_tokens=system_prompt_tokens,
+                    block_hashes=tuple(chain.hashes),
+                    hash_block_tokens=block_tokens,
                 )
             )
-            context += n_out
+            chain.extend(("answer", s, turn), n_out)
             at += n_out * seconds_per_output_token + rng.expovariate(1 / tool_pause_s_mean)
     out.sort(key=lambda r: r.arrival_s)
     return [replace(r, request_id=i) for i, r in enumerate(out)]
@@ -241,7 +267,8 @@ def repeat_workload(requests: Sequence[Request], times: int) -> list[Request]:
 
 
 def parse_workload(spec: str) -> list[Request]:
-    """A workload from a CLI spec: a CSV path (an Azure trace or a plain CSV, see load_workload_file), or
+    """A workload from a CLI spec: a file (a Mooncake JSON-lines trace, an Azure trace or a plain CSV, see
+    load_workload_file), or
     `poisson:n=..,rate=..[,prompt=..,output=..,seed=..]`,
     `bursty:` with the same keys plus `burst=..` (factor), or
     `agentic:sessions=..,rate=..[,agents=..,system=..,seed=..]` (rate in sessions per second)."""
