@@ -26,7 +26,13 @@ $(COMPAT)/instructor/.installed: tests/compat/clients/instructor.txt
 	$(COMPAT)/instructor/bin/python -m pip install --quiet -r tests/compat/clients/instructor.txt
 	touch $@
 
-compat-venvs: $(COMPAT)/instructor/.installed
+$(COMPAT)/llama_index/.installed: tests/compat/clients/llama_index.txt
+	$(PYTHON) -m venv $(COMPAT)/llama_index
+	$(COMPAT)/llama_index/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT)/llama_index/bin/python -m pip install --quiet -r tests/compat/clients/llama_index.txt
+	touch $@
+
+compat-venvs: $(COMPAT)/instructor/.installed $(COMPAT)/llama_index/.installed
 
 ## Create .venv with every part installed for development, and the client libraries' own venvs.
 install: $(STAMP) compat-venvs

@@ -100,3 +100,18 @@ async def test_an_upstreams_refusal_is_the_agents_answer(fake_upstream: Any) -> 
     assert state.final_message.content == REFUSAL  # not an empty answer
     assert state.final_message.refusal  # and marked as the model's refusal (Responses answer a refusal part)
     assert "".join(e.refusal for e in seen if isinstance(e, TextDelta)) == REFUSAL
+
+
+async def test_model_params_ignore_eos_makes_each_answer_its_max_tokens_long(pool: AcceleratorPool) -> None:
+    """vLLM's ``ignore_eos`` in an agent's ``model_params`` reaches the pool: the sim model writes the whole cap
+    (without it, an answer drawn shorter than the cap ends on its own)."""
+    from switchyard.agents.spec import ModelParams
+
+    thread = (Message.user("write"),)
+    exact = ModelRequest(model=MODEL, messages=thread, params=ModelParams(max_tokens=600, ignore_eos=True))
+    drawn = ModelRequest(model=MODEL, messages=thread, params=ModelParams(max_tokens=600))
+    forced = await PoolModel(pool, tenant="t").request(exact)
+    stopped = await PoolModel(pool, tenant="t").request(drawn)
+    assert (forced.finish_reason, forced.usage.output_tokens) == ("length", 600)
+    assert stopped.finish_reason == "stop"
+    assert stopped.usage.output_tokens < 600

@@ -1,4 +1,5 @@
-"""instructor against a real Switchyard server, in its default (tools) mode, its JSON modes and its Responses mode.
+"""instructor against a real Switchyard server, in its default (tools) mode, its JSON modes and its Responses mode,
+and extracting an ``Iterable[...]`` of items (tools and JSON schema modes, streamed or not).
 
 Not covered: ``Mode.MD_JSON``, which sends no ``response_format`` and asks for a fenced JSON block in words; the sim
 model answers such a request with prose.
@@ -9,7 +10,6 @@ environment of its own (``make compat-venvs``, part of ``make install``) and rep
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +17,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-ROOT = Path(__file__).parents[2]
+from tests.support.client_venvs import client_python, run_client
+
 CLIENT = Path(__file__).parent / "clients" / "instructor_modes.py"
 ALIAS = "llama-3.1-8b-instruct"
 
@@ -35,30 +36,25 @@ class CalendarEvent(BaseModel):
     minutes: int
 
 
-MODES = ("DEFAULT", "TOOLS", "TOOLS_STRICT", "JSON", "JSON_SCHEMA", "RESPONSES_TOOLS")
+ITERABLE_MODES = ("ITERABLE_TOOLS", "ITERABLE_TOOLS_STREAM", "ITERABLE_JSON_SCHEMA", "ITERABLE_JSON_SCHEMA_STREAM")
+MODES = ("DEFAULT", "TOOLS", "TOOLS_STRICT", "JSON", "JSON_SCHEMA", "RESPONSES_TOOLS", *ITERABLE_MODES)
+
+
+class Task(BaseModel):
+    title: str
+    hours: int
 
 
 @pytest.fixture(scope="module")
 def instructor_python() -> Path:
-    """The interpreter of instructor's own virtual environment, built (or found up to date) by make."""
-    subprocess.run(["make", "-s", "compat-venvs"], cwd=ROOT, check=True, capture_output=True)
-    return ROOT / ".venv-compat" / "instructor" / "bin" / "python"
+    return client_python("instructor")
 
 
 @pytest.fixture(scope="module")
 def extractions(instructor_python: Path, live_server: Any) -> dict[str, dict[str, Any]]:
     """One extraction per mode, all in one run of the client (instructor takes seconds to import), on a tenant of
     their own."""
-    ran = subprocess.run(
-        [str(instructor_python), str(CLIENT), live_server.base_url, live_server.new_tenant_key(), ALIAS, *MODES],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin"},  # no OPENAI_API_KEY or proxy the client could pick up
-        check=False,
-        timeout=240,
-    )
-    assert ran.returncode == 0, ran.stderr
-    lines = [json.loads(line) for line in ran.stdout.splitlines()]
+    lines = run_client(instructor_python, CLIENT, live_server.base_url, live_server.new_tenant_key(), ALIAS, *MODES)
     return {line["mode"]: line for line in lines}
 
 
@@ -105,3 +101,12 @@ def test_responses_tools_mode(extractions: dict[str, dict[str, Any]]) -> None:
     (call,) = result["function_calls"]
     assert call["name"] == "CalendarEvent"
     assert CalendarEvent.model_validate(result["event"]) == CalendarEvent.model_validate_json(call["arguments"])
+
+
+@pytest.mark.parametrize("mode", ITERABLE_MODES)
+def test_iterable_extractions_find_items(extractions: dict[str, dict[str, Any]], mode: str) -> None:
+    """instructor's ``Iterable[Task]`` model lists no required property: its one property, the list, is the answer,
+    so the sim model fills it (it used to answer ``{}`` or ``[]``, and instructor found no task)."""
+    tasks = extraction(extractions, mode)["tasks"]
+    assert tasks
+    assert all(Task.model_validate(task) for task in tasks)

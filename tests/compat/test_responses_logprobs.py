@@ -26,7 +26,8 @@ INCLUDE = ["message.output_text.logprobs"]
 
 @pytest.fixture
 def http(live_server: Any, api_key: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live_server.base_url, headers={"Authorization": f"Bearer {api_key}"}) as client:
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with httpx.Client(base_url=live_server.base_url, headers=headers, timeout=30) as client:  # a loaded CI machine
         yield client
 
 

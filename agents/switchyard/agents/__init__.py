@@ -43,6 +43,7 @@ from switchyard.agents.spec import (
     HttpRequestToolSpec,
     McpToolSpec,
     ModelParams,
+    OutputSchema,
     RunLimits,
     ToolSpec,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "ModelParams",
     "ModelRequest",
     "ModelResponse",
+    "OutputSchema",
     "PoolModel",
     "RequiredAction",
     "RetrySemantics",

@@ -17,8 +17,12 @@ import jsonschema  # type: ignore[import-untyped]
 import regex  # type: ignore[import-untyped]
 from pydantic import ConfigDict, Field, field_validator
 
-from switchyard.agents.shapes import AGENT_ID_PATTERN, MAX_TOOL_SCHEMA_NODES, NAME_PATTERN, Strict, schema_error
-from switchyard.agents.sizes import schema_nodes
+from switchyard.agents.shapes import (
+    AGENT_ID_PATTERN,
+    NAME_PATTERN,
+    Strict,
+    checked_schema,
+)
 
 __all__ = [
     "REGEX_TIMEOUT_S",
@@ -73,12 +77,7 @@ class JsonSchemaGuardrail(_Guardrail):
     @field_validator("json_schema")
     @classmethod
     def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
-            raise ValueError(f"schema has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
-        error = schema_error(json.dumps(value, sort_keys=True))
-        if error is not None:
-            raise ValueError(f"schema is not a valid JSON Schema: {error}")
-        return value
+        return checked_schema(value, "schema")
 
 
 class MaxLengthGuardrail(_Guardrail):

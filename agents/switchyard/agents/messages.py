@@ -75,6 +75,8 @@ class Usage(BaseModel):
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    """Of ``input_tokens``, those the serving replica read from its prefix cache instead of computing them."""
 
     @property
     def total_tokens(self) -> int:

@@ -63,6 +63,7 @@ class ModelResponse(BaseModel):
     message: Message
     usage: Usage = Field(default_factory=Usage)
     chip_us: int = Field(default=0, ge=0)
+    cache_saved_chip_us: int = Field(default=0, ge=0, description="what its cached prompt tokens did not cost")
     finish_reason: str = "stop"
     receipt_id: str | None = Field(default=None, description="the accelerator pool's request/receipt id")
     ttft_ms: float | None = Field(default=None, description="time to first token, from the receipt")

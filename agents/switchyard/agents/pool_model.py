@@ -75,6 +75,7 @@ class PoolModel:
             tool_choice=request.options.get("tool_choice"),
             response_format=request.options.get("response_format"),
             stop=tuple(request.params.stop or ()),
+            ignore_eos=bool(request.params.ignore_eos),
             parameters=_upstream_parameters(request),
             output_ceiling=request.output_ceiling,
             compute_ceiling_chip_us=request.compute_ceiling_chip_us,
@@ -104,8 +105,13 @@ class PoolModel:
         )
         return ModelResponse(
             message=message,
-            usage=Usage(input_tokens=receipt.prompt_tokens, output_tokens=receipt.completion_tokens),
+            usage=Usage(
+                input_tokens=receipt.prompt_tokens,
+                output_tokens=receipt.completion_tokens,
+                cached_input_tokens=receipt.cached_tokens,
+            ),
             chip_us=receipt.chip_us,
+            cache_saved_chip_us=receipt.cache_saved_chip_us,
             finish_reason=receipt.finish_reason,
             receipt_id=receipt.request_id,
             ttft_ms=round(receipt.ttft_ms, 3),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
+
+from switchyard.agents.sizes import schema_nodes
 
 __all__ = [
     "AGENT_ID_PATTERN",
@@ -14,6 +17,7 @@ __all__ = [
     "MAX_TOOL_SCHEMA_NODES",
     "NAME_PATTERN",
     "Strict",
+    "checked_schema",
     "schema_error",
 ]
 
@@ -39,3 +43,16 @@ def schema_error(canonical: str) -> str | None:
 class Strict(BaseModel):
     # strict: a JSON body's values keep their types ("yes" is not true, "7" is not 7), as the API documents them
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def checked_schema(value: dict[str, Any], field: str, *, an_object: bool = False) -> dict[str, Any]:
+    """``value`` if it is a JSON Schema of at most ``MAX_TOOL_SCHEMA_NODES`` nodes (with ``an_object``, of type
+    ``object``); else a ``ValueError`` naming ``field``."""
+    if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
+        raise ValueError(f"{field} has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
+    error = schema_error(json.dumps(value, sort_keys=True))
+    if error is not None:
+        raise ValueError(f"{field} is not a valid JSON Schema: {error}")
+    if an_object and value.get("type") != "object":
+        raise ValueError(f"{field} must be a JSON Schema with type 'object'")
+    return value

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from switchyard.agents.guardrails import (
     AgentGuardrail,
@@ -21,7 +20,7 @@ from switchyard.agents.shapes import (
     MAX_TOOLS_SCHEMA_NODES,
     NAME_PATTERN,
     Strict,
-    schema_error,
+    checked_schema,
 )
 from switchyard.agents.sizes import checked_metadata, schema_nodes
 from switchyard.agents.workflows.spec import FileSearchNode, FunctionNode, McpNode, WorkflowSpec
@@ -44,6 +43,7 @@ __all__ = [
     "MaxLengthGuardrail",
     "McpToolSpec",
     "ModelParams",
+    "OutputSchema",
     "RegexGuardrail",
     "RunLimits",
     "ToolSpec",
@@ -65,14 +65,7 @@ class FunctionToolSpec(Strict):
     @field_validator("parameters")
     @classmethod
     def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if schema_nodes(value, past=MAX_TOOL_SCHEMA_NODES) > MAX_TOOL_SCHEMA_NODES:
-            raise ValueError(f"parameters has more than {MAX_TOOL_SCHEMA_NODES:,} nodes (JSON values, nested)")
-        error = schema_error(json.dumps(value, sort_keys=True))
-        if error is not None:
-            raise ValueError(f"parameters is not a valid JSON Schema: {error}")
-        if value.get("type") != "object":
-            raise ValueError("parameters must be a JSON Schema with type 'object'")
-        return value
+        return checked_schema(value, "parameters", an_object=True)
 
 
 class CalculatorToolSpec(Strict):
@@ -209,6 +202,31 @@ class HandoffSpec(Strict):
     description: str = Field(default="", max_length=1024, description="when the model should transfer")
 
 
+class OutputSchema(Strict):
+    """The agent's answers as JSON valid against ``schema`` (OpenAI's ``json_schema`` response format): every model
+    call of the agent asks for it, tool calls still allowed."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    name: str = Field(default="answer", pattern=NAME_PATTERN, description="the format's name, as models see it")
+    json_schema: dict[str, Any] = Field(alias="schema", description="JSON Schema of the answer (an object schema)")
+    strict: bool = Field(default=True, description="the answer follows the schema exactly")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return checked_schema(value, "schema", an_object=True)
+
+    def response_format(self) -> dict[str, Any]:
+        """The chat completions ``response_format`` of the agent's model calls."""
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": self.json_schema, "strict": self.strict},
+        }
+
+
 class ModelParams(Strict):
     """Sampling parameters passed to every model call of a run."""
 
@@ -217,6 +235,11 @@ class ModelParams(Strict):
     max_tokens: int | None = Field(default=None, gt=0, description="output tokens per model call")
     stop: list[str] | None = Field(default=None, max_length=4)
     seed: int | None = None
+    ignore_eos: bool | None = Field(
+        default=None,
+        description="vLLM's extension: each answer's text runs to max_tokens instead of stopping on its own "
+        "(fixed-length calls, as benchmarks use)",
+    )
 
 
 class RunLimits(Strict):
@@ -245,6 +268,7 @@ class AgentSpec(Strict):
         default=None, description="a graph of agents, decisions, loops and approvals the run follows instead"
     )
     model_params: ModelParams = Field(default_factory=ModelParams)
+    output_schema: OutputSchema | None = Field(default=None, description="answers as JSON of this schema")
     limits: RunLimits = Field(default_factory=RunLimits)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
 

@@ -83,6 +83,7 @@ class Step(BaseModel):
     model: str | None = None
     usage: Usage | None = None
     chip_us: int = 0
+    cache_saved_chip_us: int = Field(default=0, description="chip-µs its cached prompt tokens did not cost (estimate)")
     receipt_id: str | None = None
     ttft_ms: float | None = Field(default=None, description="time to first token of the model call (its receipt's)")
     replica: str | None = Field(default=None, description="the pool replica that served the model call")

@@ -32,6 +32,7 @@ __all__ = [
     "RateCard",
     "Run",
     "RunEvent",
+    "RunPromptTokensDetails",
     "RunStep",
     "RunUsage",
     "SwitchyardObject",
@@ -150,10 +151,18 @@ class Message(SwitchyardObject):
     created_at: datetime
 
 
+class RunPromptTokensDetails(SwitchyardObject):
+    cached_tokens: int
+    """Of the run's ``prompt_tokens``, those read from a replica's prefix cache (their cost is in ``chip_us``)."""
+
+
 class RunUsage(SwitchyardObject):
+    """The tokens of every model call of a run, summed."""
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: RunPromptTokensDetails
 
 
 class Run(SwitchyardObject):
@@ -282,6 +291,11 @@ class InvoiceLine(SwitchyardObject):
     quantity_chip_hours: Decimal
     unit_price: Decimal | None
     event_count: int
+    input_tokens: int
+    input_cached_tokens: int
+    """Of ``input_tokens``, those read from a replica's prefix cache (their cost is in ``chip_us``)."""
+    cache_saved_chip_us: int
+    """What computing those cached tokens would have cost beyond reading them (an estimate; not billed)."""
     currency: str
     amount_minor: int
     amount: Decimal
@@ -305,6 +319,10 @@ class UsageResult(SwitchyardObject):
     chip_us: int
     input_tokens: int
     output_tokens: int
+    input_cached_tokens: int
+    """Of ``input_tokens``, those read from a replica's prefix cache (their cost is in ``chip_us``)."""
+    cache_saved_chip_us: int
+    """What computing those cached tokens would have cost beyond reading them (an estimate; not billed)."""
     num_model_requests: int
     agent_id: str | None = None
     workflow_id: str | None = None

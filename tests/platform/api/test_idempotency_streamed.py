@@ -106,7 +106,8 @@ async def test_a_dropped_chat_completion_stream_with_a_key_is_produced_whole_and
     answer on its retry, billed once (without a key, its generation stops when the client leaves)."""
     tenant = await make_tenant()
     headers = {**tenant.headers("developer"), "Idempotency-Key": str(uuid.uuid4())}
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "Write a long essay."}], "max_tokens": 300}
+    essay = [{"role": "user", "content": "Write a long essay."}]
+    body = {"model": MODEL, "messages": essay, "max_tokens": 300, "ignore_eos": True}  # exactly 300 tokens
     body["stream"] = True
     paced = settings.model_copy(update={"time_scale": 1.0})
     with serve(create_app(paced)) as base:

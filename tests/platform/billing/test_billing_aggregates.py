@@ -71,3 +71,36 @@ async def test_buckets_are_recomputed_from_the_ledger(database: Database, new_te
     assert sorted((r.group["model"], r.chip_us, r.num_model_requests) for r in bucket.rows) == [
         (model, chip_us, count) for _, model, _, chip_us, _, count in daily
     ]
+
+
+async def test_roll_ups_sum_cached_tokens_as_the_usage_api_reads_them(database: Database, new_tenant: Any) -> None:
+    scope = await new_tenant()
+    events = [
+        receipt(
+            chip_us=10,
+            occurred_at=DAY + timedelta(hours=2),
+            model="a",
+            prompt_tokens=900,
+            cached_tokens=800,
+            cache_saved_chip_us=7,
+        ),
+        receipt(chip_us=30, occurred_at=DAY + timedelta(hours=2, minutes=5), model="a", prompt_tokens=50),
+        receipt(
+            chip_us=20,
+            occurred_at=DAY + timedelta(hours=3),
+            model="a",
+            prompt_tokens=700,
+            cached_tokens=640,
+            cache_saved_chip_us=5,
+        ),
+    ]
+    async with database.unit_of_work(scope) as session:
+        for event in events:
+            await record_usage(session, scope=scope, event=event)
+    await refresh(database, scope, [e.occurred_at for e in events])
+    async with database.unit_of_work(scope) as session:
+        found = await session.execute(select(UsageAggregate).where(UsageAggregate.bucket_width == "1h"))
+        hourly = sorted((r.bucket_start, r.cached_tokens, r.cache_saved_chip_us) for r in found.scalars())
+        (day,) = await read_usage(session, scope=scope, start=DAY, end=DAY + timedelta(days=1), width="1d")
+    assert hourly == [(DAY + timedelta(hours=2), 800, 7), (DAY + timedelta(hours=3), 640, 5)]
+    assert [(row.input_cached_tokens, row.cache_saved_chip_us) for row in day.rows] == [(1440, 12)]

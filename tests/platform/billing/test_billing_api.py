@@ -140,7 +140,9 @@ async def test_usage_buckets_groups_and_pages(client: Any, make_tenant: Any) -> 
     await rated_usage(
         database,
         TenantScope(tenant.id),
-        receipt(chip_us=100, occurred_at=NOV + timedelta(hours=1, minutes=5), model="a", prompt_tokens=3),
+        receipt(
+            chip_us=100, occurred_at=NOV + timedelta(hours=1, minutes=5), model="a", prompt_tokens=3, cached_tokens=2
+        ),
         receipt(chip_us=200, occurred_at=NOV + timedelta(hours=1, minutes=50), model="b", completion_tokens=7),
         receipt(chip_us=400, occurred_at=NOV + timedelta(days=1, hours=3), model="a"),
     )
@@ -157,6 +159,8 @@ async def test_usage_buckets_groups_and_pages(client: Any, make_tenant: Any) -> 
         "chip_us": 300,
         "input_tokens": 13,
         "output_tokens": 12,
+        "input_cached_tokens": 2,
+        "cache_saved_chip_us": 0,
         "num_model_requests": 2,
         "agent_id": None,
         "workflow_id": None,
@@ -181,10 +185,10 @@ async def test_usage_buckets_groups_and_pages(client: Any, make_tenant: Any) -> 
     assert bad.status_code == 400
     exported = await client.get(f"/v1/usage/export.csv?{query}&group_by=model,instance_type", headers=tenant.headers())
     rows = list(csv.DictReader(io.StringIO(exported.text)))
-    assert [(r["model"], r["instance_type"], r["chip_us"]) for r in rows] == [
-        ("a", "trn2.48xlarge", "100"),
-        ("b", "trn2.48xlarge", "200"),
-        ("a", "trn2.48xlarge", "400"),
+    assert [(r["model"], r["instance_type"], r["chip_us"], r["input_cached_tokens"]) for r in rows] == [
+        ("a", "trn2.48xlarge", "100", "2"),
+        ("b", "trn2.48xlarge", "200", "0"),
+        ("a", "trn2.48xlarge", "400", "0"),
     ]
 
 

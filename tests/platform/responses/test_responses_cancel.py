@@ -103,17 +103,18 @@ async def test_a_chain_on_a_deleted_response_is_refused_and_a_chain_through_one_
     headers = tenant.headers("developer")
     long_answer = {"model": MODEL, "input": "Write a long essay.", "max_output_tokens": 400}
     first = await client.post("/v1/responses", json=long_answer, headers=headers)
-    assert first.json()["usage"]["output_tokens"] == 400
+    answered = first.json()["usage"]["output_tokens"]  # the length the sim model drew, at most 400
+    assert 100 < answered <= 400
     first_id = first.json()["id"]
     body = {"model": MODEL, "input": "Go on.", "max_output_tokens": 4}
     second = await client.post("/v1/responses", json={**body, "previous_response_id": first_id}, headers=headers)
     second_id = second.json()["id"]
     through = await client.post("/v1/responses", json={**body, "previous_response_id": second_id}, headers=headers)
-    assert through.json()["usage"]["input_tokens"] > 400  # the first response's answer is in the chain
+    assert through.json()["usage"]["input_tokens"] > answered  # the first response's answer is in the chain
     assert (await client.delete(f"/v1/responses/{first_id}", headers=headers)).status_code == 200
     refused = await client.post("/v1/responses", json={**body, "previous_response_id": first_id}, headers=headers)
     assert refused.status_code == 404, refused.text
     assert refused.json()["error"]["param"] == "previous_response_id"
     after = await client.post("/v1/responses", json={**body, "previous_response_id": second_id}, headers=headers)
     assert after.status_code == 200, after.text
-    assert after.json()["usage"]["input_tokens"] < 400  # the chain ends at the deleted response
+    assert after.json()["usage"]["input_tokens"] < answered  # the chain ends at the deleted response

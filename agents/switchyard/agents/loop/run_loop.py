@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from switchyard.agents.context import assemble_context
 from switchyard.agents.errors import ContextOverflowError, InvalidTransitionError, ToolOutputsError
@@ -18,6 +19,7 @@ from switchyard.agents.loop.parts import (
 from switchyard.agents.loop.workflow import WorkflowNodes
 from switchyard.agents.messages import Message, ToolCall, Usage
 from switchyard.agents.model import ModelRequest, ModelResponse
+from switchyard.agents.spec import AgentSpec
 from switchyard.agents.state import (
     TERMINAL_STATUSES,
     Action,
@@ -129,6 +131,7 @@ class RunLoop(WorkflowNodes):
             step.completed_at_ms = now_ms
         step.usage = response.usage
         step.chip_us = response.chip_us
+        step.cache_saved_chip_us = response.cache_saved_chip_us
         step.receipt_id = response.receipt_id
         step.ttft_ms = response.ttft_ms
         step.replica = response.replica
@@ -136,6 +139,7 @@ class RunLoop(WorkflowNodes):
         state.usage = Usage(
             input_tokens=state.usage.input_tokens + response.usage.input_tokens,
             output_tokens=state.usage.output_tokens + response.usage.output_tokens,
+            cached_input_tokens=state.usage.cached_input_tokens + response.usage.cached_input_tokens,
         )
         state.chip_us += response.chip_us
         self._bump(state)
@@ -346,9 +350,18 @@ class RunLoop(WorkflowNodes):
             tools=tools,
             params=params,
             request_id=step.id,
-            options={**self.call_options, "response_format": VERDICT_FORMAT} if judging else self.call_options,
+            options=self._call_options(spec, judging),
         )
         return CallModel(step_id=step.id, request=request)
+
+    def _call_options(self, spec: AgentSpec, judging: bool) -> dict[str, Any]:
+        """The further fields of a model call: a judge answers its verdict; an agent with an ``output_schema``
+        answers in it, unless the caller asked for a format of its own (a response's ``text.format``)."""
+        if judging:
+            return {**self.call_options, "response_format": VERDICT_FORMAT}
+        if spec.output_schema is not None and "response_format" not in self.call_options:
+            return {**self.call_options, "response_format": spec.output_schema.response_format()}
+        return self.call_options
 
 
 _ONE_HANDOFF = "Only one handoff is made per turn; this one was not."

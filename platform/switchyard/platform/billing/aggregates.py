@@ -61,6 +61,8 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                     func.sum(col(UsageEvent.chip_us)),
                     func.sum(col(UsageEvent.prompt_tokens)),
                     func.sum(col(UsageEvent.completion_tokens)),
+                    func.sum(col(UsageEvent.cached_tokens)),
+                    func.sum(col(UsageEvent.cache_saved_chip_us)),
                     func.count(),
                 )
                 .where(
@@ -76,7 +78,19 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                     col(UsageEvent.instance_type),
                 )
             )
-            for key_id, agent_id, workflow_id, model, instance_type, chip_us, prompt, completion, count in groups.all():
+            for (
+                key_id,
+                agent_id,
+                workflow_id,
+                model,
+                instance_type,
+                chip_us,
+                prompt,
+                completion,
+                cached,
+                saved,
+                count,
+            ) in groups.all():
                 session.add(
                     UsageAggregate(
                         id=new_id("agg"),
@@ -91,6 +105,8 @@ async def refresh_aggregates(session: AsyncSession, *, tenant_id: str, hours: It
                         chip_us=int(chip_us),
                         prompt_tokens=int(prompt),
                         completion_tokens=int(completion),
+                        cached_tokens=int(cached),
+                        cache_saved_chip_us=int(saved),
                         event_count=int(count),
                         updated_at=now,
                     )

@@ -62,6 +62,11 @@ class LineDraft:
     currency: str
     chip_us: int = 0
     event_count: int = 0
+    input_tokens: int = 0
+    input_cached_tokens: int = 0
+    """Of ``input_tokens``, those read from a replica's prefix cache (their cost is already in ``chip_us``)."""
+    cache_saved_chip_us: int = 0
+    """What computing those cached tokens would have cost beyond reading them (an estimate; not billed)."""
     priced: list[tuple[int, Decimal]] = field(default_factory=list)
     stored_amount_minor: int | None = None
     stored_unit_price: Decimal | None = None
@@ -159,7 +164,9 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
                 select(InvoiceLine).where(col(InvoiceLine.invoice_id) == invoice.id).order_by(col(InvoiceLine.position))
             )
         ).scalars()
-        return [_from_stored(line) for line in stored]
+        finalized = [(line.id, _from_stored(line)) for line in stored]
+        await _count_stored_tokens(session, invoice, finalized)
+        return [line for _, line in finalized]
     with_adjustments = await _earliest_draft(session, invoice.tenant_id) == invoice.period_start
     statement = (
         select(
@@ -170,6 +177,9 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
             col(UsageEvent.price_per_chip_hour),
             func.sum(col(UsageEvent.chip_us)),
             func.count(),
+            func.sum(col(UsageEvent.prompt_tokens)),
+            func.sum(col(UsageEvent.cached_tokens)),
+            func.sum(col(UsageEvent.cache_saved_chip_us)),
         )
         .where(*_billable(invoice, with_adjustments))
         .group_by(
@@ -181,7 +191,8 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
         )
     )
     lines: dict[tuple[str, datetime, str, str, str], LineDraft] = {}
-    for period, instance_type, model, currency, price, chip_us, count in await session.execute(statement):
+    rows = await session.execute(statement)
+    for period, instance_type, model, currency, price, chip_us, count, input_tokens, cached, saved in rows:
         # rating set both (_billable reads rated events)
         assert currency is not None
         assert price is not None
@@ -189,6 +200,9 @@ async def compute_lines(session: AsyncSession, *, invoice: Invoice) -> list[Line
         line = lines.setdefault(draft.key, draft)
         line.chip_us += int(chip_us)
         line.event_count += int(count)
+        line.input_tokens += int(input_tokens)
+        line.input_cached_tokens += int(cached)
+        line.cache_saved_chip_us += int(saved)
         line.priced.append((int(chip_us), price))
     usage = sorted(lines.values(), key=_order_key)
     credits = await _open_credits(session, invoice.tenant_id) if with_adjustments else []
@@ -252,6 +266,24 @@ def _from_stored(line: InvoiceLine) -> LineDraft:
     return draft
 
 
+async def _count_stored_tokens(session: AsyncSession, invoice: Invoice, lines: list[tuple[str, LineDraft]]) -> None:
+    """A finalized line's tokens, from the events it billed (each carries the line's id, and never changes again)."""
+    line_ids = [line_id for line_id, _ in lines]
+    statement = (
+        select(
+            col(UsageEvent.invoice_line_id),
+            func.sum(col(UsageEvent.prompt_tokens)),
+            func.sum(col(UsageEvent.cached_tokens)),
+            func.sum(col(UsageEvent.cache_saved_chip_us)),
+        )
+        .where(col(UsageEvent.tenant_id) == invoice.tenant_id, col(UsageEvent.invoice_line_id).in_(line_ids))
+        .group_by(col(UsageEvent.invoice_line_id))
+    )
+    counted = {line_id: (int(a), int(b), int(c)) for line_id, a, b, c in await session.execute(statement)}
+    for line_id, line in lines:
+        line.input_tokens, line.input_cached_tokens, line.cache_saved_chip_us = counted.get(line_id, (0, 0, 0))
+
+
 class FinalizeBlocked(RuntimeError):
     """The invoice cannot be finalized yet (an earlier month of the tenant is still a draft)."""
 
@@ -300,14 +332,23 @@ async def finalize_invoice(session: AsyncSession, *, invoice_id: str, now: datet
                 col(UsageEvent.currency) == currency,
             )
             .values(invoice_line_id=line_id)
-            .returning(col(UsageEvent.chip_us), col(UsageEvent.price_per_chip_hour))
+            .returning(
+                col(UsageEvent.chip_us),
+                col(UsageEvent.price_per_chip_hour),
+                col(UsageEvent.prompt_tokens),
+                col(UsageEvent.cached_tokens),
+                col(UsageEvent.cache_saved_chip_us),
+            )
             .execution_options(synchronize_session=False)
         )
         draft = LineDraft(_kind(invoice, period), instance_type, model, period, currency)
-        for chip_us, price in claimed.all():
+        for chip_us, price, input_tokens, cached, saved in claimed.all():
             assert price is not None  # rating set it
             draft.chip_us += int(chip_us)
             draft.event_count += 1
+            draft.input_tokens += int(input_tokens)
+            draft.input_cached_tokens += int(cached)
+            draft.cache_saved_chip_us += int(saved)
             draft.priced.append((int(chip_us), price))
         if draft.event_count:
             lines.append((line_id, draft))

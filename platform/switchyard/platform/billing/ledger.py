@@ -59,6 +59,12 @@ class UsageEventCreate(BaseModel):
     chip_us: int = Field(ge=0, description="Chip-microseconds attributed to the request.")
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(
+        default=0, ge=0, description="Of the prompt tokens, those the replica read from its prefix cache."
+    )
+    cache_saved_chip_us: int = Field(
+        default=0, ge=0, description="What computing the cached tokens would have cost beyond reading them (estimate)."
+    )
     occurred_at: AwareDatetime = Field(description="When the request completed (UTC, microseconds).")
 
 
@@ -77,6 +83,8 @@ def _row(scope: TenantScope, event: UsageEventCreate, now: datetime) -> dict[str
         "chip_us": event.chip_us,
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
+        "cached_tokens": event.cached_tokens,
+        "cache_saved_chip_us": event.cache_saved_chip_us,
         "occurred_at": event.occurred_at,
         "hour_start": hour_start(event.occurred_at),
         "period_start": month_start(event.occurred_at),

@@ -8,6 +8,7 @@ import io
 from collections.abc import Sequence
 from html import escape
 
+from switchyard.platform.billing.money import chip_hours
 from switchyard.platform.billing.periods import period_label
 from switchyard.platform.billing.schemas import InvoicePublic
 from switchyard.platform.billing.usage import UsageBucket
@@ -24,6 +25,9 @@ _LINE_COLUMNS = [
     "quantity_chip_hours",
     "unit_price",
     "event_count",
+    "input_tokens",
+    "input_cached_tokens",
+    "cache_saved_chip_us",
     "currency",
     "amount_minor",
     "amount",
@@ -49,14 +53,16 @@ def invoice_csv(invoice: InvoicePublic) -> str:
                 line.quantity_chip_hours,
                 line.unit_price or "mixed",
                 line.event_count,
+                line.input_tokens,
+                line.input_cached_tokens,
+                line.cache_saved_chip_us,
                 line.currency,
                 line.amount_minor,
                 line.amount,
             ]
         )
-    writer.writerow(
-        [*head, "total", "", "", "", "", "", "", "", "", invoice.currency, invoice.total_minor, invoice.total]
-    )
+    blanks = [""] * (len(_LINE_COLUMNS) - 4)  # a total has a kind, a currency and an amount only
+    writer.writerow([*head, "total", *blanks, invoice.currency, invoice.total_minor, invoice.total])
     return out.getvalue()
 
 
@@ -64,7 +70,9 @@ def invoice_html(invoice: InvoicePublic, tenant_id: str) -> str:
     """A self-contained page meant to be printed (or saved as PDF from the browser)."""
     rows = "\n".join(
         "<tr>"
-        f"<td>{escape(line.description)}</td><td class=n>{escape(line.quantity_chip_hours)}</td>"
+        f"<td>{escape(line.description)}</td>"
+        f"<td class=n>{line.input_tokens:,}</td><td class=n>{line.input_cached_tokens:,}</td>"
+        f"<td class=n>{escape(line.quantity_chip_hours)}</td><td class=n>{chip_hours(line.cache_saved_chip_us)}</td>"
         f"<td class=n>{escape(line.unit_price or 'mixed')}</td>"
         f"<td class=n>{escape(line.amount)} {escape(line.currency)}</td>"
         "</tr>"
@@ -83,12 +91,12 @@ td.n, th.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <h1>Invoice {escape(invoice.id)}</h1>
 <p>Tenant {escape(tenant_id)} &middot; period {escape(period_label(invoice.period_start))} (UTC) &middot; {status}</p>
 <table>
-<thead><tr><th>Item</th><th class=n>Chip-hours</th><th class=n>Price per chip-hour</th>
-<th class=n>Amount</th></tr></thead>
+<thead><tr><th>Item</th><th class=n>Input tokens</th><th class=n>Cached input tokens</th><th class=n>Chip-hours</th>
+<th class=n>Chip-hours the cache saved</th><th class=n>Price per chip-hour</th><th class=n>Amount</th></tr></thead>
 <tbody>
 {rows}
 </tbody>
-<tfoot><tr><th colspan=3>Total</th><th class=n>{escape(invoice.total)} {escape(invoice.currency)}</th></tr></tfoot>
+<tfoot><tr><th colspan=6>Total</th><th class=n>{escape(invoice.total)} {escape(invoice.currency)}</th></tr></tfoot>
 </table>
 </body></html>
 """
@@ -99,14 +107,24 @@ def usage_csv(buckets: Sequence[UsageBucket], group_by: Sequence[str]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["start_time", "end_time", *group_by, "chip_us", "input_tokens", "output_tokens", "num_model_requests"]
+        [
+            "start_time",
+            "end_time",
+            *group_by,
+            "chip_us",
+            "input_tokens",
+            "output_tokens",
+            "num_model_requests",
+            "input_cached_tokens",
+            "cache_saved_chip_us",
+        ]
     )
     for bucket in buckets:
         start = calendar.timegm(bucket.start.utctimetuple())
         end = calendar.timegm(bucket.end.utctimetuple())
         for row in bucket.rows:
             groups = [row.group.get(name) or "" for name in group_by]
-            writer.writerow(
-                [start, end, *groups, row.chip_us, row.input_tokens, row.output_tokens, row.num_model_requests]
-            )
+            counts = [row.chip_us, row.input_tokens, row.output_tokens, row.num_model_requests]
+            counts += [row.input_cached_tokens, row.cache_saved_chip_us]
+            writer.writerow([start, end, *groups, *counts])
     return out.getvalue()

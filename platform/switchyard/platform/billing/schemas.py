@@ -240,6 +240,15 @@ class InvoiceLinePublic(BaseModel):
     quantity_chip_hours: str = Field(description="chip_us / 3.6e9, shown to 9 decimal places.")
     unit_price: str | None = Field(description="Price per chip-hour; null when the rate changed within the line.")
     event_count: int
+    input_tokens: int = Field(description="Prompt tokens of the model requests the line bills (0 on a credit).")
+    input_cached_tokens: int = Field(
+        description="Of input_tokens, those read from a replica's prefix cache (as `/v1/usage` counts them); "
+        "chip_us already reflects what they cost."
+    )
+    cache_saved_chip_us: int = Field(
+        description="What computing those cached tokens would have cost beyond reading them (an estimate, as "
+        "`/v1/usage` reports it; not billed)."
+    )
     currency: str
     amount_minor: int
     amount: str = Field(description="`amount_minor` in the major unit, e.g. `12.34`.")
@@ -257,6 +266,9 @@ class InvoiceLinePublic(BaseModel):
             quantity_chip_hours=str(chip_hours(line.chip_us)),
             unit_price=None if line.unit_price is None else format(line.unit_price, "f"),
             event_count=line.event_count,
+            input_tokens=line.input_tokens,
+            input_cached_tokens=line.input_cached_tokens,
+            cache_saved_chip_us=line.cache_saved_chip_us,
             currency=line.currency,
             amount_minor=amount,
             amount=format_minor(amount, line.currency),
@@ -302,6 +314,15 @@ class UsageResult(BaseModel):
     chip_us: int
     input_tokens: int
     output_tokens: int
+    input_cached_tokens: int = Field(
+        description="Of input_tokens, those read from a replica's prefix cache (OpenAI's name); chip_us already "
+        "reflects what they cost."
+    )
+    cache_saved_chip_us: int = Field(
+        description="What computing the cached input tokens would have cost beyond reading them: the simulated "
+        "fleet's estimate from its prefill rate (it errs low), 0 where nothing was cached or an upstream does not "
+        "say. Not billed."
+    )
     num_model_requests: int
     agent_id: str | None = None
     workflow_id: str | None = None
@@ -326,6 +347,8 @@ class UsageBucketPublic(BaseModel):
                     chip_us=row.chip_us,
                     input_tokens=row.input_tokens,
                     output_tokens=row.output_tokens,
+                    input_cached_tokens=row.input_cached_tokens,
+                    cache_saved_chip_us=row.cache_saved_chip_us,
                     num_model_requests=row.num_model_requests,
                     agent_id=row.group.get("agent_id"),
                     workflow_id=row.group.get("workflow_id"),

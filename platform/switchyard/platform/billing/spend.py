@@ -2,13 +2,9 @@
 
 A budget's ``spent_micros`` is a counter that settlements add to, so a budget set in the middle of a month would
 start at zero although its period began on the 1st. ``spent_in_period`` gives it the spend of its scope (the
-tenant, one API key, one agent, or one workflow's runs whichever agents acted in them) from the period's start:
-rated events at the price they were rated at, events not rated yet at the card that applies now (the price rating
-will most likely give them). Spend in another currency than the budget's, or with no applicable card, is not counted
-(reservations refuse a budget in another currency).
-
-Each (price, instance type, model) group is rounded up once to the micro-unit, so the figure can differ from the
-sum of the per-request settlements by less than one micro-unit per request.
+tenant, one API key, one agent, or one workflow's runs whichever agents acted in them) from the period's start,
+priced as ``costs`` prices usage. Spend in another currency than the budget's, or with no applicable card, is not
+counted (reservations refuse a budget in another currency).
 """
 
 from __future__ import annotations
@@ -19,8 +15,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from switchyard.platform.billing.money import cost_micros_ceil
-from switchyard.platform.billing.rates import cards_for, choose_card, tenant_tier_of
+from switchyard.platform.billing.costs import Pricer
 from switchyard.platform.models import UsageEvent, utc_now
 
 __all__ = ["spent_in_period"]
@@ -68,16 +63,10 @@ async def spent_in_period(
             col(UsageEvent.currency),
         )
     )
-    tier = await tenant_tier_of(session, tenant_id=tenant_id)
+    pricer = Pricer(session, tenant_id=tenant_id, now=now)
     spent = 0
-    for instance_type, model, price, priced_in, chip_us in (await session.execute(statement)).all():
-        if price is None:  # not rated yet
-            card = choose_card(
-                await cards_for(session, instance_type=instance_type), model=model, tenant_tier=tier, at=now
-            )
-            if card is None:
-                continue
-            price, priced_in = card.price_per_chip_hour, card.currency
-        if priced_in == currency:
-            spent += cost_micros_ceil(int(chip_us), price)
+    for instance_type, model, rated_at, rated_in, chip_us in (await session.execute(statement)).all():
+        price = await pricer.price(instance_type=instance_type, model=model, rated_at=rated_at, rated_in=rated_in)
+        if price is not None and price.currency == currency:
+            spent += price.of(int(chip_us))
     return spent

@@ -54,7 +54,8 @@ class Job(Protocol):
     state: RunState
     """Where the job stands: the last state checkpointed (the kernel starts the loop from it)."""
     session_key: str
-    """The accelerator pool's session (a thread's id, a response's): where a model call's KV cache may be reused."""
+    """The accelerator pool's session hint (a run's thread, a response's ``fleet_session``): keeps the job's model
+    calls on one replica, where their KV cache may be reused, while no replica caches their prompt yet."""
     api_key_id: str | None
     agent_id: str | None
     waiting_since: datetime

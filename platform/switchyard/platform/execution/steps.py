@@ -80,6 +80,8 @@ async def bill_model_steps(
                 chip_us=step.chip_us,
                 prompt_tokens=step.usage.input_tokens,
                 completion_tokens=step.usage.output_tokens,
+                cached_tokens=step.usage.cached_input_tokens,
+                cache_saved_chip_us=step.cache_saved_chip_us,
                 occurred_at=_ms_time(step.completed_at_ms),
             ),
         )

@@ -169,10 +169,12 @@ class InferenceGateway:
             max_tokens=output_cap,
             seed=body.seed,
             priority=_PRIORITIES[body.priority or "standard"],
-            session=body.user,
+            session=body.fleet_session,
             stream=bool(body.stream),
             response_format=body.wire_response_format(),
             stop=body.stop_sequences,
+            ignore_eos=bool(body.ignore_eos),
+            min_tokens=body.min_tokens,
             parameters=body.forwarded_parameters(),
             output_ceiling=output_ceiling,  # what the budget hold covers: no backend answers more
             compute_ceiling_chip_us=compute_ceiling_chip_us,
@@ -249,6 +251,8 @@ class InferenceGateway:
             chip_us=receipt.chip_us,
             prompt_tokens=receipt.prompt_tokens,
             completion_tokens=receipt.completion_tokens,
+            cached_tokens=receipt.cached_tokens,
+            cache_saved_chip_us=receipt.cache_saved_chip_us,
             occurred_at=utc_now(),
         )
         await self.meter.write(Metering(admitted.scope, event, admitted.holds.reservation_id))

@@ -3,8 +3,8 @@
 The request models declare every parameter of OpenAI's current chat-completions request (as the ``openai``
 package types it), so clients and frameworks that send them are accepted; unknown fields are still refused. What
 the client sent is forwarded unchanged to ``openai-compatible`` upstreams (``forwarded_parameters``); the ``sim``
-model honours ``response_format``, ``stop``, tools, ``max_tokens``, ``seed`` and ``logprobs``/``top_logprobs``
-(synthetic logprobs) and ignores the rest.
+model honours ``response_format``, ``stop``, tools, ``max_tokens``, ``seed``, ``logprobs``/``top_logprobs``
+(synthetic logprobs) and vLLM's ``ignore_eos``/``min_tokens`` extensions, and ignores the rest.
 
 The answer models document the wire format (``inference.completions`` builds the answers as dicts, exactly as OpenAI
 spells them); the OpenAPI test checks real answers against them.
@@ -146,6 +146,12 @@ class AssistantMessage(_Strict):
     audio: AssistantAudio | None = None
     name: str | None = None
     refusal: str | None = None
+    reasoning_content: str | None = Field(
+        default=None,
+        exclude=True,
+        description="The reasoning a reasoning model answered earlier (vLLM's and DeepSeek's field, which clients "
+        "send back): accepted and dropped, since no served model reasons; never counted or forwarded.",
+    )
 
 
 class ToolMessage(_Strict):
@@ -327,8 +333,9 @@ class ChatCompletionCreate(_Strict):
     """``POST /v1/chat/completions``: every parameter of OpenAI's, and Switchyard's ``priority``.
 
     An ``openai-compatible`` upstream receives the parameters exactly as sent. The simulator honours
-    ``response_format``, ``stop``, ``tools``/``tool_choice``, ``max_completion_tokens``/``max_tokens``, ``seed``
-    and ``logprobs``/``top_logprobs``; the others are accepted and have no effect on it (the README lists them).
+    ``response_format``, ``stop``, ``tools``/``tool_choice``, ``max_completion_tokens``/``max_tokens``, ``seed``,
+    ``logprobs``/``top_logprobs`` and vLLM's ``ignore_eos``/``min_tokens``; the others are accepted and have no
+    effect on it (the README lists them).
     """
 
     model: str = Field(description="A model id from `GET /v1/models`.", examples=["meta-llama/Llama-3.1-8B-Instruct"])
@@ -346,6 +353,18 @@ class ChatCompletionCreate(_Strict):
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1, description="Deprecated by OpenAI; same as below.")
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    ignore_eos: bool | None = Field(
+        default=None,
+        description="vLLM's extension (the `openai` client sends it in `extra_body`): `true` makes the simulator's "
+        "text exactly `max_tokens` long instead of the length it draws (benchmark clients send it to force lengths). "
+        "Forwarded to `openai-compatible` upstreams.",
+    )
+    min_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="vLLM's extension (in `extra_body`): the simulator's text is at least this many tokens long, "
+        "unless `max_tokens` cuts it. Forwarded to `openai-compatible` upstreams.",
+    )
     temperature: float | None = Field(default=None, ge=0, le=2, description=_IGNORED)
     top_p: float | None = Field(default=None, ge=0, le=1, description=_IGNORED)
     seed: int | None = Field(default=None, description="The simulator's answer is a function of the seed.")
@@ -383,7 +402,11 @@ class ChatCompletionCreate(_Strict):
     prediction: Prediction | None = None
     web_search_options: WebSearchOptions | None = None
     moderation: Moderation | None = None
-    prompt_cache_key: str | None = None
+    prompt_cache_key: str | None = Field(
+        default=None,
+        description="Keeps requests together on one replica of a simulated fleet (its prefix cache) while none holds "
+        "the prompt's prefix yet; without it, `user`. Sent on to an `openai-compatible` upstream.",
+    )
     prompt_cache_options: PromptCacheOptions | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     safety_identifier: str | None = None
@@ -453,6 +476,12 @@ class ChatCompletionCreate(_Strict):
         if self.response_format is None:
             return None
         return self.response_format.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    @property
+    def fleet_session(self) -> str | None:
+        """What keeps the request on one replica of a simulated fleet while none caches its prompt's prefix yet:
+        ``prompt_cache_key``, else ``user``."""
+        return self.prompt_cache_key or self.user
 
     def forwarded_parameters(self) -> dict[str, Any]:
         """Every OpenAI parameter the client sent but ``model`` and ``messages``, exactly as sent (nothing
@@ -526,12 +555,26 @@ class ComputeUsage(BaseModel):
     queue_ms: float
     ttft_ms: float = Field(description="Time to first token, simulated or measured.")
     decode_ms: float
+    cache_saved_chip_us: int = Field(
+        default=0,
+        description="What computing the cached prompt tokens would have cost beyond reading them: the simulated "
+        "fleet's estimate (it errs low), 0 when nothing was cached or an upstream does not say. Not billed.",
+    )
+
+
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = Field(
+        description="Prompt tokens read from the serving replica's prefix cache instead of being computed (an "
+        "`openai-compatible` upstream's own count when it reports one, else 0); `compute.chip_us` already reflects "
+        "what they cost."
+    )
 
 
 class CompletionUsage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
     compute: ComputeUsage
 
 

@@ -44,5 +44,7 @@ class UsageAggregate(TenantOwned, table=True):
     chip_us: int = Field(sa_type=BigInteger)
     prompt_tokens: int = Field(sa_type=BigInteger)
     completion_tokens: int = Field(sa_type=BigInteger)
+    cached_tokens: int = Field(default=0, sa_type=BigInteger)
+    cache_saved_chip_us: int = Field(default=0, sa_type=BigInteger)
     event_count: int = Field(sa_type=BigInteger)
     updated_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)

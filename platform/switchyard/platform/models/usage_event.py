@@ -38,6 +38,15 @@ class UsageEvent(TenantOwned, table=True):
     chip_us: int = Field(sa_type=BigInteger, description="Accelerator chip-microseconds attributed to the request.")
     prompt_tokens: int = Field(default=0)
     completion_tokens: int = Field(default=0)
+    cached_tokens: int = Field(
+        default=0,
+        description="Of prompt_tokens, those read from the replica's prefix cache (their cost is in chip_us).",
+    )
+    cache_saved_chip_us: int = Field(
+        default=0,
+        sa_type=BigInteger,
+        description="What computing the cached tokens would have cost beyond reading them: an estimate, not billed.",
+    )
     occurred_at: datetime = Field(sa_type=UTCDateTime, index=True)
     hour_start: datetime = Field(sa_type=UTCDateTime, description="`occurred_at` truncated to the hour (UTC).")
     period_start: datetime = Field(sa_type=UTCDateTime, description="First instant of the billing month (UTC).")

@@ -26,6 +26,7 @@ from switchyard.platform.responses.schemas import OUTPUT_TEXT_LOGPROBS, Response
 __all__ = ["ResponseDefinition", "define"]
 
 _BUILTINS = {"calculator", "current_time", "http_request"}
+_SYNTAXES = ("lark", "regex")
 FILE_SEARCH_FIELDS = ("vector_store_ids", "max_num_results", "filters", "ranking_options")
 _HOSTED = {
     "web_search",
@@ -46,9 +47,35 @@ class ResponseDefinition:
     agent_version: int | None = None
 
 
-def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
+def _custom_tool(tool: dict[str, Any], param: str) -> None:
+    """Check a ``custom`` tool (free-form input, optionally a grammar), as chat completions accept it."""
+    if not isinstance(tool.get("name"), str) or not tool["name"]:
+        raise InvalidRequest("a custom tool needs a name", param=f"{param}.name", code="invalid_tool")
+    if tool.get("description") is not None and not isinstance(tool["description"], str):
+        raise InvalidRequest("a custom tool's description is text", param=f"{param}.description", code="invalid_tool")
+    text_format = tool.get("format")
+    if text_format is None:
+        return
+    kind = text_format.get("type") if isinstance(text_format, dict) else None
+    grammar = text_format.get("definition") if isinstance(text_format, dict) else None
+    if kind == "text" or (kind == "grammar" and isinstance(grammar, str) and text_format.get("syntax") in _SYNTAXES):
+        return
+    raise InvalidRequest(
+        'a custom tool\'s format is {"type": "text"} or {"type": "grammar", "syntax": "lark" or "regex", '
+        '"definition": ...}',
+        param=f"{param}.format",
+        code="invalid_tool",
+    )
+
+
+def _tool(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """The agent tool a request's tool is, or ``None`` for a ``custom`` tool: checked and echoed, but not offered to
+    the model (the agent loop has no custom tools; the simulated model never calls them, as in chat)."""
     kind = tool.get("type")
     param = f"tools[{index}]"
+    if kind == "custom":
+        _custom_tool(tool, param)
+        return None
     if kind == "function":
         name = tool.get("name")
         if not isinstance(name, str):
@@ -136,6 +163,8 @@ def _tool_choice(choice: str | dict[str, Any] | None) -> Any:
         return "required"
     if kind == "allowed_tools":
         return choice.get("mode", "auto")
+    if kind == "custom" and isinstance(choice.get("name"), str):
+        return None  # a custom tool is never offered to the model: nothing to force
     raise InvalidRequest(f"unsupported tool_choice {choice!r}", param="tool_choice", code="invalid_tool_choice")
 
 
@@ -152,7 +181,7 @@ def _fill(instructions: str, variables: dict[str, Any] | None) -> str:
 
 def define(data: ResponseCreate, agent: tuple[str, int, AgentSpec] | None) -> ResponseDefinition:
     """The definition of a response to ``data``; ``agent`` is ``(id, version, spec)`` when ``prompt`` names one."""
-    tools = [_tool(tool, index) for index, tool in enumerate(data.tools or [])]
+    tools = [offered for index, tool in enumerate(data.tools or []) if (offered := _tool(tool, index)) is not None]
     if data.tools:  # what the response echoes: the secrets' names, never their values
         data.tools[:] = [redact_tool(tool) for tool in data.tools]
     options: dict[str, Any] = {}

@@ -96,6 +96,14 @@ async def _last_event(session: AsyncSession, scope: TenantScope, response_id: st
     return -1 if last is None else int(last)
 
 
+def fleet_session(row: ResponseRecord) -> str:
+    """What keeps a response's model calls on one replica while none caches its prompt yet: the client's
+    ``prompt_cache_key``, else its conversation, else the agent version it runs (their instructions and tools are
+    one prefix), else the response itself."""
+    agent_version = f"{row.agent_id}@{row.agent_version}" if row.agent_id and row.agent_version is not None else None
+    return row.request.get("prompt_cache_key") or row.conversation_id or agent_version or row.id
+
+
 class _ResponseJob:
     """A claimed response: its transitions go to its row (state and output), its usage, its stored stream events
     (background) or its listener (foreground), and, when it finishes, its conversation."""
@@ -111,7 +119,7 @@ class _ResponseJob:
         self.listener = listener
         self.spec = AgentSpec.model_validate(row.request["spec"])
         self.state = RunState.model_validate(row.state)
-        self.session_key = row.id
+        self.session_key = fleet_session(row)
         self.api_key_id: str | None = row.api_key_id
         self.agent_id: str | None = row.agent_id
         self.waiting_since: datetime = row.updated_at

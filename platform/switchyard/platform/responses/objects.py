@@ -61,7 +61,7 @@ def response_object(
     if status in FINISHED or state.usage.total_tokens:
         usage = {
             "input_tokens": state.usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": state.usage.cached_input_tokens, "cache_write_tokens": 0},
             "output_tokens": state.usage.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": state.usage.total_tokens,

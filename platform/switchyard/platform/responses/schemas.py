@@ -20,6 +20,7 @@ __all__ = [
     "ConversationItemsCreate",
     "ConversationUpdate",
     "Includable",
+    "InputTokensCount",
     "PromptReference",
     "ResponseCreate",
 ]
@@ -72,6 +73,12 @@ class TextOptions(_Strict):
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
+class AccessPrograms(_Strict):
+    """OpenAI's domain-specific access programs (``openai.types.responses.response_create_params.AccessPrograms``)."""
+
+    cyber: Literal["standard", "daybreak_blue", "daybreak_red"] | None = None
+
+
 class ResponseCreate(_Strict):
     model: str = Field(
         min_length=1,
@@ -122,14 +129,19 @@ class ResponseCreate(_Strict):
         description='With `include: ["message.output_text.logprobs"]`: how many of the most likely tokens each '
         "token's logprob lists (default 0).",
     )
-    prompt_cache_key: str | None = Field(default=None, description=_IGNORED)
+    prompt_cache_key: str | None = Field(
+        default=None,
+        description="Keeps the response's model calls on one replica of a simulated fleet (its prefix cache) while "
+        "none holds the prompt's prefix yet; without it, the conversation, then the agent version.",
+        max_length=256,
+    )
     prompt_cache_retention: str | None = Field(default=None, description=_IGNORED)
     prompt_cache_options: dict[str, Any] | None = Field(default=None, description=_IGNORED)
     safety_identifier: str | None = Field(default=None, description=_IGNORED)
     context_management: list[dict[str, Any]] | None = Field(default=None, description=_IGNORED)
     background_options: dict[str, Any] | None = Field(default=None, description=_IGNORED)
     moderation: dict[str, Any] | None = Field(default=None, description=_IGNORED)
-    access_programs: list[Any] | None = Field(default=None, description=_IGNORED)
+    access_programs: AccessPrograms | None = Field(default=None, description=_IGNORED)
     image: dict[str, Any] | None = Field(default=None, description=_IGNORED)
 
     @property
@@ -152,3 +164,33 @@ class ConversationItemsCreate(_Strict):
     items: list[dict[str, Any]] = Field(
         min_length=1, max_length=20, examples=[[{"type": "message", "role": "user", "content": "Hello."}]]
     )
+
+
+class InputTokensCount(_Strict):
+    """``POST /v1/responses/input_tokens``: the fields of OpenAI's ``responses.input_tokens.count`` (as the ``openai``
+    package types it), each meaning what it means to ``POST /v1/responses``."""
+
+    model: str = Field(
+        min_length=1,
+        max_length=256,
+        description="A served model: the count is this model's, checked against its context window.",
+        examples=["meta-llama/Llama-3.1-8B-Instruct"],
+    )
+    input: str | list[dict[str, Any]] = Field(
+        description="Text, or a list of input items (optional in the SDK's types, but a response needs input).",
+        examples=["Say hello."],
+    )
+    instructions: str | None = Field(default=None, max_length=256_000)
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=128)
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    previous_response_id: str | None = Field(default=None, max_length=40)
+    conversation: str | ConversationRef | None = None
+    text: TextOptions | None = None
+    reasoning: dict[str, Any] | None = Field(default=None, description=_IGNORED)
+    truncation: Literal["auto", "disabled"] | None = None
+    personality: str | None = Field(default=None, description=_IGNORED)
+
+    def as_response(self) -> dict[str, Any]:
+        """The ``POST /v1/responses`` body these fields make (what is counted is that response's first model call)."""
+        return self.model_dump(mode="python", exclude_unset=True, exclude={"personality"})

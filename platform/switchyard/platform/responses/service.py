@@ -179,15 +179,15 @@ async def prepare(
 async def admit(admission: Admission, prepared: Prepared, principal: Principal) -> Holds | None:
     """The response's first model call, admitted now, foreground or background: refused as a chat completion
     would be (429, 402), before anything is stored. A foreground response keeps what it holds for the call it
-    makes next; a background one keeps only the charge to its rates (the worker's first call is not charged
-    again) and gives back its request slot and budget hold, which its worker takes when it makes the call."""
+    makes next; a background one is admitted ahead (``Admission.admit_ahead``): its worker takes the request slot
+    and budget hold when it makes the call."""
     if prepared.call is None:
         return None
-    holds = await admission.admit(replace(prepared.call, api_key_id=principal.key_id))
+    call = replace(prepared.call, api_key_id=principal.key_id)
     if prepared.data.background:
-        await admission.finish(holds, billed=False)
+        await admission.admit_ahead(call)
         return None
-    return holds
+    return await admission.admit(call)
 
 
 async def store(
@@ -218,6 +218,7 @@ async def store(
             "seeded": prepared.seeded,
             "file_search_results": FILE_SEARCH_RESULTS in (data.include or ()),
             "conversation_up_to": prepared.conversation_up_to,
+            "prompt_cache_key": data.prompt_cache_key,
             "echo": echo,
         },
         input_items=prepared.items,

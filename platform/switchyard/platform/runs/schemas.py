@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from switchyard.agents import RunState, Step, StepType
+from switchyard.agents import RunState, Step, StepType, Usage
 from switchyard.platform.http.bodies import MAX_STORED_INTEGER, REQUEST_BODY
 from switchyard.platform.models import Run
 from switchyard.platform.threads.schemas import ThreadCreate
@@ -14,7 +14,9 @@ __all__ = [
     "ApprovalDecision",
     "RunCreate",
     "RunEvent",
+    "RunPromptTokensDetails",
     "RunPublic",
+    "RunUsage",
     "StepPublic",
     "SubmitApprovals",
     "SubmitToolOutputs",
@@ -102,10 +104,41 @@ def _time(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
+class RunPromptTokensDetails(BaseModel):
+    """What the prompt tokens were made of (chat completions' ``usage.prompt_tokens_details``)."""
+
+    cached_tokens: int = Field(
+        description="Of `prompt_tokens`, those the serving replicas read from their prefix cache instead of "
+        "computing them; `chip_us` already reflects what they cost."
+    )
+
+
 class RunUsage(BaseModel):
+    """The tokens of every model call of a run, summed."""
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: RunPromptTokensDetails
+
+    @classmethod
+    def of(cls, usage: Usage) -> RunUsage:
+        return cls(
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            total_tokens=usage.total_tokens,
+            prompt_tokens_details=RunPromptTokensDetails(cached_tokens=usage.cached_input_tokens),
+        )
+
+
+def _step_usage(usage: Usage) -> dict[str, Any]:
+    """A model step's tokens in the Responses API's shape (``input_tokens_details.cached_tokens``)."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+    }
 
 
 class RunPublic(BaseModel):
@@ -152,11 +185,7 @@ class RunPublic(BaseModel):
             required_action=required,
             last_error=state.last_error.model_dump() if state.last_error else None,
             incomplete_details={"reason": state.incomplete_reason} if state.incomplete_reason else None,
-            usage=RunUsage(
-                prompt_tokens=state.usage.input_tokens,
-                completion_tokens=state.usage.output_tokens,
-                total_tokens=state.usage.total_tokens,
-            ),
+            usage=RunUsage.of(state.usage),
             chip_us=state.chip_us,
             step_count=len(state.steps),
             created_at=row.created_at,
@@ -188,7 +217,12 @@ class StepPublic(BaseModel):
     type: StepType
     status: str
     agent_id: str = Field(description="the agent that acted: the run's, or the one it handed off to")
-    step_details: dict[str, Any]
+    step_details: dict[str, Any] = Field(
+        description="A model call's `model`, `usage` (`input_tokens`, `output_tokens`, `total_tokens` and "
+        "`input_tokens_details.cached_tokens`, as the Responses API counts them), `chip_us`, `receipt_id`, "
+        "`ttft_ms`, `replica` and `dropped_messages`; a tool call's `tool_call`, `tool_kind`, `retry`, `output` "
+        "and `is_error`."
+    )
     created_at: datetime
     completed_at: datetime | None
     duration_ms: int | None
@@ -198,7 +232,7 @@ class StepPublic(BaseModel):
         if step.type is StepType.MODEL_CALL:
             details: dict[str, Any] = {
                 "model": step.model,
-                "usage": step.usage.model_dump() if step.usage else None,
+                "usage": _step_usage(step.usage) if step.usage else None,
                 "chip_us": step.chip_us,
                 "receipt_id": step.receipt_id,
                 "ttft_ms": step.ttft_ms,
