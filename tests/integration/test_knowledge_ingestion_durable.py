@@ -13,9 +13,6 @@ Run as a script, this file is the worker (``switchyard worker --pool solo``).
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +26,9 @@ if __name__ == "__main__":
     main(["worker", "--pool", "solo"])
     sys.exit(0)
 
+# below the script part: run as a worker, this file is not in a package and imports nothing of the tests'
+from tests.support.script_process import ScriptProcess
+
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis]
 
 WORDS = ["ferry", "pier", "harbour", "ticket", "tide", "lantern", "anchor", "gull", "rope", "deck"]
@@ -37,30 +37,6 @@ STRATEGY = {"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_ov
 
 def _text(words: int, seed: int) -> str:
     return " ".join(WORDS[(i * 7 + seed) % len(WORDS)] + str((i + seed) % 17) for i in range(words))
-
-
-class Worker:
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        self.env = {**os.environ, **env}
-        self.log_dir = log_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.started = 0
-
-    def start(self) -> None:
-        log = open(self.log_dir / f"worker-{self.started}.log", "wb")  # noqa: SIM115 (the process owns it)
-        self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        self.started += 1
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 async def _files(database: Any, store_id: str) -> list[Any]:
@@ -108,7 +84,7 @@ async def test_a_worker_killed_mid_file_leaves_the_batch_completed_and_each_chun
         data_dir=tmp_path / "data", database_url=postgres_database, broker_url=redis_database, time_scale=0
     )
     celery = create_celery(settings)
-    worker = Worker(env, tmp_path)
+    worker = ScriptProcess(__file__, env, tmp_path)
     texts = {f"doc{i}.txt": _text(40_000, i) for i in range(3)}
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         database = client.app.state.database

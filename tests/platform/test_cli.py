@@ -32,6 +32,11 @@ def test_db_tenant_and_key_commands_share_one_database(runner: CliRunner, tmp_pa
     tenant_id = re.search(r"tenant:\s+(ten_\w+)", created.output)
     assert tenant_id
     assert re.search(r"owner key:\s+sy_[0-9a-f]{12}_\S{43}", created.output)
+    # the owner's one-time invitation link, on SWITCHYARD_PUBLIC_URL (by default http://host:port)
+    assert re.search(
+        r"console:\s+boss@acme\.io sets a password and signs in at http://127\.0\.0\.1:8000/console/invitations/[\w-]{43}\n",
+        created.output,
+    ), created.output
 
     key = runner.invoke(main, ["key", "create", "--tenant", tenant_id.group(1), "--role", "viewer"])
     assert key.exit_code == 0, key.output

@@ -366,20 +366,24 @@ def tenant() -> None:
 @click.argument("name")
 @click.option("--owner-email", default=None, help="E-mail of the first owner.")
 def tenant_create(name: str, owner_email: str | None) -> None:
-    """Create tenant NAME and print its owner API key (shown once)."""
+    """Create tenant NAME and print its owner API key and the owner's console invitation link (each shown once;
+    the link is on SWITCHYARD_PUBLIC_URL, works once and for 7 days)."""
     from switchyard.platform.bootstrap import CLI_ACTOR
     from switchyard.platform.db import UNSCOPED
-    from switchyard.platform.identity.passwords import first_owner_password
     from switchyard.platform.tenants.service import create_tenant
+
+    settings = _settings()
 
     async def make(database: Any) -> Any:
         async with database.unit_of_work(UNSCOPED) as session:
-            created = await create_tenant(session, actor=CLI_ACTOR, name=name, owner_email=owner_email)
-            return created, await first_owner_password(session, tenant_id=created.id)
+            return await create_tenant(
+                session, actor=CLI_ACTOR, name=name, owner_email=owner_email, invitation_base_url=settings.public_url
+            )
 
-    created, (email, password) = _run(make, _settings())
+    created = _run(make, settings)
     click.echo(f"tenant:    {created.id}\nowner key: {created.owner_key.value}")
-    click.echo(f"console:   sign in as {email} with the one-time password {password}")
+    click.echo(f"console:   {created.owner_email} sets a password and signs in at {created.owner_invitation_url}")
+    click.echo(f"           (one use, until {created.owner_invitation_expires_at:%Y-%m-%d %H:%M} UTC)")
 
 
 @main.group()

@@ -51,7 +51,19 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port of the API.")
     public_url: str = Field(
         default="",
-        description="URL clients use to reach the API (printed by `switchyard up`); empty means http://host:port.",
+        description="URL clients use to reach the API (printed by `switchyard up`), and the base of the console "
+        "links made outside a browser (the invitation link of a tenant made by `switchyard tenant create` or "
+        "`POST /v1/admin/tenants`); empty means http://host:port.",
+    )
+    smtp_url: SecretStr | None = Field(
+        default=None,
+        description="SMTP server that e-mails the console's invitation and password-reset links "
+        "(`smtp://user:password@host:587` with STARTTLS when the server offers it, `smtps://...:465` for TLS from "
+        "the start); unset: the links are shown to copy, and *Forgot your password?* says to ask an admin.",
+    )
+    mail_from: str = Field(
+        default="Switchyard <switchyard@localhost>",
+        description="The `From` of the console's e-mails (with `smtp_url`).",
     )
     max_request_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest accepted request body; larger bodies get 413."
@@ -219,6 +231,13 @@ class Settings(BaseSettings):
     def _long_secrets_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and len(value.get_secret_value()) < 32:
             raise ValueError("the secrets key has at least 32 characters (openssl rand -hex 32)")
+        return value
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("smtp://", "smtps://")):
+            raise ValueError("the SMTP URL starts with smtp:// or smtps:// (e.g. smtp://user:password@host:587)")
         return value
 
     @field_validator("trusted_proxies")

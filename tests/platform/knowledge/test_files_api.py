@@ -13,6 +13,7 @@ from openai.types import FileDeleted, FileObject
 from sqlalchemy import func, select, update
 
 from switchyard.platform.db import UNSCOPED
+from switchyard.platform.knowledge.files.service import erase_expired_files
 from switchyard.platform.models import (
     AuditEvent,
     FileContent,
@@ -286,24 +287,23 @@ async def test_an_upload_that_is_not_a_form_is_400(client: Any, make_tenant: Any
         assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
 
 
-async def test_deleting_a_file_detaches_it_from_its_vector_stores(client: Any, make_tenant: Any) -> None:
-    tenant = await make_tenant()
-    sdk = _sdk(client, tenant)
-    kept = await sdk.files.create(file=("kept.txt", b"kept"), purpose="assistants")
-    gone = await sdk.files.create(file=("gone.txt", b"gone"), purpose="assistants")
+async def _attached(client: Any, tenant_id: str, usage_by_file: dict[str, int]) -> str:
+    """A completed store of the tenant holding each file with two chunks and ``usage`` bytes; its id."""
+    store_id = f"vs_{tenant_id[-12:]}"
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        total = sum(usage_by_file.values())
         session.add(
             VectorStore(
-                id="vs_test", tenant_id=tenant.id, embedding_model="m", dimensions=4, usage_bytes=30, revision=2
+                id=store_id, tenant_id=tenant_id, embedding_model="m", dimensions=4, usage_bytes=total, revision=2
             )
         )
         await session.flush()
-        for file_id, usage in ((kept.id, 10), (gone.id, 20)):
+        for file_id, usage in usage_by_file.items():
             session.add(
                 VectorStoreFile(
                     row_id=f"vsf_{file_id}",
-                    tenant_id=tenant.id,
-                    vector_store_id="vs_test",
+                    tenant_id=tenant_id,
+                    vector_store_id=store_id,
                     file_id=file_id,
                     status="completed",
                     usage_bytes=usage,
@@ -313,8 +313,8 @@ async def test_deleting_a_file_detaches_it_from_its_vector_stores(client: Any, m
                 session.add(
                     KnowledgeChunk(
                         id=f"chunk_{file_id}_{position}",
-                        tenant_id=tenant.id,
-                        vector_store_id="vs_test",
+                        tenant_id=tenant_id,
+                        vector_store_id=store_id,
                         file_id=file_id,
                         position=position,
                         text="t",
@@ -324,11 +324,52 @@ async def test_deleting_a_file_detaches_it_from_its_vector_stores(client: Any, m
                         embedding=b"\0" * 16,
                     )
                 )
-    await sdk.files.delete(gone.id)
+    return store_id
+
+
+async def _left(client: Any) -> tuple[list[str], list[str], list[str], list[tuple[int, int]]]:
+    """The attached files, the chunks' files, the files with bytes and each store's (usage_bytes, revision)."""
     async with client.app.state.database.unit_of_work(UNSCOPED) as session:
         attached = (await session.execute(select(VectorStoreFile.file_id))).scalars().all()
         chunks = (await session.execute(select(KnowledgeChunk.file_id))).scalars().all()
-        store = (await session.execute(select(VectorStore))).scalar_one()
+        contents = (await session.execute(select(FileContent.file_id))).scalars().all()
+        stores = (await session.execute(select(VectorStore).order_by(VectorStore.id))).scalars().all()  # type: ignore[arg-type]
+    return sorted(attached), sorted(chunks), sorted(contents), [(s.usage_bytes, s.revision) for s in stores]
+
+
+async def test_deleting_a_file_detaches_it_from_its_vector_stores(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    sdk = _sdk(client, tenant)
+    kept = await sdk.files.create(file=("kept.txt", b"kept"), purpose="assistants")
+    gone = await sdk.files.create(file=("gone.txt", b"gone"), purpose="assistants")
+    await _attached(client, tenant.id, {kept.id: 10, gone.id: 20})
+    await sdk.files.delete(gone.id)
+    attached, chunks, _, stores = await _left(client)
     assert attached == [kept.id]
-    assert sorted(chunks) == [kept.id, kept.id]
-    assert (store.usage_bytes, store.revision) == (10, 3)
+    assert chunks == [kept.id, kept.id]
+    assert stores == [(10, 3)]
+
+
+async def test_the_expire_job_erases_every_tenants_expired_files_and_only_them(client: Any, make_tenant: Any) -> None:
+    first, second = await make_tenant(), await make_tenant()
+    kept = await _sdk(client, first).files.create(file=("kept.txt", b"kept"), purpose="assistants")
+    expired = [
+        await _sdk(client, tenant).files.create(
+            file=("soon.txt", b"soon"), purpose="assistants", expires_after={"anchor": "created_at", "seconds": 3600}
+        )
+        for tenant in (first, second)
+    ]
+    await _attached(client, first.id, {kept.id: 10, expired[0].id: 20})
+    await _attached(client, second.id, {expired[1].id: 5})
+    async with client.app.state.database.unit_of_work(UNSCOPED) as session:
+        await session.execute(
+            update(StoredFile)
+            .where(StoredFile.id.in_([f.id for f in expired]))  # type: ignore[attr-defined]
+            .values(expires_at=utc_now() - timedelta(seconds=1))
+        )
+
+    assert await erase_expired_files(client.app.state.database) == 2
+    attached, chunks, contents, stores = await _left(client)
+    assert (attached, chunks, contents) == ([kept.id], [kept.id, kept.id], [kept.id])
+    assert sorted(stores) == sorted([(10, 3), (0, 3)])
+    assert await erase_expired_files(client.app.state.database) == 0  # a repeated job finds nothing

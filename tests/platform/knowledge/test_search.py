@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.knowledge.search import SearchDeps, search_vector_stores
 from switchyard.platform.knowledge.search.index import full_text_ranking, query_terms
 from switchyard.platform.knowledge.search.vectors import StoreMatrixCache, rank_by_cosine
-from switchyard.platform.models import KnowledgeChunk, StoredFile, UsageEvent, VectorStore, VectorStoreFile
+from switchyard.platform.models import KnowledgeChunk, StoredFile, UsageEvent, VectorStore, VectorStoreFile, utc_now
 
 QWEN = "Qwen/Qwen3-Embedding-8B"
 DIMENSIONS = 256
@@ -373,6 +374,26 @@ async def test_files_still_ingesting_are_not_searched_and_a_new_revision_is_read
     assert "quokka" in hits[0].text
     assert hits[0].filename == "new.md"
     assert hits[0].score == 1.0
+
+
+async def test_a_search_is_activity_that_moves_an_idle_expiry_on(client: Any, make_tenant: Any) -> None:
+    tenant = await make_tenant()
+    store_id = await _make_store(client, tenant.id)
+    idle_since = utc_now() - timedelta(days=2)
+    async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
+        store = await session.get(VectorStore, store_id)
+        assert store is not None
+        store.expires_after = {"anchor": "last_active_at", "days": 7}
+        store.last_active_at, store.expires_at = idle_since, idle_since + timedelta(days=7)
+
+    before = utc_now()
+    await _search(client, tenant, store_id, UNIQUE)
+    async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
+        store = await session.get(VectorStore, store_id)
+        assert store is not None
+        assert store.last_active_at is not None
+    assert store.last_active_at >= before
+    assert store.expires_at == store.last_active_at + timedelta(days=7)
 
 
 def test_the_package_exports_what_it_names() -> None:

@@ -5,6 +5,7 @@ batches are ingested inline (parsed, chunked to the model's input limit, embedde
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -20,13 +21,14 @@ from switchyard.platform.db import TenantScope
 from switchyard.platform.execution.environment import RunEnvironment
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.knowledge.chunking import StaticChunkingStrategy, chunk_text
-from switchyard.platform.knowledge.vector_stores.ingestion import ingest_file
+from switchyard.platform.knowledge.vector_stores.ingestion import UPSTREAM_PATIENCE, ingest_file
 from switchyard.platform.knowledge.vector_stores.leases import files_to_recover
-from switchyard.platform.models import KnowledgeChunk, UsageEvent, utc_now
+from switchyard.platform.models import ApiKey, KnowledgeChunk, UsageEvent, utc_now
 from switchyard.platform.models import VectorStore as StoreRow
 from switchyard.platform.models import VectorStoreFile as FileRow
 from tests.platform.agents_api.factories import run_inline
 from tests.platform.billing.factories import rated_usage
+from tests.support.ports import free_port
 
 WORDS = ["ferry", "pier", "harbour", "ticket", "tide", "lantern", "anchor", "gull", "rope", "deck"]
 
@@ -106,6 +108,8 @@ async def test_files_attached_at_creation_are_ingested_chunked_to_the_model_and_
     events = await _rows(client, tenant, UsageEvent)
     assert events
     assert all(e.event_id.startswith("ingest:") and e.model == "BAAI/bge-large-en-v1.5" for e in events)
+    [attaching_key] = await _rows(client, tenant, ApiKey, ApiKey.role == "developer")
+    assert {e.api_key_id for e in events} == {attaching_key.id}  # billed to the key that attached the files
     assert all(e.chip_us > 0 and e.completion_tokens == 0 for e in events)
     assert sum(e.prompt_tokens for e in events) >= sum(c.tokens for c in chunks)
     usage = await client.get(
@@ -355,7 +359,7 @@ async def test_stores_are_listed_modified_expire_and_are_deleted(client: Any, ma
 def test_the_package_exports_its_jobs_and_what_other_domains_use() -> None:
     import switchyard.platform.knowledge.vector_stores as package
 
-    assert sorted(package.__all__) == ["INGEST_TASK", "RECOVER_TASK", "ingest_file", "remove_chunks"]
+    assert sorted(package.__all__) == ["INGEST_TASK", "RECOVER_TASK", "ingest_file"]
     assert all(getattr(package, name) is not None for name in package.__all__)
     assert (package.INGEST_TASK, package.RECOVER_TASK) == ("vector_stores.ingest", "vector_stores.recover")
 
@@ -389,6 +393,58 @@ async def test_a_worker_sets_a_file_aside_when_a_rate_refuses_a_batch(client: An
     assert (tenant.id, row.row_id) not in await files_to_recover(database, grace_s=0)
     assert [e.event_id for e in await _rows(client, tenant, UsageEvent)] == [f"ingest:{row.row_id}:0"]
     assert (await sdk.vector_stores.retrieve(store.id)).status == "in_progress"
+
+
+async def test_a_failing_upstream_is_waited_out_for_a_while_then_fails_the_file(
+    client: Any, make_tenant: Any, tmp_path: Any
+) -> None:
+    client.app.state.jobs = _Nowhere()  # this test is the worker
+    tenant = await make_tenant()
+    sdk = _sdk(client, tenant)
+    store = await sdk.vector_stores.create(file_ids=[await _upload(sdk, "a.txt", b"tide at noon")])
+    [row] = await _rows(client, tenant, FileRow)
+    fleet = tmp_path / "fleet.json"  # the store's model, now served by an upstream nobody answers at
+    deployment = {
+        "name": (await _rows(client, tenant, StoreRow))[0].embedding_model,
+        "backend": "openai-compatible",
+        "task": "embeddings",
+        "base_url": f"http://127.0.0.1:{free_port()}/v1",
+        "upstream_model": "e5",
+        "chips": 1,
+        "context_window": 512,
+    }
+    fleet.write_text(json.dumps({"deployments": [deployment]}))
+    settings = client.app.state.settings.model_copy(update={"fleet_file": str(fleet)})
+    database = client.app.state.database
+    env = RunEnvironment(
+        database=database,
+        pool=build_pool(settings),
+        admission=admission_for(settings, database),
+        lease_s=30,
+        worker_id="worker",
+        worker=True,
+    )
+    try:
+        assert await ingest_file(env, tenant_id=tenant.id, row_id=row.row_id) == "deferred"
+        assert (await sdk.vector_stores.files.retrieve(row.file_id, vector_store_id=store.id)).status == "in_progress"
+
+        async with database.unit_of_work(TenantScope(tenant.id)) as session:
+            await session.execute(
+                update(FileRow)
+                .where(FileRow.row_id == row.row_id)  # type: ignore[arg-type]
+                .values(created_at=utc_now() - UPSTREAM_PATIENCE - timedelta(seconds=1), lease_expires_at=None)
+            )
+        assert await ingest_file(env, tenant_id=tenant.id, row_id=row.row_id) == "failed"
+        failed = await sdk.vector_stores.files.retrieve(row.file_id, vector_store_id=store.id)
+        assert failed.status == "failed"
+        assert failed.last_error is not None
+        assert (failed.last_error.code, failed.last_error.message.startswith("the embedding model kept failing")) == (
+            "server_error",
+            True,
+        )
+        assert await _rows(client, tenant, UsageEvent) == []
+    finally:
+        await env.pool.aclose()
 
 
 async def test_the_clients_polling_helpers_wait_for_ingestion(client: Any, make_tenant: Any) -> None:

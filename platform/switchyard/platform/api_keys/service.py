@@ -19,7 +19,7 @@ from switchyard.platform.http.errors import InvalidRequest, NotFound, Permission
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.models import ApiKey, utc_now
 
-__all__ = ["create_key", "list_keys", "revoke_key"]
+__all__ = ["create_key", "get_key", "list_keys", "revoke_key"]
 
 
 async def create_key(
@@ -60,6 +60,20 @@ async def create_key(
     return ApiKeyCreated(**ApiKeyPublic.of(row).model_dump(), value=issued.plaintext)
 
 
+async def get_key(session: AsyncSession, *, scope: TenantScope, key_id: str) -> ApiKeyPublic:
+    """One of the tenant's keys (revoked ones too); ``NotFound`` for another tenant's or an unknown id."""
+    return ApiKeyPublic.of(await _find_key(session, scope, key_id))
+
+
+async def _find_key(session: AsyncSession, scope: TenantScope, key_id: str) -> ApiKey:
+    row = (
+        await session.execute(select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id, col(ApiKey.id) == key_id))
+    ).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"no API key {key_id!r}", param="key_id")
+    return row
+
+
 async def list_keys(session: AsyncSession, *, scope: TenantScope, params: CursorParams) -> Page[ApiKeyPublic]:
     statement = select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id)
     return await paginate(session, statement, col(ApiKey.id), params, ApiKeyPublic.of)
@@ -75,11 +89,7 @@ async def revoke_key(
     key_cache: KeyCache | None = None,
 ) -> ApiKeyPublic:
     """Revoke a key; effective on the next request. Revoking an already revoked key changes nothing."""
-    row = (
-        await session.execute(select(ApiKey).where(col(ApiKey.tenant_id) == scope.tenant_id, col(ApiKey.id) == key_id))
-    ).scalar_one_or_none()
-    if row is None:
-        raise NotFound(f"no API key {key_id!r}", param="key_id")
+    row = await _find_key(session, scope, key_id)
     if not actor_role.includes(Role(row.role)):
         raise PermissionDenied(f"a {actor_role.value} key cannot revoke a {row.role} key")
     if row.revoked_at is None:

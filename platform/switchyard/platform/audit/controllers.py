@@ -7,6 +7,7 @@ from litestar.params import QueryParameter
 
 from switchyard.platform.audit import service
 from switchyard.platform.audit.schemas import AuditEventPublic, OperatorAuditEventPublic
+from switchyard.platform.audit.service import AuditFilter
 from switchyard.platform.auth import Role, access, require_access
 from switchyard.platform.deps import CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.pagination import Page
@@ -30,7 +31,7 @@ class AuditLogController(Controller):
         action: _ACTION = None,
     ) -> Page[AuditEventPublic]:
         """Every mutation in the caller's tenant, newest first."""
-        return await service.list_events(db_session, tenant, page, action, AuditEventPublic.of)
+        return await service.list_events(db_session, tenant, page, AuditFilter(action=action), AuditEventPublic.of)
 
 
 class OperatorAuditLogController(Controller):
@@ -43,4 +44,6 @@ class OperatorAuditLogController(Controller):
         self, db_session: DbSession, page: PageParams, action: _ACTION = None
     ) -> Page[OperatorAuditEventPublic]:
         """Every operator action (rate cards, fleet reloads, tenants, credits), newest first."""
-        return await service.list_operator_events(db_session, page, action, OperatorAuditEventPublic.of)
+        return await service.list_operator_events(
+            db_session, page, AuditFilter(action=action), OperatorAuditEventPublic.of
+        )

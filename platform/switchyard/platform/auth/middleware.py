@@ -19,7 +19,7 @@ from switchyard.platform.auth.principal import Principal
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import UNSCOPED, TenantScope, scope_session
 from switchyard.platform.http.errors import AuthenticationFailed
-from switchyard.platform.models import ApiKey, OperatorKey, utc_now
+from switchyard.platform.models import ApiKey, OperatorKey, Tenant, utc_now
 
 __all__ = ["ApiKeyAuthentication"]
 
@@ -48,12 +48,15 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
             row = (
                 await session.execute(select(table).where(col(table.short_id) == parsed.short_id))
             ).scalar_one_or_none()
+            tenant = await session.get(Tenant, row.tenant_id) if isinstance(row, ApiKey) else None
         if row is None or not secret_matches(parsed.secret, row.secret_sha256):
             raise AuthenticationFailed("invalid API key")
         if row.revoked_at is not None:
             raise AuthenticationFailed("API key has been revoked")
         if row.expires_at is not None and row.expires_at <= utc_now():
             raise AuthenticationFailed("API key has expired")
+        if tenant is not None and tenant.suspended_at is not None:  # within the key cache's lifetime, as a revocation
+            raise AuthenticationFailed("the API key's tenant is suspended: ask the platform's operator")
         if isinstance(row, ApiKey):
             principal = Principal(key_id=row.id, scope=TenantScope(row.tenant_id), role=Role(row.role))
         else:

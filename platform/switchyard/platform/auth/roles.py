@@ -19,8 +19,9 @@ class Role(StrEnum):
     def rank(self) -> int:
         return _RANKS[self]
 
-    def includes(self, other: Role) -> bool:
-        return self.rank >= other.rank
+    def includes(self, other: Role | str) -> bool:
+        """Whether this role may do what ``other`` (a role or its name: the console's templates pass names) may."""
+        return self.rank >= Role(other).rank
 
 
 _RANKS = {Role.VIEWER: 0, Role.DEVELOPER: 1, Role.ADMIN: 2, Role.OWNER: 3}

@@ -4,15 +4,15 @@ Inviting adds the member (``service.add_member``, with its role rules) and an in
 link: only its SHA-256 is stored, so the link is shown to the inviter once and cannot be shown again. A link
 works once (``accepted_at``), for ``INVITATION_LIFETIME``; inviting the member again replaces it (the old link
 stops working), and revoking it removes the member who never joined. Every step is in the tenant's audit log.
+
+A tenant made through the API or the CLI gets such a link for its first owner (``invite_first_owner``), the only
+way that owner can choose a console password; the link's address is :func:`invitation_link`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import CursorResult
@@ -24,6 +24,7 @@ from switchyard.platform.auth.principal import Actor
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import NotFound, PermissionDenied
+from switchyard.platform.identity.links import LinkNotValid, absolute, new_secret, redeemable
 from switchyard.platform.members import service
 from switchyard.platform.models import Member, MemberInvitation, utc_now
 
@@ -34,6 +35,8 @@ __all__ = [
     "PendingInvitation",
     "accept_invitation",
     "find_invitation",
+    "invitation_link",
+    "invite_first_owner",
     "invite_member",
     "list_pending",
     "reissue_invitation",
@@ -41,20 +44,11 @@ __all__ = [
 ]
 
 INVITATION_LIFETIME = timedelta(days=7)
-_MAX_SECRET_LENGTH = 128
+INVITATION_PATH = "/console/invitations/"  # the console's page that accepts a link (console.pages.invitations)
 
 
-class InvitationNotValid(Exception):
-    """A link that cannot be used: its ``reason`` says why (unknown, used or expired)."""
-
-    class Reason(Enum):
-        UNKNOWN = "unknown"
-        USED = "used"
-        EXPIRED = "expired"
-
-    def __init__(self, reason: InvitationNotValid.Reason) -> None:
-        super().__init__(reason.value)
-        self.reason = reason
+class InvitationNotValid(LinkNotValid):
+    """An invitation link that cannot be used: its ``reason`` says why (unknown, used or expired)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +75,9 @@ class IssuedInvitation:
     secret: str
 
 
-def _sha256(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+def invitation_link(base_url: str, secret: str) -> str:
+    """The absolute address of an invitation's link on the console served at ``base_url``."""
+    return absolute(base_url, INVITATION_PATH, secret)
 
 
 def _pending(invitation: MemberInvitation, member: Member) -> PendingInvitation:
@@ -98,12 +93,12 @@ def _pending(invitation: MemberInvitation, member: Member) -> PendingInvitation:
 
 
 async def _issue(session: AsyncSession, *, scope: TenantScope, actor: Actor, member: Member) -> IssuedInvitation:
-    secret = secrets.token_urlsafe(32)
+    secret, digest = new_secret()
     now = utc_now()
     row = MemberInvitation(
         id=new_id("inv"),
         tenant_id=scope.tenant_id,
-        token_sha256=_sha256(secret),
+        token_sha256=digest,
         member_id=member.id,
         invited_by=actor.key_id,
         created_at=now,
@@ -136,6 +131,30 @@ async def invite_member(
         action="member.invite",
         target_type="member",
         target_id=added.id,
+        details={"invitation_id": issued.invitation.id, "expires_at": issued.invitation.expires_at.isoformat()},
+    )
+    return issued
+
+
+async def invite_first_owner(session: AsyncSession, *, tenant_id: str, actor: Actor) -> IssuedInvitation:
+    """An invitation link for a new tenant's first owner (``member.invite``), who has no password yet."""
+    scope = TenantScope(tenant_id)
+    owner = (
+        await session.execute(
+            select(Member)
+            .where(col(Member.tenant_id) == tenant_id, col(Member.role) == Role.OWNER.value)
+            .order_by(col(Member.created_at), col(Member.id))
+            .limit(1)
+        )
+    ).scalar_one()
+    issued = await _issue(session, scope=scope, actor=actor, member=owner)
+    record(
+        session,
+        tenant_id=tenant_id,
+        actor=actor,
+        action="member.invite",
+        target_type="member",
+        target_id=owner.id,
         details={"invitation_id": issued.invitation.id, "expires_at": issued.invitation.expires_at.isoformat()},
     )
     return issued
@@ -216,22 +235,9 @@ async def find_invitation(session: AsyncSession, secret: str) -> PendingInvitati
 
     Raises ``InvitationNotValid`` for an unknown, used or expired link.
     """
-    if not secret or len(secret) > _MAX_SECRET_LENGTH:
-        raise InvitationNotValid(InvitationNotValid.Reason.UNKNOWN)
-    found = (
-        await session.execute(
-            select(MemberInvitation, Member)
-            .join(Member, col(Member.id) == col(MemberInvitation.member_id))
-            .where(col(MemberInvitation.token_sha256) == _sha256(secret))
-        )
-    ).first()
-    if found is None:
-        raise InvitationNotValid(InvitationNotValid.Reason.UNKNOWN)
-    invitation, member = found
-    if invitation.accepted_at is not None:
-        raise InvitationNotValid(InvitationNotValid.Reason.USED)
-    if invitation.expires_at <= utc_now():
-        raise InvitationNotValid(InvitationNotValid.Reason.EXPIRED)
+    invitation, member = await redeemable(
+        session, MemberInvitation, secret, used=lambda row: row.accepted_at, error=InvitationNotValid
+    )
     return _pending(invitation, member)
 
 

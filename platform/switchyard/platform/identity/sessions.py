@@ -25,6 +25,7 @@ __all__ = [
     "SESSION_LIFETIME",
     "TOUCH_AFTER",
     "ConsoleUser",
+    "end_member_sessions",
     "end_session",
     "find_sign_in_candidates",
     "live_session",
@@ -71,11 +72,13 @@ def live_session(
 
 
 async def find_sign_in_candidates(session: AsyncSession, email: str) -> list[tuple[Member, str | None]]:
-    """The memberships of ``email`` (oldest first) with their password hash, if any (an unscoped session)."""
+    """The memberships of ``email`` (oldest first) with their password hash, if any (an unscoped session); a
+    suspended tenant's are not among them."""
     statement = (
         select(Member, col(MemberPassword.password_hash))
         .outerjoin(MemberPassword, col(MemberPassword.member_id) == col(Member.id))
-        .where(col(Member.email) == email.strip().lower())
+        .join(Tenant, col(Tenant.id) == col(Member.tenant_id))
+        .where(col(Member.email) == email.strip().lower(), col(Tenant.suspended_at).is_(None))
         .order_by(col(Member.created_at), col(Member.id))
         .limit(MAX_MEMBERSHIPS_TRIED)
     )
@@ -102,7 +105,8 @@ async def start_session(session: AsyncSession, *, member: Member) -> tuple[str, 
 
 
 async def resolve_session(session: AsyncSession, token: str) -> ConsoleUser | None:
-    """The live session the cookie names, or ``None`` (unknown, ended, expired or idle too long)."""
+    """The live session the cookie names, or ``None`` (unknown, ended, expired, idle too long, or its tenant is
+    suspended)."""
     if not token or len(token) > 128:
         return None
     now = utc_now()
@@ -110,7 +114,7 @@ async def resolve_session(session: AsyncSession, token: str) -> ConsoleUser | No
         select(ConsoleSession, Member, Tenant)
         .join(Member, col(Member.id) == col(ConsoleSession.member_id))
         .join(Tenant, col(Tenant.id) == col(ConsoleSession.tenant_id))
-        .where(*live_session(ConsoleSession, token, now))
+        .where(*live_session(ConsoleSession, token, now), col(Tenant.suspended_at).is_(None))
     )
     found = (await session.execute(statement)).first()
     if found is None:
@@ -135,6 +139,19 @@ async def end_session(session: AsyncSession, *, scope: TenantScope, session_id: 
         .where(
             col(ConsoleSession.tenant_id) == scope.tenant_id,
             col(ConsoleSession.id) == session_id,
+            col(ConsoleSession.ended_at).is_(None),
+        )
+        .values(ended_at=utc_now())
+    )
+
+
+async def end_member_sessions(session: AsyncSession, *, scope: TenantScope, member_id: str) -> None:
+    """End every live session of a member (their password was reset: whoever knew the old one is signed out)."""
+    await session.execute(
+        update(ConsoleSession)
+        .where(
+            col(ConsoleSession.tenant_id) == scope.tenant_id,
+            col(ConsoleSession.member_id) == member_id,
             col(ConsoleSession.ended_at).is_(None),
         )
         .values(ended_at=utc_now())

@@ -29,6 +29,7 @@ from switchyard.platform.models.knowledge import (
 from switchyard.platform.models.member import Member
 from switchyard.platform.models.member_invitation import MemberInvitation
 from switchyard.platform.models.member_password import MemberPassword
+from switchyard.platform.models.member_password_reset import MemberPasswordReset
 from switchyard.platform.models.operator_account import OperatorAccount, OperatorConsoleSession
 from switchyard.platform.models.operator_audit_event import OperatorAuditEvent
 from switchyard.platform.models.operator_key import OperatorKey
@@ -65,6 +66,7 @@ __all__ = [
     "Member",
     "MemberInvitation",
     "MemberPassword",
+    "MemberPasswordReset",
     "OperatorAccount",
     "OperatorAuditEvent",
     "OperatorConsoleSession",

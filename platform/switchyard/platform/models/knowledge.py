@@ -82,6 +82,9 @@ class VectorStoreFile(TenantOwned, table=True):
     vector_store_id: str = Field(foreign_key="vector_stores.id", index=True, max_length=40)
     file_id: str = Field(foreign_key="files.id", index=True, max_length=40)
     batch_id: str | None = Field(default=None, index=True, max_length=40)
+    api_key_id: str | None = Field(
+        default=None, max_length=40, description="the key that attached it: its ingestion is billed to that key"
+    )
     status: str = Field(default="in_progress", max_length=16, description="in_progress, completed, cancelled, failed")
     last_error: dict[str, Any] | None = Field(default=None, sa_type=JSON, description="{code, message}")
     chunking_strategy: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)

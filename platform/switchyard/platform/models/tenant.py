@@ -17,3 +17,9 @@ class Tenant(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=40)
     name: str = Field(max_length=200)
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
+    suspended_at: datetime | None = Field(
+        default=None,
+        sa_type=UTCDateTime,
+        description="When an operator suspended the tenant (its API keys and console sessions stop working); "
+        "None while it is active.",
+    )

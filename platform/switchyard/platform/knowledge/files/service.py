@@ -5,7 +5,8 @@ removes its bytes and keeps its row, marked deleted (chunks and attachments name
 vector store it is in, as OpenAI does: its chunks go and each store's ``usage_bytes`` and ``revision`` follow.
 
 An expired file (``expires_at`` passed) is gone to every reader at once; its bytes are removed, as a deletion's are,
-by the tenant's next upload, which also makes the quota count only live files.
+by the ``files.expire`` job (every minute) or the tenant's next upload, whichever comes first (an upload must count
+only live files against the quota).
 
 The tenant's quota is exact under concurrent uploads: on PostgreSQL an advisory lock per tenant serializes them for
 the rest of the request's transaction; on SQLite the new row is written first (which takes the database's write
@@ -27,16 +28,16 @@ from sqlmodel import col
 
 from switchyard.platform.audit.service import record
 from switchyard.platform.auth.principal import Actor
-from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
 from switchyard.platform.http.errors import ApiError, InvalidRequest, NotFound
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
+from switchyard.platform.knowledge.chunks import remove_chunks
 from switchyard.platform.knowledge.files.schemas import (
     MAX_EXPIRES_AFTER_SECONDS,
     FileDeleted,
     FilePublic,
     FileUpload,
 )
-from switchyard.platform.knowledge.vector_stores.repository import remove_chunks
 from switchyard.platform.models import FileContent, StoredFile, VectorStoreFile, utc_now
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "FileTooLarge",
     "create_file",
     "delete_file",
+    "erase_expired_files",
     "file_content",
     "file_row",
     "get_file",
@@ -217,15 +219,37 @@ def _live(scope: TenantScope) -> list[ColumnElement[bool]]:
     ]
 
 
-async def _remove_expired(session: AsyncSession, scope: TenantScope) -> None:
-    """Erase the tenant's files whose time has passed (readers already see none of them)."""
+async def erase_expired_files(database: Database, *, tenants_at_once: int = 100) -> int:
+    """Erase every tenant's files whose time has passed (the ``files.expire`` job); how many. Each tenant's in its
+    own transaction, serialized with its uploads."""
+    async with database.unit_of_work(UNSCOPED) as session:
+        statement = (
+            select(col(StoredFile.tenant_id))
+            .where(col(StoredFile.deleted_at).is_(None), col(StoredFile.expires_at) <= utc_now())
+            .distinct()
+            .limit(tenants_at_once)
+        )
+        tenant_ids = list((await session.execute(statement)).scalars())
+    erased = 0
+    for tenant_id in tenant_ids:
+        scope = TenantScope(tenant_id)
+        async with database.unit_of_work(scope) as session:
+            await _lock_tenant_files(session, scope)
+            erased += await _remove_expired(session, scope)
+    return erased
+
+
+async def _remove_expired(session: AsyncSession, scope: TenantScope) -> int:
+    """Erase the tenant's files whose time has passed (readers already see none of them); how many."""
     statement = select(StoredFile).where(
         col(StoredFile.tenant_id) == scope.tenant_id,
         col(StoredFile.deleted_at).is_(None),
         col(StoredFile.expires_at) <= utc_now(),
     )
-    for row in (await session.execute(statement)).scalars().all():
+    rows = (await session.execute(statement)).scalars().all()
+    for row in rows:
         await _erase(session, scope, row)
+    return len(rows)
 
 
 async def _stored_bytes(session: AsyncSession, scope: TenantScope) -> int:

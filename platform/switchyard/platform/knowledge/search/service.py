@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,8 @@ from switchyard.platform.knowledge.search.embedding import GatewayEmbedder, Quer
 from switchyard.platform.knowledge.search.filters import Filter, matches, parse_filter
 from switchyard.platform.knowledge.search.index import full_text_ranking, query_terms
 from switchyard.platform.knowledge.search.vectors import PROCESS_MATRICES, StoreMatrixCache, rank_by_cosine
-from switchyard.platform.models import StoredFile, VectorStore, VectorStoreFile
+from switchyard.platform.knowledge.vector_stores.policy import touch
+from switchyard.platform.models import StoredFile, VectorStore, VectorStoreFile, utc_now
 
 __all__ = [
     "CANDIDATES",
@@ -46,6 +48,8 @@ MAX_NUM_RESULTS = 50
 MAX_STORES = 10
 MAX_QUERIES = 10
 MAX_QUERY_CHARS = 4096
+ACTIVITY_RESOLUTION = timedelta(minutes=1)
+"""A store's ``last_active_at`` moves on a search at most this often (a search writes at most once a minute)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,10 @@ async def _stores_and_files(
     for store_id in store_ids:
         if store_id not in by_id:
             raise NotFound(f"No vector store found with id '{store_id}'.", param="vector_store_id")
+    now = utc_now()
+    for store in by_id.values():  # a search is activity: a store that expires after being idle lives on
+        if store.last_active_at is None or now - store.last_active_at > ACTIVITY_RESOLUTION:
+            touch(store)
     rows = await session.execute(
         select(
             col(VectorStoreFile.vector_store_id),

@@ -4,6 +4,5 @@ embeddings (``ingestion``), billed in chip-µs like ``/v1/embeddings``."""
 from __future__ import annotations
 
 from switchyard.platform.knowledge.vector_stores.ingestion import INGEST_TASK, RECOVER_TASK, ingest_file
-from switchyard.platform.knowledge.vector_stores.repository import remove_chunks
 
-__all__ = ["INGEST_TASK", "RECOVER_TASK", "ingest_file", "remove_chunks"]
+__all__ = ["INGEST_TASK", "RECOVER_TASK", "ingest_file"]

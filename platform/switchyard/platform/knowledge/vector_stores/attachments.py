@@ -19,6 +19,8 @@ from sqlmodel import col
 from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.pagination import CursorParams, Page, unknown_cursor
 from switchyard.platform.jobs import JobSender, enqueue
+from switchyard.platform.knowledge.chunks import remove_chunks
+from switchyard.platform.knowledge.files.service import file_row
 from switchyard.platform.knowledge.vector_stores import repository
 from switchyard.platform.knowledge.vector_stores.ingestion import INGEST_TASK
 from switchyard.platform.knowledge.vector_stores.policy import chunk_sizes, touch
@@ -92,14 +94,15 @@ async def attach(
     batch_id: str | None,
     max_input_tokens: int,
     jobs: JobSender,
+    api_key_id: str | None,
     param: str = "file_id",
 ) -> list[VectorStoreFile]:
     """Attach each file of ``entries`` (404 naming ``param`` for a file that is not the tenant's) and send its
-    ingestion once the session commits."""
+    ingestion, billed to ``api_key_id`` (none: to the tenant only), once the session commits."""
     rows = []
     default = store.chunking_strategy
     for entry in entries:
-        await repository.stored_file(session, scope, entry.file_id, param=param)
+        await file_row(session, scope, entry.file_id, param=param)
         existing = (
             await session.execute(
                 select(VectorStoreFile).where(
@@ -123,6 +126,7 @@ async def attach(
             vector_store_id=store.id,
             file_id=entry.file_id,
             batch_id=batch_id,
+            api_key_id=api_key_id,
             chunking_strategy=sizes,
             attributes=dict(entry.attributes or {}),
         )
@@ -197,7 +201,7 @@ async def detach(
     """Detach the file: its chunks go, the file stays in ``/v1/files``. An ingestion of it still running stores
     nothing more (its next batch finds the attachment gone)."""
     row = await repository.store_file_row(session, scope, vector_store_id, file_id)
-    await repository.remove_chunks(session, scope, vector_store_id, file_id)
+    await remove_chunks(session, scope, vector_store_id, file_id)
     await session.delete(row)
     await session.flush()
     return VectorStoreFileDeleted(id=file_id)
@@ -236,7 +240,7 @@ async def cancel_batch(
             )
         ).scalars()
         for file_id in list(pending):
-            await repository.remove_chunks(session, scope, vector_store_id, file_id)
+            await remove_chunks(session, scope, vector_store_id, file_id)
         await session.execute(
             update(VectorStoreFile)
             .where(

@@ -10,7 +10,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from switchyard.platform.auth import Role, access, require_access
-from switchyard.platform.deps import CurrentTenant, DbSession, PageParams
+from switchyard.platform.deps import CurrentPrincipal, CurrentTenant, DbSession, PageParams
 from switchyard.platform.http.errors import InvalidRequest, NotFound
 from switchyard.platform.http.pagination import Page
 from switchyard.platform.jobs import jobs_for
@@ -48,6 +48,7 @@ class VectorStoreController(Controller):
         request: Request[Any, Any, Any],
         db_session: DbSession,
         tenant: CurrentTenant,
+        principal: CurrentPrincipal,
         data: JSONBody[VectorStoreCreate],
     ) -> VectorStorePublic:
         """A store of files searched together; its `file_ids` are ingested by the workers (parsed, chunked,
@@ -60,6 +61,7 @@ class VectorStoreController(Controller):
             pool=state.gateway.pool,
             default_model=state.settings.vector_store_embedding_model,
             jobs=jobs_for(state),
+            api_key_id=principal.key_id,
         )
 
     @get(opt=access(Role.VIEWER), summary="List vector stores")
@@ -108,6 +110,7 @@ class VectorStoreFileController(Controller):
         request: Request[Any, Any, Any],
         db_session: DbSession,
         tenant: CurrentTenant,
+        principal: CurrentPrincipal,
         vector_store_id: FromPath[str],
         data: JSONBody[VectorStoreFileCreate],
     ) -> VectorStoreFilePublic:
@@ -120,6 +123,7 @@ class VectorStoreFileController(Controller):
             data=data,
             pool=state.gateway.pool,
             jobs=jobs_for(state),
+            api_key_id=principal.key_id,
         )
 
     @get("/files", opt=access(Role.VIEWER), summary="List a vector store's files")
@@ -196,6 +200,7 @@ class VectorStoreFileController(Controller):
         request: Request[Any, Any, Any],
         db_session: DbSession,
         tenant: CurrentTenant,
+        principal: CurrentPrincipal,
         vector_store_id: FromPath[str],
         data: JSONBody[FileBatchCreate],
     ) -> FileBatchPublic:
@@ -208,6 +213,7 @@ class VectorStoreFileController(Controller):
             data=data,
             pool=state.gateway.pool,
             jobs=jobs_for(state),
+            api_key_id=principal.key_id,
         )
 
     @get("/file_batches/{batch_id:str}", opt=access(Role.VIEWER), summary="Get a file batch")

@@ -6,8 +6,8 @@ file's *lease* (``lease_owner``, ``lease_expires_at`` on its ``vector_store_file
 pass: ``vector_stores.recover`` then sends the file again and the next process resumes after ``chunks_done``.
 
 Each batch of ``EMBED_BATCH_CHUNKS`` chunks is one embedding call, admitted as ``/v1/embeddings`` is (the tenant's
-token rate, a request slot, a hold on its budgets; there is no API key: the key that attached the file is not
-stored, so keys' request rates and budgets do not apply) and run at ``batch`` priority. Its chunks, its usage
+token rate, a request slot, a hold on its budgets, and those of the key that attached the file, when a key did)
+and run at ``batch`` priority. Its chunks, its usage
 event (id ``ingest:{row id}:{first chunk position}``), the budget hold's settlement and the new ``chunks_done``
 commit in one transaction, on condition that this process still holds the lease and the file is still in progress:
 a batch is stored and billed together or not at all, a batch repeated after a crash has the same usage event id
@@ -20,7 +20,9 @@ fails ``invalid_file``; the thread finishes on its own, its result unused). Outc
 - ``completed``: every chunk stored (a file with no text has none);
 - ``failed`` with ``last_error``: ``unsupported_file`` or ``invalid_file`` from parsing, or ``server_error``: the
   model is no longer served, or a budget refused a batch (the message names the budget; OpenAI has no code for
-  it, and waiting would hold the file in progress until someone raised the budget). A failed file's chunks go.
+  it, and waiting would hold the file in progress until someone raised the budget), or the embedding model's
+  upstream still failing ``UPSTREAM_PATIENCE`` after the file was attached. A failed file's chunks go.
+- a batch whose upstream call fails puts the file aside for 5 s, so a short outage only delays it;
 - in a worker, a batch that a rate or a full set of request slots refuses *puts the file aside* (no holder, not
   to be taken before the refusal's time): the worker slot is free meanwhile and ``vector_stores.recover`` sends
   it again then. Inline (tests, single process) it waits in place.
@@ -84,6 +86,7 @@ __all__ = [
     "INGEST_TASK",
     "PARSE_TIMEOUT_S",
     "RECOVER_TASK",
+    "UPSTREAM_PATIENCE",
     "IngestionEnvironment",
     "ingest_file",
     "usage_event_id",
@@ -96,6 +99,9 @@ RECOVER_TASK = "vector_stores.recover"
 EMBED_BATCH_CHUNKS = 32
 """Chunks per embedding call: BGE-large's 512-token chunks make 16k-token calls."""
 PARSE_TIMEOUT_S = 120.0
+UPSTREAM_PATIENCE = timedelta(hours=1)
+"""How long after a file was attached a failing upstream is waited out; then the file fails (it would otherwise
+be sent again every few seconds for ever)."""
 
 
 class IngestionEnvironment(Protocol):
@@ -265,7 +271,7 @@ async def _embed_and_store(
     texts = tuple(piece.text for piece in batch)
     call = ModelCall(
         scope=scope,
-        api_key_id=None,
+        api_key_id=row.api_key_id,
         agent_id=None,
         backend=backend,
         prompt_tokens=sum(input_tokens(texts)),
@@ -292,8 +298,10 @@ async def _embed_and_store(
                     vectors = event
                 elif isinstance(event, ComputeReceipt):
                     receipt = event
-        except UpstreamError as exc:  # tried again later, from this batch
+        except UpstreamError as exc:  # tried again later, from this batch, for a while
             log.warning("embedding batch %s failed upstream: %s", event_id, exc)
+            if utc_now() - row.created_at > UPSTREAM_PATIENCE:
+                raise _Failed("server_error", f"the embedding model kept failing: {exc}") from None
             raise _SetAside(5.0) from None
         if vectors is None or receipt is None:  # the fleet stopped the call (shutting down): resumed elsewhere
             raise _SetAside(1.0)
@@ -354,6 +362,7 @@ async def _commit_batch(
         )
         event = UsageEventCreate(
             event_id=usage_event_id(row.row_id, batch[0].position),
+            api_key_id=row.api_key_id,
             model=receipt.model,
             instance_type=receipt.instance_type,
             chip_us=receipt.chip_us,

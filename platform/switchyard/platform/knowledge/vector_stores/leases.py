@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
-from switchyard.platform.knowledge.vector_stores import repository
+from switchyard.platform.knowledge.chunks import remove_chunks
 from switchyard.platform.models import VectorStoreFile, utc_now
 
 __all__ = ["fail", "file_row", "files_to_recover", "heartbeat", "held", "release", "release_quietly", "take"]
@@ -101,7 +101,7 @@ async def fail(database: Database, scope: TenantScope, row_id: str, owner: str, 
         row = await file_row(session, scope, row_id)
         if row is None or row.lease_owner != owner or row.status != "in_progress":
             return
-        await repository.remove_chunks(session, scope, row.vector_store_id, row.file_id)
+        await remove_chunks(session, scope, row.vector_store_id, row.file_id)
         row.status = "failed"
         row.last_error = {"code": code, "message": message[:1000]}
         row.usage_bytes = 0

@@ -21,6 +21,7 @@ from switchyard.platform.db import TenantScope, new_id
 from switchyard.platform.http.errors import InvalidRequest
 from switchyard.platform.http.pagination import CursorParams, Page, paginate
 from switchyard.platform.jobs import JobSender
+from switchyard.platform.knowledge.chunks import remove_chunks
 from switchyard.platform.knowledge.vector_stores import repository
 from switchyard.platform.knowledge.vector_stores.attachments import attach, batch_public, file_public
 from switchyard.platform.knowledge.vector_stores.policy import (
@@ -98,6 +99,7 @@ async def create_store(
     pool: AcceleratorPool,
     default_model: str,
     jobs: JobSender,
+    api_key_id: str | None = None,
 ) -> VectorStorePublic:
     """A new store, its files attached and sent to be ingested once the request commits."""
     model, dimensions, max_input_tokens = embedding_choice(
@@ -129,6 +131,7 @@ async def create_store(
             batch_id=batch.id,
             max_input_tokens=max_input_tokens,
             jobs=jobs,
+            api_key_id=api_key_id,
             param="file_ids",
         )
     return await _public(session, scope, row)
@@ -174,7 +177,7 @@ async def delete_store(session: AsyncSession, *, scope: TenantScope, vector_stor
     """Delete the store, its chunks and its files' attachments (the files themselves stay in ``/v1/files``). An
     ingestion still running finds its file gone at its next batch and stops, storing nothing more."""
     row = await repository.store_row(session, scope, vector_store_id)
-    await repository.remove_chunks(session, scope, row.id, None)
+    await remove_chunks(session, scope, row.id, None)
     for table, column in (
         (VectorStoreFile, VectorStoreFile.vector_store_id),
         (VectorStoreFileBatch, VectorStoreFileBatch.vector_store_id),
@@ -198,13 +201,21 @@ async def add_file(
     data: VectorStoreFileCreate,
     pool: AcceleratorPool,
     jobs: JobSender,
+    api_key_id: str | None = None,
 ) -> VectorStoreFilePublic:
     """Attach one file (or answer it as it is, attached already)."""
     store = await repository.store_row(session, scope, vector_store_id)
     entry = FileBatchFile(file_id=data.file_id, attributes=data.attributes, chunking_strategy=data.chunking_strategy)
     limit = input_limit(pool, store)
     (row,) = await attach(
-        session, scope=scope, store=store, entries=[entry], batch_id=None, max_input_tokens=limit, jobs=jobs
+        session,
+        scope=scope,
+        store=store,
+        entries=[entry],
+        batch_id=None,
+        max_input_tokens=limit,
+        jobs=jobs,
+        api_key_id=api_key_id,
     )
     return file_public(row)
 
@@ -224,6 +235,7 @@ async def create_batch(
     data: FileBatchCreate,
     pool: AcceleratorPool,
     jobs: JobSender,
+    api_key_id: str | None = None,
 ) -> FileBatchPublic:
     """Attach the batch's files (``file_ids`` or ``files``, not both; none makes a batch completed at once)."""
     if data.file_ids is not None and data.files is not None:
@@ -243,6 +255,7 @@ async def create_batch(
         batch_id=batch.id,
         max_input_tokens=limit,
         jobs=jobs,
+        api_key_id=api_key_id,
         param="file_ids" if data.files is None else "files",
     )
     counts = await repository.file_counts(session, scope, [store.id], batch_id=batch.id)

@@ -1,5 +1,6 @@
-"""Celery jobs of vector stores: ``vector_stores.ingest`` (ingest one attached file, resuming where it stopped)
-and ``vector_stores.recover`` (every ``RECOVER_EVERY_S``: send again the files no process is ingesting).
+"""Celery jobs of knowledge: ``vector_stores.ingest`` (ingest one attached file, resuming where it stopped),
+``vector_stores.recover`` (every ``RECOVER_EVERY_S``: send again the files no process is ingesting) and
+``files.expire`` (every minute: erase the files whose ``expires_at`` passed, their bytes, chunks and attachments).
 
 Each worker thread keeps one event loop, database, pool and admission for its ingestions (built on first use, as
 ``execution.worker`` builds the runs'; this package sits below it, so it builds its own). Delivery is at-least-once:
@@ -29,11 +30,14 @@ from switchyard.platform.inference.busy import FleetBusyRecorder
 from switchyard.platform.inference.rating import RATE_EVENTS_TASK
 from switchyard.platform.inference.runtime import build_pool
 from switchyard.platform.jobs import enqueue
+from switchyard.platform.knowledge.files.service import erase_expired_files
 from switchyard.platform.knowledge.vector_stores.ingestion import INGEST_TASK, RECOVER_TASK, ingest_file
 from switchyard.platform.knowledge.vector_stores.leases import files_to_recover
 from switchyard.platform.settings import Settings, load_settings
 
-__all__ = ["ingest_task", "recover_task"]
+__all__ = ["EXPIRE_FILES_TASK", "expire_files_task", "ingest_task", "recover_task"]
+
+EXPIRE_FILES_TASK = "files.expire"
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,6 +133,16 @@ def recover_task() -> int:
     if due:
         log.info("sent %d vector store files no worker was ingesting", len(due))
     return len(due)
+
+
+@shared_task(name=EXPIRE_FILES_TASK, ignore_result=True)
+def expire_files_task() -> int:
+    """Erase the files whose time has passed; how many. Redelivery finds them erased."""
+    _, env = _environment()
+    erased = _run(erase_expired_files(env.database))
+    if erased:
+        log.info("erased %d expired files", erased)
+    return erased
 
 
 @worker_shutting_down.connect
