@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,12 +41,15 @@ from switchyard.platform.identity.passwords import configure_password_hashing
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
 from switchyard.platform.inference.embeddings import EmbeddingController
 from switchyard.platform.inference.runtime import start_gateway, stop_gateway
+from switchyard.platform.inference.text_completions import TextCompletionController
+from switchyard.platform.jobs import close_jobs
 from switchyard.platform.knowledge.files.controllers import file_routes
 from switchyard.platform.knowledge.search.controllers import VectorStoreSearchController
 from switchyard.platform.knowledge.vector_stores.controllers import VectorStoreController, VectorStoreFileController
 from switchyard.platform.members.controllers import MemberController
 from switchyard.platform.observability import Observability
 from switchyard.platform.responses.controllers import ConversationController, ResponseController
+from switchyard.platform.responses.input_tokens import InputTokensController
 from switchyard.platform.runs.controllers import RunController, ThreadAndRunController
 from switchyard.platform.runs.dispatch import drain_inline_runs
 from switchyard.platform.settings import Settings, argon2_cost, load_settings
@@ -79,6 +83,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await drain_inline_runs(app.state)
             await app.state.key_uses.drain()
             await stop_gateway(app.state)
+            await asyncio.to_thread(close_jobs, app.state)
             await app.state.database.dispose()
             thaw_startup_heap()
 
@@ -98,9 +103,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
             UsageController,
             ModelController,
             ChatController,
+            TextCompletionController,
             EmbeddingController,
             VectorStoreSearchController,
             ResponseController,
+            InputTokensController,
             ConversationController,
             FleetController,
             AgentController,

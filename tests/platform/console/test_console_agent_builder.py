@@ -55,6 +55,8 @@ def _full_form(csrf: str, helper: str) -> dict[str, str]:
             "guardrails.input.0.pattern": r"\d{16}",
             "guardrails.output.0.type": "max_length",
             "guardrails.output.0.max_chars": "2000",
+            "output_schema.schema": json.dumps(SCHEMA),
+            "output_schema.name": "order",
         },
     )
 
@@ -83,6 +85,7 @@ async def test_a_developer_builds_every_field_of_an_agent_in_one_form(console: A
     assert agent["handoffs"] == [{"agent_id": helper, "version": None, "description": "billing questions"}]
     assert agent["guardrails"]["input"][0]["pattern"] == r"\d{16}"
     assert agent["guardrails"]["output"][0]["max_chars"] == 2000
+    assert agent["output_schema"] == {"name": "order", "schema": SCHEMA, "strict": True}
 
     page = await console.get(f"/console/agents/{agent_id}")
     assert page.status_code == 200
@@ -96,6 +99,7 @@ async def test_a_developer_builds_every_field_of_an_agent_in_one_form(console: A
     assert "asks approval" in row.group(0)
     assert "billing-desk" in page.text  # the handoff names its agent
     assert "no_cards: trips on a match" in page.text
+    assert "JSON of the schema “order”" in page.text
     assert SECRET not in page.text
     edit = await console.get(f"/console/agents/{agent_id}/edit")
     assert "Authorization: &lt;redacted&gt;" in edit.text  # write-only: shown redacted, kept when sent back
@@ -142,6 +146,8 @@ async def test_errors_are_shown_beside_the_field_they_name(console: Any, make_co
         "handoffs-0": {"handoffs.0.agent_id": "agent_doesnotexist"},
         "guardrails-input-0-pattern": {"guardrails.input.0.type": "regex", "guardrails.input.0.pattern": "(("},
         "model": {"model": "no-such/model"},
+        "output_schema-schema": {"output_schema.schema": '{"type": "array"}'},
+        "output_schema-name": {"output_schema.schema": json.dumps(SCHEMA), "output_schema.name": "an answer"},
     }
     for field, extra in cases.items():
         refused = await console.post("/console/agents", data={**_form(csrf), **extra})
@@ -182,6 +188,11 @@ async def test_an_edit_keeps_redacted_headers_and_audits_only_the_fields_it_chan
     assert "<code>Help.</code>" in diff.text
     assert "<code>Help kindly.</code>" in diff.text
     assert SECRET not in diff.text
+
+    text_answers = {**same, "instructions": "Help kindly.", "output_schema.schema": "", "output_schema.name": ""}
+    assert (await console.post(f"/console/agents/{agent_id}", data=text_answers)).status_code == 303
+    agent = (await console.get(f"/v1/agents/{agent_id}", headers=tenant.headers())).json()
+    assert (agent["version"], agent["output_schema"]) == (3, None)
 
 
 async def test_the_diff_names_tools_added_and_settings_changed(console: Any, make_console_tenant: Any) -> None:

@@ -84,7 +84,9 @@ async def test_an_invited_member_sets_a_password_through_the_link_once_and_is_si
         assert action in actions
     console.cookies.clear()
     await sign_in(console, tenant.emails["admin"])
-    assert "Pending invitations" not in (await console.get("/console/members")).text
+    members = (await console.get("/console/members")).text
+    assert "new.dev@example.com (invited)" not in members  # joined: no longer pending
+    assert "new.dev@example.com</td>" not in members.partition("Pending invitations")[2]
 
 
 async def test_a_used_link_cannot_be_used_twice_even_with_a_fresh_form(console: Any, make_console_tenant: Any) -> None:
@@ -132,7 +134,12 @@ async def test_a_link_lasts_seven_days(console: Any, make_console_tenant: Any) -
     await _invite(console, "week@example.com")
     async with console.app.state.database.unit_of_work(UNSCOPED) as session:
         row = (
-            await session.execute(MemberInvitation.__table__.select().where(MemberInvitation.tenant_id == tenant.id))  # type: ignore[attr-defined]
+            await session.execute(
+                MemberInvitation.__table__.select().where(  # type: ignore[attr-defined]
+                    MemberInvitation.tenant_id == tenant.id,
+                    MemberInvitation.invited_by == tenant.member_ids["admin"],  # not the first owner's, made with it
+                )
+            )
         ).one()
     assert timedelta(days=7) == INVITATION_LIFETIME
     assert before + INVITATION_LIFETIME <= row.expires_at <= datetime.now(UTC) + INVITATION_LIFETIME

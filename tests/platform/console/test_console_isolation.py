@@ -24,6 +24,7 @@ from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, scripted_model, wait_for_run
 from tests.platform.billing.factories import BILLING_FACTORIES
 from tests.platform.console.factories import PASSWORD, TEST_ACTOR, ConsoleTenant, page_csrf, sign_in
+from tests.platform.knowledge.vector_stores_factories import VECTOR_STORE_FACTORIES
 
 _APP = create_app(Settings())
 _emails = itertools.count()
@@ -132,6 +133,35 @@ async def _pending_run(client: Any, tenant: ConsoleTenant) -> str:
     return str(run["id"])
 
 
+_workflows: dict[str, str] = {}
+
+
+async def _workflow(client: Any, tenant: ConsoleTenant) -> str:
+    """The tenant's workflow, which first asks a person, then an agent (one per tenant: the routes of its runs name
+    both the workflow and the run)."""
+    if tenant.id not in _workflows:
+        nodes = [
+            {"type": "user_approval", "id": "review", "message": "Go?", "approved": "ask", "rejected": "done"},
+            {"type": "agent", "id": "ask", "agent_id": await _agent(client, tenant), "next": "done"},
+            {"type": "end", "id": "done"},
+        ]
+        body = {"name": "matrix-flow", "start": "review", "nodes": nodes}
+        made = await client.post("/v1/workflows", json=body, headers=tenant.headers())
+        assert made.status_code == 201, made.text
+        _workflows[tenant.id] = str(made.json()["id"])
+    return _workflows[tenant.id]
+
+
+async def _workflow_run(client: Any, tenant: ConsoleTenant) -> str:
+    """A run of the tenant's workflow waiting at its approval node (call ``approve_review_0``)."""
+    body = {"workflow_id": await _workflow(client, tenant), "thread": {"messages": [{"content": "Hi"}]}}
+    made = await client.post("/v1/runs", json=body, headers=tenant.headers())
+    assert made.status_code == 201, made.text
+    run = made.json()
+    await wait_for_run(client, run["thread_id"], run["id"], tenant.headers(), statuses={"requires_action"})
+    return str(run["id"])
+
+
 FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "agent_id": _agent,
     "key_id": _key,
@@ -141,6 +171,10 @@ FACTORIES: dict[str, Callable[[Any, ConsoleTenant], Awaitable[str]]] = {
     "invitation_id": _invitation,
     "version": _version,
     **BILLING_FACTORIES,  # budget_id, invoice_id (rated usage of this month)
+    "vector_store_id": VECTOR_STORE_FACTORIES["vector_store_id"],  # a store holding one file, ingested
+    "file_id": VECTOR_STORE_FACTORIES["file_id"],  # that file
+    "workflow_id": _workflow,
+    "workflow_run_id": _workflow_run,  # a run of that workflow
 }
 FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the positive control)
     "POST /console/agents": {"name": "a", "model": "meta-llama/Llama-3.1-8B-Instruct", "instructions": ""},
@@ -154,6 +188,21 @@ FORMS: dict[str, dict[str, str]] = {  # what a browser submits on each form (the
     "POST /console/playground/{pending_run_id}/required_action": {"decision": "approve", "tool_call_id": "call_1"},
     "POST /console/billing/budgets": {"limit": "25.00", "currency": "USD", "hard": "on"},
     "POST /console/password": {"current_password": PASSWORD, "new_password": "another long password"},
+    "POST /console/knowledge": {"name": "docs"},
+    "POST /console/knowledge/{vector_store_id}/search": {"query": "ferry", "max_num_results": "3"},
+    "POST /console/knowledge/{vector_store_id}/attach": {"agent_id": "{agent}"},
+    "POST /console/workflows": {"name": "w", "agent_id": "{agent}"},
+    "POST /console/workflows/{workflow_id}": {"op": "add:nodes", "new_node_type": "end"},  # the form, a node added
+    "POST /console/workflows/{workflow_id}/runs": {"message": "Hi"},
+    "POST /console/workflows/{workflow_id}/runs/{workflow_run_id}/approval": {
+        "decision": "approve",
+        "tool_call_id": "approve_review_0",
+    },
+}
+FILES: dict[str, list[tuple[str, tuple[str, bytes, str]]]] = {  # the files a multipart form sends besides FORMS
+    "POST /console/knowledge/{vector_store_id}/files": [
+        ("file", ("more.txt", b"The pier opens at six.", "text/plain"))
+    ],
 }
 
 
@@ -166,9 +215,13 @@ def test_every_console_route_declares_its_access_and_has_factories() -> None:
     public = sorted(str(r) for r in ROUTES if r.access == "public")
     assert public == [
         "GET /console/invitations/{secret}",
+        "GET /console/password-reset",
+        "GET /console/password-reset/{secret}",
         "GET /console/sign-in",
         "GET /console/static/{file_path}",
         "POST /console/invitations/{secret}",
+        "POST /console/password-reset",
+        "POST /console/password-reset/{secret}",
         "POST /console/sign-in",
     ]
 
@@ -197,7 +250,7 @@ async def _call(client: Any, route: ConsoleRoute, ids: dict[str, str], *, csrf: 
         return await client.get(path)
     fields = {name: value.format(**ids) for name, value in FORMS.get(str(route), {}).items()}
     form = {**fields, **({"csrf_token": csrf} if csrf else {})}
-    return await client.request(route.method, path, data=form)
+    return await client.request(route.method, path, data=form, files=FILES.get(str(route)))
 
 
 async def _as(client: Any, tenant: ConsoleTenant, role: str) -> str:
@@ -214,6 +267,8 @@ async def test_console_isolation(console: Any, make_console_tenant: Any, route: 
     if "{agent}" in str(FORMS.get(str(route))):  # a form naming one of the tenant's agents
         own_ids["agent"] = await _agent(console, mine)
     their_ids = await _ids(console, route, theirs)
+    if "agent" in own_ids:  # another tenant's ids in the path, the caller's own agent in the form: still not found
+        their_ids["agent"] = own_ids["agent"]
 
     console.cookies.clear()  # no session: the sign-in page, for pages and forms alike
     anonymous = await _call(console, route, own_ids, csrf=None)
@@ -240,6 +295,7 @@ async def test_console_isolation(console: Any, make_console_tenant: Any, route: 
 OPERATOR_FORMS: dict[str, dict[str, str]] = {
     "POST /console/operator/tenants/{tenant_id}/credits": {"amount": "1.00", "currency": "USD", "reason": "matrix"},
     "POST /console/operator/rate-cards": {"instance_type": "trn2.48xlarge", "price_per_chip_hour": "2.5"},
+    "POST /console/operator/tenants": {"name": "Matrix Co"},
 }
 OPERATOR_PUBLIC = ["GET /console/operator/sign-in", "POST /console/operator/sign-in"]
 
@@ -248,12 +304,12 @@ def test_every_operator_route_needs_an_operator_session_but_the_sign_in() -> Non
     assert len(OPERATOR_ROUTES) >= 8
     assert sorted(str(r) for r in OPERATOR_ROUTES if r.access != "operator") == OPERATOR_PUBLIC
     assert all(r.access == "public" for r in OPERATOR_ROUTES if str(r) in OPERATOR_PUBLIC)
-    assert {p for r in OPERATOR_ROUTES for p in r.path_params} <= {"tenant_id"}
+    assert {p for r in OPERATOR_ROUTES for p in r.path_params} <= {"tenant_id", "member_id"}
     assert set(OPERATOR_FORMS) <= {str(r) for r in OPERATOR_ROUTES}
 
 
-async def _operator_call(client: Any, route: ConsoleRoute, tenant_id: str, *, csrf: str | None) -> Any:
-    path = route.path.format(tenant_id=tenant_id)
+async def _operator_call(client: Any, route: ConsoleRoute, tenant: Any, *, csrf: str | None) -> Any:
+    path = route.path.format(tenant_id=tenant.id, member_id=tenant.member_ids["owner"])
     if route.method == "GET":
         return await client.get(path)
     form = {**OPERATOR_FORMS.get(str(route), {}), **({"csrf_token": csrf} if csrf else {})}
@@ -281,11 +337,11 @@ async def test_operator_pages_refuse_no_session_and_member_sessions(
     tenant = await make_console_tenant()
     before = await _operator_actions(console)
     console.cookies.clear()
-    anonymous = await _operator_call(console, route, tenant.id, csrf=None)
+    anonymous = await _operator_call(console, route, tenant, csrf=None)
     assert anonymous.status_code == 302, anonymous.text
     assert anonymous.headers["location"].startswith("/console/operator/sign-in")
     member_csrf = await _as(console, tenant, "owner")  # the tenant's owner: still no operator
-    refused = await _operator_call(console, route, tenant.id, csrf=member_csrf)
+    refused = await _operator_call(console, route, tenant, csrf=member_csrf)
     assert refused.status_code == 302, refused.text
     assert refused.headers["location"].startswith("/console/operator/sign-in")
     assert await _operator_actions(console) == before  # nothing was done
@@ -299,5 +355,5 @@ async def test_operator_pages_refuse_no_session_and_member_sessions(
     )
     assert signed_in.status_code == 303
     csrf = csrf_of((await console.get("/console/operator/")).text)
-    own = await _operator_call(console, route, tenant.id, csrf=csrf)  # the positive control
+    own = await _operator_call(console, route, tenant, csrf=csrf)  # the positive control
     assert own.status_code in (200, 303), own.text

@@ -458,3 +458,155 @@ async def test_a_poll_after_the_session_ended_sends_the_window_to_the_sign_in(co
     assert ended.headers["hx-redirect"] == "/console/operator/sign-in?next=/console/operator/fleet"
     plain = await console.get("/console/operator/fleet/replicas")  # without htmx: the usual redirect
     assert plain.status_code == 302
+
+
+INVITATION = re.compile(r'id="owner-invitation" readonly value="https://switchyard\.test(/console/invitations/[^"]+)"')
+RESET = re.compile(r'id="reset-link" readonly value="https://switchyard\.test(/console/password-reset/[^"]+)"')
+
+
+async def test_an_operator_creates_a_tenant_whose_owner_gets_an_invitation_link(console: Any) -> None:
+    operator_id = await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get("/console/operator/")
+    form = {"name": "Globex", "owner_email": "Hank@Globex.example", "csrf_token": csrf_of(page.text)}
+    assert (await console.post("/console/operator/tenants", data={**form, "csrf_token": "x"})).status_code == 403
+    created = await console.post("/console/operator/tenants", data=form)
+    assert created.status_code == 200, created.text
+    assert "<h1>Globex is created</h1>" in created.text
+    tenant_id = re.search(r'id="created-tenant-id">(ten_\w+)<', created.text)
+    assert tenant_id
+    assert 'id="created-owner-email">hank@globex.example<' in created.text
+    assert re.search(r'id="owner-key" readonly value="sy_\w+_', created.text)  # shown this once
+    link = INVITATION.search(created.text)
+    assert link, created.text
+    accept = await console.get(link.group(1))  # the owner's link opens the console's invitation page
+    assert accept.status_code == 200, accept.text
+    assert "hank@globex.example" in accept.text
+    [event] = await _operator_events(console.app, "tenant.create")
+    assert (event.actor, event.target_id) == (operator_id, tenant_id.group(1))
+    listed = await console.get("/console/operator/?q=Globex")
+    assert f'href="/console/operator/tenants/{tenant_id.group(1)}">Globex</a>' in listed.text
+    log = await console.get("/console/operator/audit?action=tenant.create")
+    assert f'tenant <a href="/console/operator/tenants/{tenant_id.group(1)}">' in log.text
+
+
+async def test_a_refused_new_tenant_says_why_and_makes_nothing(console: Any) -> None:
+    await _add_operator(console.app)
+    await _operator_sign_in(console)
+    token = csrf_of((await console.get("/console/operator/")).text)
+    for fields, why in [
+        ({"name": "", "owner_email": ""}, "name"),
+        ({"name": "Initech", "owner_email": "not an address"}, "owner_email"),
+    ]:
+        refused = await console.post("/console/operator/tenants", data={**fields, "csrf_token": token})
+        assert refused.status_code == 400
+        assert re.search(rf'id="new-tenant-error">{why}: ', refused.text), refused.text
+        assert f'value="{fields["name"]}"' in refused.text  # the form keeps what was typed
+    assert await _operator_events(console.app, "tenant.create") == []
+
+
+async def test_an_operator_issues_a_member_s_password_reset_link_audited_in_both_logs(
+    console: Any, make_console_tenant: Any
+) -> None:
+    tenant, other = await make_console_tenant(), await make_console_tenant()
+    operator_id = await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get(f"/console/operator/tenants/{tenant.id}")
+    assert tenant.emails["viewer"] in page.text  # the tenant's members are listed
+    assert other.emails["viewer"] not in page.text
+    member = tenant.member_ids["owner"]
+    path = f"/console/operator/tenants/{tenant.id}/members/{member}/password-reset"
+    assert (await console.post(path)).status_code == 403  # no CSRF token
+    issued = await console.post(path, data={"csrf_token": csrf_of(page.text)})
+    assert issued.status_code == 200, issued.text
+    link = RESET.search(issued.text)
+    assert link, issued.text
+    assert f"A password-reset link for {tenant.emails['owner']}" in issued.text
+    assert (await console.get(link.group(1))).status_code == 200  # the member's page to choose a password
+    [event] = await _operator_events(console.app, "member.password_reset_issue")
+    assert (event.actor, event.target_id, event.details["tenant_id"]) == (operator_id, member, tenant.id)
+    async with console.app.state.database.unit_of_work(UNSCOPED) as session:
+        tenant_log = (
+            await session.execute(
+                select(AuditEvent).where(
+                    AuditEvent.tenant_id == tenant.id, AuditEvent.action == "member.password_reset_issue"
+                )
+            )
+        ).scalar_one()
+    assert tenant_log.actor == operator_id
+    # another tenant's member through this tenant's page, or an unknown tenant: 404, and nothing issued
+    crossed = f"/console/operator/tenants/{tenant.id}/members/{other.member_ids['owner']}/password-reset"
+    assert (await console.post(crossed, data={"csrf_token": csrf_of(page.text)})).status_code == 404
+    unknown = f"/console/operator/tenants/ten_nope/members/{member}/password-reset"
+    assert (await console.post(unknown, data={"csrf_token": csrf_of(page.text)})).status_code == 404
+    assert len(await _operator_events(console.app, "member.password_reset_issue")) == 1
+
+
+async def test_a_credit_names_the_operator_who_granted_it(console: Any, make_console_tenant: Any) -> None:
+    tenant = await make_console_tenant()
+    await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get(f"/console/operator/tenants/{tenant.id}")
+    form = {"amount": "5", "currency": "USD", "reason": "Goodwill", "csrf_token": csrf_of(page.text)}
+    granted = await console.post(f"/console/operator/tenants/{tenant.id}/credits", data=form)
+    assert granted.status_code == 303
+    page = await console.get(granted.headers["location"])
+    assert 'role="status">Credit granted.</p>' in page.text  # the action's success message, once
+    assert '<a class="brand" href="/console/operator/">' in page.text  # the brand leads to the operator's home
+    console.cookies.clear()
+    sign_in_page = await console.get("/console/operator/sign-in?next=/console/operator/fleet")
+    assert '<a class="brand" href="/console/operator/">' in sign_in_page.text  # signed out too
+    row = re.search(r"<tr><td>[^<]*</td><td class=\"num\">5.00 USD</td>.*?</tr>", page.text, re.S)
+    assert row, page.text
+    assert f'<td class="actor">{OPERATOR_EMAIL} <span class="hint">operator</span></td>' in row.group(0)
+
+
+async def test_a_suspended_tenant_s_keys_and_members_are_refused_until_it_is_reactivated(
+    console: Any, make_console_tenant: Any, operator_headers: dict[str, str]
+) -> None:
+    tenant, other = await make_console_tenant(), await make_console_tenant()
+    # one client holds both sessions: the member's cookie and the operator's (sent to the operator pages only)
+    assert (await sign_in(console, tenant.emails["viewer"])).status_code == 303
+    assert (await console.get("/console/")).status_code == 200
+    operator_id = await _add_operator(console.app)
+    await _operator_sign_in(console)
+    page = await console.get(f"/console/operator/tenants/{tenant.id}")
+    confirm_path = f"/console/operator/tenants/{tenant.id}/suspend"
+    assert f'href="{confirm_path}">Suspend ' in page.text  # a link to a confirmation page, not a button
+    confirm = await console.get(confirm_path)
+    assert confirm.status_code == 200
+    assert "can no longer sign in" in confirm.text
+    assert (await console.post(confirm_path)).status_code == 403  # no CSRF token: nothing changes
+    assert (await console.get("/v1/models", headers=tenant.headers())).status_code == 200
+    done = await console.post(confirm_path, data={"csrf_token": csrf_of(confirm.text)})
+    assert done.status_code == 303
+    page = await console.get(done.headers["location"])
+    assert "is suspended.</p>" in page.text
+    assert re.search(r'id="tenant-status"><span class="status suspended">suspended</span> since', page.text)
+
+    console.app.state.key_cache.forget(tenant.keys["viewer"].split("_")[1])  # not verified before: no cached pass
+    refused = await console.get("/v1/models", headers=tenant.headers("viewer"))
+    assert refused.status_code == 401
+    assert "suspended" in refused.text
+    assert (await console.get("/v1/models", headers=other.headers("viewer"))).status_code == 200  # that tenant only
+    assert (await console.get("/console/")).status_code == 302  # the member's open session ends at its next page
+    console.cookies.delete(SESSION_COOKIE)
+    assert (await sign_in(console, tenant.emails["owner"])).status_code == 401
+
+    api = await console.get(f"/v1/admin/tenants/{tenant.id}", headers=operator_headers)
+    assert api.json()["suspended_at"] is not None
+    again = await console.post(f"/v1/admin/tenants/{tenant.id}/suspend", headers=operator_headers)
+    assert again.status_code == 200  # already suspended: nothing changes, nothing recorded
+    [event] = await _operator_events(console.app, "tenant.suspend")
+    assert (event.actor, event.target_id) == (operator_id, tenant.id)
+
+    page = await console.get(f"/console/operator/tenants/{tenant.id}")
+    back = await console.post(
+        f"/console/operator/tenants/{tenant.id}/reactivate", data={"csrf_token": csrf_of(page.text)}
+    )
+    assert back.status_code == 303
+    assert "is active again.</p>" in (await console.get(back.headers["location"])).text
+    assert (await console.get("/v1/models", headers=tenant.headers("viewer"))).status_code == 200
+    assert (await sign_in(console, tenant.emails["owner"])).status_code == 303
+    [event] = await _operator_events(console.app, "tenant.reactivate")
+    assert event.actor == operator_id

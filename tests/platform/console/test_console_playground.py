@@ -182,6 +182,8 @@ async def test_approve_then_give_the_function_s_output_and_the_run_completes(
     assert 'name="decision" value="approve">Approve<' in page.text
     assert 'value="deny" class="danger">Deny<' in page.text
     assert "data-stream" not in page.text
+    assert re.search(r'<textarea id="pg-message"[^>]* disabled', page.text)  # no next message while it waits
+    assert "The run waits for your decision above" in page.text
 
     decided = await console.post(
         f"/console/playground/{run_id}/required_action",

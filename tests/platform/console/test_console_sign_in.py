@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pydantic import SecretStr
 from sqlalchemy import select, update
 
 from switchyard.platform.cli import main
@@ -18,6 +19,7 @@ from switchyard.platform.identity.attempts import FAILURES_PER_ACCOUNT_AND_CLIEN
 from switchyard.platform.identity.sessions import IDLE_TIMEOUT
 from switchyard.platform.models import AuditEvent, ConsoleSession, MemberPassword, utc_now
 from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
+from tests.support.smtp import smtp_server
 
 
 async def _audit_actions(app: Any, tenant_id: str) -> list[str]:
@@ -191,7 +193,17 @@ async def test_sign_in_only_returns_to_console_pages(console: Any, make_console_
     assert answer.headers["location"] == "/console/"
 
 
-def test_tenant_create_prints_a_one_time_console_password_that_signs_in(tmp_path: Path) -> None:
+# The WHATWG HTML standard's "valid e-mail address": what the sign-in page's <input type=email> accepts.
+BROWSER_EMAIL = re.compile(
+    r"^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
+)
+
+
+@pytest.mark.parametrize("owner_email", ["Boss@Acme.io", None])
+def test_tenant_create_prints_an_invitation_link_with_which_the_owner_chooses_a_password_and_signs_in(
+    tmp_path: Path, owner_email: str | None
+) -> None:
     import asyncio
 
     from litestar.testing import AsyncTestClient
@@ -199,25 +211,66 @@ def test_tenant_create_prints_a_one_time_console_password_that_signs_in(tmp_path
     from switchyard.platform.app import create_app
     from switchyard.platform.settings import Settings
 
-    runner = CliRunner(env={"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_DATABASE_URL": ""})
+    env = {
+        "SWITCHYARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHYARD_DATABASE_URL": "",
+        "SWITCHYARD_PUBLIC_URL": "https://switchyard.test",
+    }
+    runner = CliRunner(env=env)
     assert runner.invoke(main, ["db", "upgrade"]).exit_code == 0
-    created = runner.invoke(main, ["tenant", "create", "Acme", "--owner-email", "Boss@Acme.io"])
+    owner = ["--owner-email", owner_email] if owner_email else []
+    created = runner.invoke(main, ["tenant", "create", "Acme", *owner])
     assert created.exit_code == 0, created.output
-    found = re.search(r"console:\s+sign in as (\S+) with the one-time password (\S+)", created.output)
+    printed = r"console:\s+(\S+) sets a password and signs in at https://switchyard\.test(/\S+)"
+    found = re.search(printed, created.output)
     assert found, created.output
-    email, password = found.groups()
-    assert email == "boss@acme.io"
+    email, link = found.groups()
+    assert email == (owner_email.lower() if owner_email else email)
+    assert BROWSER_EMAIL.match(email), email  # the sign-in page's field takes it (not owner@ten_….invalid)
+    assert email.endswith(".invalid") == (owner_email is None)
 
     async def go() -> None:
         settings = Settings(data_dir=tmp_path / "data", time_scale=0)
         async with AsyncTestClient(app=create_app(settings), base_url="https://switchyard.test") as client:
             client.follow_redirects = False
-            assert (await sign_in(client, email, password)).status_code == 303
-            overview = await client.get("/console/")
-            assert overview.status_code == 200
-            assert "boss@acme.io · owner · Acme" in overview.text
+            form = await client.get(link)
+            assert form.status_code == 200, form.text
+            assert email in form.text
+            chosen = "the owner's own password"
+            joined = await client.post(link, data={"new_password": chosen, "csrf_token": csrf_of(form.text)})
+            assert joined.status_code == 303, joined.text
+            assert f"{email} · owner · Acme" in (await client.get("/console/")).text
+            client.cookies.clear()
+            assert (await client.get(link)).status_code == 410  # one use
+            assert (await sign_in(client, email, chosen)).status_code == 303
+            assert f"{email} · owner · Acme" in (await client.get("/console/")).text
 
     asyncio.run(go())
+
+
+async def test_the_admin_api_answers_a_new_tenant_s_owner_invitation_link(client: Any, operator_key: str) -> None:
+    created = await client.post(
+        "/v1/admin/tenants", json={"name": "Linked"}, headers={"Authorization": f"Bearer {operator_key}"}
+    )
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["owner_key"]["value"].startswith("sy_")  # the answer as before ...
+    settings = client.app.state.settings
+    link = body["owner_invitation_url"]  # ... and the owner's link, on SWITCHYARD_PUBLIC_URL
+    assert link.startswith(f"{settings.public_url}/console/invitations/")
+    assert body["owner_invitation_expires_at"]
+    assert BROWSER_EMAIL.match(body["owner_email"])
+    client.base_url = "https://switchyard.test"
+    client.follow_redirects = False
+    path = link.removeprefix(settings.public_url)
+    form = await client.get(path)
+    assert form.status_code == 200, form.text
+    joined = await client.post(path, data={"new_password": "an owner's password", "csrf_token": csrf_of(form.text)})
+    assert joined.status_code == 303
+    assert f"{body['owner_email']} · owner · Linked" in (await client.get("/console/")).text
+    schema = (await client.get("/schema/openapi.json")).json()
+    fields = schema["components"]["schemas"]["TenantCreated"]["properties"]
+    assert {"owner_key", "owner_invitation_url", "owner_invitation_expires_at"} <= set(fields)
 
 
 def test_passwords_are_hashed_at_rfc_9106_s_cost_unless_configured_and_never_below_owasp_s_minimum() -> None:
@@ -266,3 +319,62 @@ async def test_a_password_hashed_at_another_cost_is_hashed_again_at_today_s_on_s
     assert today in stored  # hashed again, at the configured cost
     console.cookies.clear()
     assert (await sign_in(console, tenant.emails["developer"])).status_code == 303  # and the new hash verifies
+
+
+async def test_forgot_password_without_mail_says_to_ask_an_admin(console: Any) -> None:
+    sign_in_page = await console.get("/console/sign-in")
+    assert '<a href="/console/password-reset">Forgot your password?</a>' in sign_in_page.text
+    forgot = await console.get("/console/password-reset")
+    assert forgot.status_code == 200
+    assert "Ask an admin or owner of your tenant" in forgot.text
+    assert 'name="email"' not in forgot.text
+    posted = await console.post(
+        "/console/password-reset", data={"email": "a@b.example", "csrf_token": csrf_of(sign_in_page.text)}
+    )
+    assert posted.status_code == 400
+
+
+async def test_forgot_password_mails_a_link_to_a_member_and_tells_nobody_who_is_one(
+    console: Any, make_console_tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_console_tenant()
+    email = tenant.emails["developer"]
+    with smtp_server() as mail:
+        monkeypatch.setattr(console.app.state.settings, "smtp_url", SecretStr(mail.url))
+        form = await console.get("/console/password-reset")
+        assert 'name="email"' in form.text
+        csrf = csrf_of(form.text)
+        unknown = await console.post("/console/password-reset", data={"email": "nobody@x.example", "csrf_token": csrf})
+        known = await console.post("/console/password-reset", data={"email": email.upper(), "csrf_token": csrf})
+        assert unknown.status_code == known.status_code == 200
+        assert "is on its way" in known.text
+        assert unknown.text.replace("nobody@x.example", "") == known.text.replace(email.upper(), "")  # no hint
+        (sent,) = mail.messages  # none to the unknown address
+    assert sent.recipients == [email]
+    path = re.search(r"https://switchyard\.test(/console/password-reset/\S+)", sent.body)
+    assert path, sent.body
+    assert "works once, for 60 minutes" in sent.body
+
+    reset_form = await console.get(path.group(1))
+    chosen = "remembered at last, a new one"
+    used = await console.post(path.group(1), data={"new_password": chosen, "csrf_token": csrf_of(reset_form.text)})
+    assert used.status_code == 303
+    console.cookies.clear()
+    assert (await sign_in(console, email, chosen)).status_code == 303
+    assert "member.password_reset" in await _audit_actions(console.app, tenant.id)
+
+
+async def test_asking_for_reset_mails_is_rate_limited_like_sign_in(
+    console: Any, make_console_tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_console_tenant()
+    with smtp_server() as mail:
+        monkeypatch.setattr(console.app.state.settings, "smtp_url", SecretStr(mail.url))
+        csrf = csrf_of((await console.get("/console/password-reset")).text)
+        ask = {"email": tenant.emails["viewer"], "csrf_token": csrf}
+        for _ in range(FAILURES_PER_ACCOUNT_AND_CLIENT):
+            assert (await console.post("/console/password-reset", data=ask)).status_code == 200
+        refused = await console.post("/console/password-reset", data=ask)
+        assert refused.status_code == 429
+        assert int(refused.headers["retry-after"]) > 0
+        assert len(mail.messages) == FAILURES_PER_ACCOUNT_AND_CLIENT  # the refused one sent nothing

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from switchyard.agents import AgentSpec, Guardrails, HandoffSpec, ModelParams, RunLimits, ToolSpec
+from switchyard.agents import AgentSpec, Guardrails, HandoffSpec, ModelParams, OutputSchema, RunLimits, ToolSpec
 from switchyard.agents.tools.secrets import redact_tool_secrets
 from switchyard.platform.http.bodies import REQUEST_BODY
 from switchyard.platform.models import Agent, AgentVersion
@@ -46,6 +46,7 @@ class AgentUpdate(BaseModel):
     handoffs: list[HandoffSpec] | None = Field(default=None, max_length=32)
     guardrails: Guardrails | None = None
     model_params: ModelParams | None = None
+    output_schema: OutputSchema | None = None
     limits: RunLimits | None = None
     metadata: dict[str, str] | None = None
 
@@ -58,6 +59,9 @@ class _Definition(BaseModel):
     handoffs: list[dict[str, Any]]
     guardrails: dict[str, Any]
     model_params: dict[str, Any]
+    output_schema: dict[str, Any] | None = Field(
+        description="The answers' JSON Schema (`name`, `schema`, `strict`); null: answers are text."
+    )
     limits: dict[str, Any]
     metadata: dict[str, str]
 

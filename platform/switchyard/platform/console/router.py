@@ -26,10 +26,17 @@ from switchyard.platform.console.pages.auth import SignInController
 from switchyard.platform.console.pages.billing import BillingPagesController
 from switchyard.platform.console.pages.invitations import InvitationController
 from switchyard.platform.console.pages.keys import KeyPagesController
+from switchyard.platform.console.pages.knowledge import KnowledgePagesController
+from switchyard.platform.console.pages.knowledge_tools import KnowledgeToolsController
+from switchyard.platform.console.pages.knowledge_upload import KnowledgeUploadController
 from switchyard.platform.console.pages.members import MemberPagesController, PasswordController
 from switchyard.platform.console.pages.overview import OverviewController
+from switchyard.platform.console.pages.password_reset import PasswordResetController
 from switchyard.platform.console.pages.playground import PlaygroundController
 from switchyard.platform.console.pages.runs import RunPagesController
+from switchyard.platform.console.pages.usage import UsagePagesController
+from switchyard.platform.console.pages.workflow_runs import WorkflowRunsController
+from switchyard.platform.console.pages.workflows import WorkflowPagesController
 from switchyard.platform.console.render import SECURITY_HEADERS, render
 
 __all__ = ["console_router"]
@@ -76,10 +83,17 @@ console_router = Router(
     route_handlers=[
         SignInController,
         InvitationController,
+        PasswordResetController,
         OverviewController,
         AgentPagesController,
+        WorkflowPagesController,
+        WorkflowRunsController,
+        KnowledgePagesController,
+        KnowledgeUploadController,
+        KnowledgeToolsController,
         KeyPagesController,
         RunPagesController,
+        UsagePagesController,
         MemberPagesController,
         PasswordController,
         BillingPagesController,

@@ -138,10 +138,14 @@ def instrument_pool(pool: AcceleratorPool) -> AcceleratorPool:
 
 
 def count_refusals(admission: A) -> A:
-    """``admission`` (an ``Admission``) counting each refused model call by its error code (only this instance
-    is changed)."""
-    admit: Callable[..., Awaitable[Any]] = admission.admit  # type: ignore[attr-defined]
+    """``admission`` (an ``Admission``) counting each refused model call by its error code, whether admitted now or
+    ahead of its job (only this instance is changed)."""
+    for name in ("admit", "admit_ahead"):
+        admission.__dict__[name] = _counting(getattr(admission, name))
+    return admission
 
+
+def _counting(admit: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(admit)
     async def counted(call: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -153,8 +157,7 @@ def count_refusals(admission: A) -> A:
                 ADMISSION_REFUSALS.labels(str(code), caller).inc()
             raise
 
-    admission.__dict__["admit"] = counted
-    return admission
+    return counted
 
 
 def _traced(

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from switchyard.agents import StaticResolver
 from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.bootstrap import CLI_ACTOR
@@ -28,6 +29,8 @@ from switchyard.platform.tenants.service import create_tenant
 from tests.platform.api.live import serve
 from tests.platform.console.browser.served import CHROMIUM, MODELS, Console
 from tests.platform.console.factories import PASSWORD, add_console_member
+from tests.support.mcp import MCP_HOST, mcp_http_app
+from tests.support.served import port_of, served
 
 
 def _need_chromium() -> None:
@@ -56,7 +59,10 @@ def _usage(console: Console) -> None:
     """Real usage: a budget, chat completions on two models and one agent run (executed in the server)."""
     from tests.platform.agents_api.factories import run_inline
 
-    run_inline(SimpleNamespace(app=console.app))  # the run executes in the server's event loop
+    # the runs execute in the server's event loop; MCP servers named mcp.test reach the scenarios' own
+    run_inline(
+        SimpleNamespace(app=console.app), resolver=StaticResolver({MCP_HOST: ["127.0.0.1"]}), allow_loopback=True
+    )
     with console.api() as api:
         assert api.post("/v1/budgets", json={"limit_minor": 500, "currency": "USD"}).status_code in (200, 201)
         for i in range(6):
@@ -78,6 +84,20 @@ def _usage(console: Console) -> None:
         assert run.status_code in (200, 201), run.text
 
 
+def _crm() -> Any:
+    """The scenarios' MCP server: a CRM whose one tool finds a customer."""
+    from mcp.server.mcpserver import MCPServer
+
+    crm = MCPServer("crm")
+
+    @crm.tool()
+    def find_customer(email: str) -> str:
+        """Find a customer by email."""
+        return f"customer of {email}: Ada, since 2021"
+
+    return crm
+
+
 @pytest.fixture(scope="module")
 def console(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
@@ -97,8 +117,9 @@ def console(
     shots = Path(os.environ.get("SWITCHYARD_TEST_SCREENSHOTS") or root / "shots")
     shots.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
-    with serve(app) as url:
-        console = Console(url=url, app=app, owner_key=owner_key, emails=emails, shots=shots)
+    with serve(app) as url, served(mcp_http_app(_crm())) as crm_url:
+        crm = f"http://{MCP_HOST}:{port_of(crm_url)}/mcp"
+        console = Console(url=url, app=app, owner_key=owner_key, emails=emails, shots=shots, mcp_url=crm)
         asyncio.run(_set_first_owner_password(settings, tenant_id))
         _usage(console)
         yield console

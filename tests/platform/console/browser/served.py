@@ -22,6 +22,8 @@ class Console:
     owner_key: str
     emails: dict[str, str]
     shots: Path
+    mcp_url: str = ""
+    """A real MCP server's URL (``find_customer``), which the console's runs may reach."""
 
     def api(self, key: str | None = None) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key or self.owner_key}"})

@@ -159,3 +159,62 @@ def test_without_javascript_the_form_adds_rows_and_saves(console: Console, brows
         assert "trips past 500 characters" in page.locator("#agent-guardrails").inner_text()
     finally:
         context.close()
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "status": {"type": "string"}},
+    "required": ["order_id", "status"],
+    "additionalProperties": False,
+}
+
+
+def test_an_agent_built_in_the_console_runs_in_the_playground_and_its_trace_reads_the_tool_call(
+    console: Console, page: Any
+) -> None:
+    """Built entirely in the console (a function tool, an MCP server asking approval, a structured output and a
+    handoff), run in the playground (the function's output given there), and its trace read: the tool's
+    arguments and its result."""
+    sign_in(page, console, "admin")
+    page.get_by_role("link", name="Agents").click()
+    page.get_by_role("link", name="New agent").click()
+    page.get_by_label("Name", exact=True).fill("order-desk")
+    page.get_by_label("Model", exact=True).select_option(MODELS[0])
+    page.get_by_label("Instructions").fill("Answer about orders.")
+    _add_tool_by_keyboard(page, "Function (your code runs it)")
+    page.locator("#tools-0-name:focus").wait_for()
+    page.keyboard.type("lookup_order")
+    page.locator("#tools-0-parameters").fill(json.dumps(SCHEMA))
+    _add_tool_by_keyboard(page, "MCP server")
+    page.locator("#tools-1-server_label:focus").wait_for()
+    page.keyboard.type("crm")
+    page.locator("#tools-1-server_url").fill(console.mcp_url)
+    page.locator("#tools-1-requires_approval").check()
+    page.get_by_role("button", name="Add handoff").click()
+    support_bot = page.locator("#handoffs-0-agent_id option", has_text="support-bot").get_attribute("value")
+    page.locator("#handoffs-0-agent_id").select_option(support_bot)
+    page.get_by_label("Answer schema").fill(json.dumps(ANSWER, indent=2))
+    page.get_by_label("Format name").fill("order_status")
+    page.get_by_label("Name", exact=True).press("Enter")
+    page.get_by_role("heading", name="order-desk v1").wait_for()
+    assert "JSON of the schema “order_status”" in page.locator("#agent-output").inner_text()
+
+    page.get_by_role("link", name="Playground").click()
+    page.get_by_label("Agent").select_option(label=f"order-desk (v1, {MODELS[0]})")
+    page.get_by_label("Message").fill("Where is my parcel? Use lookup_order with order_id=A-7")
+    page.get_by_role("button", name="Send").click()
+    page.get_by_label(re.compile(r"Output of lookup_order")).fill('{"status": "shipped"}')
+    page.get_by_role("button", name="Submit outputs").click()
+    page.locator("#run-status", has_text="completed").wait_for(timeout=60_000)
+    answer = json.loads(page.locator("#chat li.msg.assistant p.text").last.inner_text())
+    assert set(answer) == {"order_id", "status"}  # the structured output
+
+    page.locator("#run-compute a").click()  # the run's trace
+    page.wait_for_url(re.compile(r"/console/runs/run_\w+$"))
+    trace = page.locator("main").inner_text()
+    assert "lookup_order" in trace
+    assert '"order_id": "A-7"' in trace  # the tool's arguments
+    assert "shipped" in trace  # and the result the playground gave it
+    page.screenshot(path=str(console.shots / "agent-trace.png"), full_page=True)
+    assert page.elsewhere == []  # type: ignore[attr-defined]
+    assert page.errors == []  # type: ignore[attr-defined]

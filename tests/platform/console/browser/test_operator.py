@@ -170,3 +170,78 @@ def test_the_fleet_page_goes_to_the_sign_in_when_its_session_ends(console: Conso
     page.wait_for_url(re.compile(r"/console/operator/sign-in\?next=/console/operator/fleet$"), timeout=10_000)
     page.get_by_role("heading", name="Operator sign-in").wait_for()
     assert page.locator("#replicas").count() == 0  # the sign-in is the page, not swapped into the fleet's table
+
+
+_FITS = "document.documentElement.scrollWidth <= window.innerWidth + 1"
+_VIEWPORTS = [{"width": 1280, "height": 800}, {"width": 390, "height": 844}]
+
+
+@pytest.mark.parametrize("viewport", _VIEWPORTS, ids=str)
+def test_an_operator_creates_a_tenant_and_passes_on_the_owner_s_invitation_link(
+    console: Console, operator: str, page: Any, viewport: dict[str, int]
+) -> None:
+    _operator_sign_in(page, console, operator)
+    page.set_viewport_size(viewport)
+    page.get_by_role("link", name="Tenants").click()
+    page.get_by_role("heading", name="New tenant").wait_for()
+    name = f"Globex {viewport['width']}"
+    page.get_by_label("Tenant name").fill(name)
+    page.get_by_label("Owner's e-mail").fill(f"hank{viewport['width']}@globex.example")
+    page.get_by_role("button", name="Create tenant").click()
+    page.get_by_role("heading", name=f"{name} is created").wait_for()
+    link = page.get_by_role("textbox", name="Invitation link").input_value()
+    assert link.startswith(f"{console.url}/console/invitations/")
+    assert page.get_by_role("textbox", name="Owner API key").input_value().startswith("sy_")
+    assert page.evaluate(_FITS)
+    suffix = "" if viewport["width"] > 600 else "_phone"
+    page.screenshot(path=str(console.shots / f"operator_tenant_created{suffix}.png"), full_page=True)
+
+    page.get_by_role("link", name=f"Go to {name}").click()
+    page.get_by_role("heading", name=name, exact=True).wait_for()
+    assert page.locator("#members", has_text=f"hank{viewport['width']}@globex.example").is_visible()
+    page.get_by_role("link", name="Switchyard").click()  # the brand leads to the operator's home
+    page.get_by_role("heading", name="Tenants", exact=True).wait_for()
+    assert page.url.endswith("/console/operator/")
+
+    page.goto(link)  # the owner's link: the console's invitation page, to choose a password
+    page.get_by_role("heading", name=f"Join {name}").wait_for()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("viewport", _VIEWPORTS, ids=str)
+def test_an_owner_filters_the_audit_log_and_exports_it(
+    console: Console, page: Any, viewport: dict[str, int], tmp_path: Any
+) -> None:
+    from tests.platform.console.browser.served import sign_in
+
+    sign_in(page, console, "owner")
+    page.set_viewport_size(viewport)
+    page.get_by_role("link", name="Audit log").click()
+    page.get_by_role("heading", name="Audit log").wait_for()
+    page.get_by_label("Action").select_option("agent.create")  # chosen from the actions the log holds
+    by_key = page.locator("#audit-actor option", has_text="(api key)").inner_text()  # the tenant's one key
+    assert re.fullmatch(r"owner \(sy_\w+_…\) \(api key\)", by_key)
+    page.get_by_label("Actor").select_option(label=by_key)
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"/console/audit\?action=agent\.create&actor=key_\w+"))
+    rows = page.locator("#audit-events tbody tr")
+    assert rows.count() == 1
+    assert "agent.create" in rows.first.inner_text()
+    assert re.search(r"owner \(sy_\w+_…\)", rows.first.locator(".actor").inner_text())  # the key by name
+    target = rows.first.get_by_role("link")
+    assert target.get_attribute("href").startswith("/console/agents/agent_")  # type: ignore[union-attr]
+    assert page.evaluate(_FITS)
+    suffix = "" if viewport["width"] > 600 else "_phone"
+    page.screenshot(path=str(console.shots / f"audit_filtered{suffix}.png"), full_page=True)
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export CSV").click()
+    saved = tmp_path / "audit.csv"
+    download.value.save_as(saved)
+    lines = saved.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("created_at,action,actor_id,actor,actor_kind,target_type,target_id")
+    assert len(lines) == 2  # the header and the one filtered row
+    assert ",agent.create,key_" in lines[1]
+    target.click()
+    page.get_by_role("heading", name="support-bot").wait_for()  # the target's own page
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -91,7 +91,8 @@ def test_create_a_key_see_its_secret_once_use_it_and_revoke_it(console: Console,
     page.goto(f"{console.url}/console/keys")
     assert secret not in page.content()  # shown once
     row = page.locator("tr", has_text="ci-pipeline")
-    row.get_by_role("button", name="Revoke key ci-pipeline").click()
+    row.get_by_role("link", name="Revoke key ci-pipeline").click()
+    page.get_by_role("button", name="Revoke “ci-pipeline”").click()  # after a confirmation page
     page.locator("tr", has_text="ci-pipeline").get_by_text("revoked").wait_for()
     with console.api(secret) as api:
         assert api.get("/v1/agents").status_code == 401

@@ -38,10 +38,13 @@ class TenantSummary:
     """Rated usage this month by currency (usage not rated yet counts in chip-µs only)."""
     credit_balance_minor: dict[str, int] = field(default_factory=dict)
     """Credits granted and not yet taken by a finalized invoice, by currency."""
+    suspended_at: datetime | None = None
 
     @property
     def status(self) -> str:
-        """``active`` with compute this month, ``idle`` without (tenants have no suspension yet)."""
+        """``suspended`` by an operator; else ``active`` with compute this month, ``idle`` without."""
+        if self.suspended_at is not None:
+            return "suspended"
         return "active" if self.month_chip_us > 0 else "idle"
 
 
@@ -118,6 +121,7 @@ async def _summaries(session: AsyncSession, tenants: list[Tenant], now: datetime
             month_chip_us=chip_us.get(tenant.id, 0),
             month_cost_minor={c: cost_minor(items, c) for c, items in sorted(priced.get(tenant.id, {}).items())},
             credit_balance_minor=dict(sorted(credits.get(tenant.id, {}).items())),
+            suspended_at=tenant.suspended_at,
         )
         for tenant in tenants
     ]

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from litestar import Router
 
+from switchyard.platform.console.operator.audit import OperatorAuditPageController
 from switchyard.platform.console.operator.auth import OperatorSignInController
 from switchyard.platform.console.operator.edge import OperatorSessionMiddleware
-from switchyard.platform.console.operator.pages import (
-    FleetPageController,
-    OperatorAuditPageController,
-    RateCardPagesController,
-    TenantPagesController,
-)
+from switchyard.platform.console.operator.pages import FleetPageController, RateCardPagesController
+from switchyard.platform.console.operator.tenants import TenantPagesController
 
 __all__ = ["operator_router"]
 

@@ -11,6 +11,7 @@ __all__ = [
     "HANDOFF_FIELDS",
     "LIMIT_FIELDS",
     "MODEL_PARAM_FIELDS",
+    "OUTPUT_FIELDS",
     "TOOL_TYPES",
     "FormField",
     "field_id",
@@ -127,6 +128,10 @@ MODEL_PARAM_FIELDS = [
     FormField("top_p", "Top p", "float", "above 0, at most 1"),
     FormField("stop", "Stop sequences", "lines", "one a line, at most 4"),
     FormField("seed", "Seed", "int"),
+]
+OUTPUT_FIELDS = [
+    FormField("schema", "Answer schema", "json", "a JSON Schema of type object; empty: the agent answers in text"),
+    FormField("name", "Format name", "text", "what the model is told the format is called (default: answer)"),
 ]
 LIMIT_FIELDS = [
     FormField("max_steps", "Model calls per run", "int"),

@@ -23,6 +23,7 @@ from switchyard.platform.console.pages.agent_fields import (
     HANDOFF_FIELDS,
     LIMIT_FIELDS,
     MODEL_PARAM_FIELDS,
+    OUTPUT_FIELDS,
     TOOL_TYPES,
     FormField,
     guardrail_fields,
@@ -30,7 +31,7 @@ from switchyard.platform.console.pages.agent_fields import (
 )
 from switchyard.platform.http.bodies import MAX_STORED_INTEGER
 
-__all__ = ["Draft", "param_path", "place", "validation_errors"]
+__all__ = ["Draft", "field_text", "field_value", "param_path", "place", "validation_errors"]
 
 MAX_DIGITS = len(str(MAX_STORED_INTEGER))
 """More digits than this is past any number a column holds: refused before ``int()`` reads it."""
@@ -73,7 +74,7 @@ def _headers(text: str) -> dict[str, str]:
     return headers
 
 
-def _value(kind: str, text: str) -> Any:
+def field_value(kind: str, text: str) -> Any:
     """The JSON value of a field's text; raises ``_Problem`` when it cannot be one."""
     if kind == "bool":
         return text == "on"
@@ -97,7 +98,7 @@ def _value(kind: str, text: str) -> Any:
     return text.strip()
 
 
-def _text(kind: str, value: Any) -> str:
+def field_text(kind: str, value: Any) -> str:
     """A definition's value as its field shows it."""
     if value is None:
         return ""
@@ -117,7 +118,7 @@ def _text(kind: str, value: Any) -> str:
 
 
 def _row_values(fields: list[FormField], data: dict[str, Any]) -> dict[str, str]:
-    return {f.key: _text(f.kind, data.get(f.key)) for f in fields}
+    return {f.key: field_text(f.kind, data.get(f.key)) for f in fields}
 
 
 @dataclass
@@ -126,6 +127,7 @@ class Draft:
 
     scalars: dict[str, str] = field(default_factory=lambda: dict.fromkeys(_SCALARS, ""))
     model_params: dict[str, str] = field(default_factory=dict)
+    output: dict[str, str] = field(default_factory=dict)
     limits: dict[str, str] = field(default_factory=dict)
     tools: list[dict[str, str]] = field(default_factory=list)
     handoffs: list[dict[str, str]] = field(default_factory=list)
@@ -143,9 +145,10 @@ class Draft:
                 "name": agent.name,
                 "model": agent.model,
                 "instructions": agent.instructions,
-                "metadata": _text("headers", agent.metadata),
+                "metadata": field_text("headers", agent.metadata),
             },
             model_params=_row_values(MODEL_PARAM_FIELDS, agent.model_params),
+            output=_row_values(OUTPUT_FIELDS, agent.output_schema or {}),
             limits=_row_values(LIMIT_FIELDS, agent.limits),
         )
         for tool in agent.tools:
@@ -190,6 +193,7 @@ class Draft:
         return cls(
             scalars={key: text(key) for key in _SCALARS},
             model_params={f.key: text(f"model_params.{f.key}") for f in MODEL_PARAM_FIELDS},
+            output={f.key: text(f"output_schema.{f.key}") for f in OUTPUT_FIELDS},
             limits={f.key: text(f"limits.{f.key}") for f in LIMIT_FIELDS},
             tools=rows("tools", TOOL_TYPES, None),
             handoffs=rows("handoffs", None, HANDOFF_FIELDS),
@@ -207,7 +211,7 @@ class Draft:
                 if f.kind != "bool" and not text.strip():
                     continue  # absent: the spec's default (or its "required" error)
                 try:
-                    out[f.key] = _value(f.kind, text.strip() if f.kind != "json" else text)
+                    out[f.key] = field_value(f.kind, text.strip() if f.kind != "json" else text)
                 except _Problem as problem:
                     problems[prefix + f.key] = str(problem)
             return out
@@ -222,6 +226,8 @@ class Draft:
         except _Problem as problem:
             problems["metadata"] = str(problem).replace("Name: value", "key: value")
         definition["model_params"] = convert("model_params.", MODEL_PARAM_FIELDS, self.model_params)
+        if self.output.get("schema", "").strip():  # else none: the agent answers in text
+            definition["output_schema"] = convert("output_schema.", OUTPUT_FIELDS, self.output)
         definition["limits"] = convert("limits.", LIMIT_FIELDS, self.limits)
         definition["tools"] = [
             {"type": row["type"], **convert(f"tools.{i}.", tool_fields(row["type"]), row)}
@@ -241,6 +247,7 @@ class Draft:
         """Every field and row of the form, by name (where an error may be shown)."""
         names = set(_SCALARS) | {f"model_params.{f.key}" for f in MODEL_PARAM_FIELDS}
         names |= {f"limits.{f.key}" for f in LIMIT_FIELDS} | {"tools", "handoffs", "guardrails"}
+        names |= {"output_schema"} | {f"output_schema.{f.key}" for f in OUTPUT_FIELDS}
         for i, row in enumerate(self.tools):
             names |= {f"tools.{i}"} | {f"tools.{i}.{f.key}" for f in tool_fields(row["type"])}
         for i in range(len(self.handoffs)):

@@ -26,6 +26,7 @@ from switchyard.platform.identity.invitations import (
     PendingInvitation,
     accept_invitation,
     find_invitation,
+    invitation_link,
 )
 from switchyard.platform.identity.passwords import MAX_PASSWORD_LENGTH, check_new_password, set_password
 from switchyard.platform.models import Tenant
@@ -43,9 +44,9 @@ _NOT_VALID = {
 
 
 def invitation_url(request: Request[Any, Any, Any], secret: str) -> str:
-    """The absolute link a member follows to accept an invitation."""
-    base = str(request.base_url).rstrip("/")
-    return f"{base}{CONSOLE_PREFIX}/invitations/{secret}"
+    """The absolute link a member follows to accept an invitation, on the address this request came to (the CLI
+    and the API, with no browser's address at hand, use ``SWITCHYARD_PUBLIC_URL``)."""
+    return invitation_link(str(request.base_url), secret)
 
 
 def _not_valid(request: Request[Any, Any, Any], error: InvitationNotValid) -> Response[str]:

@@ -10,38 +10,19 @@ from litestar import Controller, Request, Response, get
 
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.billing.money import currency_exponent
-from switchyard.platform.billing.periods import month_start
 from switchyard.platform.billing.schemas import BudgetAlertPublic, BudgetPublic
-from switchyard.platform.billing.service import list_budget_alerts, list_budgets, usage_buckets
-from switchyard.platform.billing.usage import UsageBucket
+from switchyard.platform.billing.service import list_budget_alerts, list_budgets
+from switchyard.platform.billing.usage import read_usage, totals
 from switchyard.platform.console.edge import console_access, console_user
 from switchyard.platform.console.pages.billing import Coverable, coverables, covers_label
+from switchyard.platform.console.pages.usage import money, usage_chart, window
 from switchyard.platform.console.queries import count_runs_since, recent_runs
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.models import utc_now
 
-__all__ = ["OverviewController", "usage_chart"]
-
-_CHIP_US_PER_HOUR = 3_600_000_000
-
-
-def usage_chart(buckets: list[UsageBucket]) -> dict[str, Any]:
-    """Days, one series per model (chip-hours a day) and the day totals, for the chart and its table."""
-    models = sorted({str(row.group.get("model")) for bucket in buckets for row in bucket.rows})
-    values = [[0.0] * len(buckets) for _ in models]
-    totals = [0] * len(buckets)
-    for i, bucket in enumerate(buckets):
-        for row in bucket.rows:
-            values[models.index(str(row.group.get("model")))][i] += row.chip_us / _CHIP_US_PER_HOUR
-            totals[i] += row.chip_us
-    return {
-        "days": [bucket.start.date().isoformat() for bucket in buckets],
-        "series": models,
-        "chip_hours": values,
-        "totals": totals,
-    }
+__all__ = ["OverviewController"]
 
 
 def _amount(value: str, currency: str) -> str:
@@ -89,12 +70,19 @@ class OverviewController(Controller):
 
     @get("/", opt=console_access(Role.VIEWER))
     async def overview(self, request: Request[Any, Any, Any], db_session: DbSession) -> Response[str]:
-        scope = console_user(request).scope
-        start = month_start(utc_now())
-        buckets = await usage_buckets(
-            db_session, scope=scope, start_time=None, end_time=None, width="1d", group_by=["model"]
-        )
         user = console_user(request)
+        scope = user.scope
+        month = window("month", None, None, utc_now())
+        start = month.start
+        buckets = await read_usage(
+            db_session,
+            scope=scope,
+            start=month.start,
+            end=month.end,
+            width="1d",
+            group_by=("model",),
+            priced=user.role.includes(Role.ADMIN),
+        )
         budgets: list[dict[str, Any]] | None = None  # the admins' in the API too: below admin the overview
         alerts: list[dict[str, Any]] | None = None  # leaves budgets and their alerts out
         if user.role.includes(Role.ADMIN):
@@ -107,17 +95,18 @@ class OverviewController(Controller):
             budgets = [_budget_view(b, known) for b in shown]
             fired = await list_budget_alerts(db_session, scope=scope)
             alerts = [_alert_view(a, known, listed.data) for a in fired]
-        rows = [row for bucket in buckets for row in bucket.rows]
+        month_total = totals(buckets, ()).get(())
         return render(
             request,
             "overview.html",
             month_start=start,
-            month_chip_us=sum(row.chip_us for row in rows),
-            month_requests=sum(row.num_model_requests for row in rows),
-            month_tokens=sum(row.input_tokens + row.output_tokens for row in rows),
+            month=month_total,
+            month_money=money(month_total.cost_micros) if month_total else None,
+            show_money=user.role.includes(Role.ADMIN),
+            base_url=str(request.base_url).rstrip("/") + "/v1",
             run_count=await count_runs_since(db_session, scope=scope, since=start),
             budgets=budgets,
             alerts=alerts,
-            chart=usage_chart(buckets),
+            chart=usage_chart(buckets, "model", {}),
             runs=await recent_runs(db_session, scope=scope),
         )

@@ -1,69 +1,32 @@
-"""Runs: a filtered list across threads, and a run's trace (queue, model calls and tool calls on a timeline)."""
+"""Runs: every execution of the tenant (agent and workflow runs, responses, chat completions) in one list that a
+pasted id searches, and each one's trace (its input, answer, steps and timeline)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect
 
-from switchyard.agents import StepType
 from switchyard.platform.agent_registry.service import list_agents
 from switchyard.platform.auth.roles import Role
 from switchyard.platform.billing.periods import month_start
-from switchyard.platform.console.edge import console_access, console_user
-from switchyard.platform.console.queries import RUN_STATUSES, list_runs, thread_of_run
+from switchyard.platform.console.edge import CONSOLE_PREFIX, console_access, console_user
+from switchyard.platform.console.pages.trace_pages import chat_trace, response_trace, run_trace
+from switchyard.platform.console.queries import EXECUTION_KINDS, RUN_STATUSES, find_execution, list_runs
 from switchyard.platform.console.render import render
 from switchyard.platform.deps import DbSession
 from switchyard.platform.http.errors import NotFound
 from switchyard.platform.http.pagination import CursorParams
 from switchyard.platform.models import utc_now
-from switchyard.platform.runs.schemas import RunPublic, StepPublic
-from switchyard.platform.runs.service import get_run, list_steps
 
-__all__ = ["RunPagesController", "TraceBar", "trace_bars"]
+__all__ = ["RunPagesController"]
 
 _WINDOWS = {"day": timedelta(days=1), "week": timedelta(days=7)}
-
-
-@dataclass(frozen=True, slots=True)
-class TraceBar:
-    """One bar of the trace's timeline, in per-mille of the run's span (drawn as SVG: no inline styles)."""
-
-    label: str
-    kind: str  # queue, model_call or tool_call
-    x: float
-    width: float
-    start_ms: int
-    duration_ms: int
-    step: StepPublic | None = None
-
-
-def _ms(later: datetime, earlier: datetime) -> int:
-    return max(0, int((later - earlier).total_seconds() * 1000))
-
-
-def trace_bars(run: RunPublic, steps: list[StepPublic]) -> list[TraceBar]:
-    """The queue wait (creation to start) and every step, placed on one time axis from the run's creation."""
-    spans: list[tuple[str, str, int, int, StepPublic | None]] = []
-    if run.started_at is not None:
-        spans.append(("queue", "queue", 0, _ms(run.started_at, run.created_at), None))
-    for step in steps:
-        start = _ms(step.created_at, run.created_at)
-        end = _ms(step.completed_at, run.created_at) if step.completed_at else start + (step.duration_ms or 0)
-        name = step.step_details.get("model") if step.type == StepType.MODEL_CALL else None
-        if step.type != StepType.MODEL_CALL:
-            call = step.step_details.get("tool_call") or {}
-            name = (call.get("function") or {}).get("name") or step.step_details.get("tool_kind")
-        kind = str(step.type.value if hasattr(step.type, "value") else step.type)
-        spans.append((f"{step.index}. {name or kind}", kind, start, max(end - start, 0), step))
-    total = max([start + length for _, _, start, length, _ in spans] + [1])
-    return [
-        TraceBar(label, kind, 1000 * start / total, max(1000 * length / total, 2.0), start, length, step)
-        for label, kind, start, length, step in spans
-    ]
+MAX_ID_CHARS = 128  # longer than any id the platform gives; a longer search is no id
 
 
 class RunPagesController(Controller):
@@ -77,16 +40,25 @@ class RunPagesController(Controller):
         agent: FromQuery[str | None] = None,
         status: FromQuery[str | None] = None,
         since: FromQuery[str | None] = None,
-    ) -> Response[str]:
+        kind: FromQuery[str | None] = None,
+        q: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        """The list, filtered; with ``q`` (a pasted id) the trace of that execution, or the list saying none has it."""
         scope = console_user(request).scope
+        wanted = (q or "").strip()
+        known = wanted and len(wanted) <= MAX_ID_CHARS
+        if known and await find_execution(db_session, scope=scope, execution_id=wanted) is not None:
+            return Redirect(f"{CONSOLE_PREFIX}/runs/{quote(wanted, safe='')}", status_code=303)
         now = utc_now()
         start = now - _WINDOWS[since] if since in _WINDOWS else month_start(now) if since == "month" else None
         agents = await list_agents(
             db_session, scope=scope, params=CursorParams(limit=100, after=None, before=None, order="desc")
         )
+        chosen_kind = kind if kind in EXECUTION_KINDS else "agents"
         rows = await list_runs(
             db_session,
             scope=scope,
+            kind=chosen_kind,
             agent_id=agent or None,
             status=status if status in RUN_STATUSES else None,
             since=start,
@@ -94,26 +66,26 @@ class RunPagesController(Controller):
         return render(
             request,
             "runs.html",
+            status_code=404 if wanted else 200,
             runs=rows,
             agents=agents.data,
             statuses=RUN_STATUSES,
-            chosen={"agent": agent or "", "status": status or "", "since": since or ""},
+            kinds=EXECUTION_KINDS,
+            missing=wanted,
+            chosen={"agent": agent or "", "status": status or "", "since": since or "", "kind": chosen_kind},
         )
 
     @get("/{run_id:str}", opt=console_access(Role.VIEWER))
     async def trace(
         self, request: Request[Any, Any, Any], db_session: DbSession, run_id: FromPath[str]
     ) -> Response[str]:
+        """The trace of a run (``run_…``), a stored response (``resp_…``) or a chat completion (``chatcmpl-…``)."""
         scope = console_user(request).scope
-        thread_id = await thread_of_run(db_session, scope=scope, run_id=run_id)
-        if thread_id is None:
-            raise NotFound(f"no run {run_id!r}", param="run_id")
-        run = await get_run(db_session, scope=scope, thread_id=thread_id, run_id=run_id)
-        steps = await list_steps(
-            db_session,
-            scope=scope,
-            thread_id=thread_id,
-            run_id=run_id,
-            params=CursorParams(limit=100, after=None, before=None, order="asc"),
-        )
-        return render(request, "trace.html", run=run, steps=steps.data, bars=trace_bars(run, steps.data))
+        found = await find_execution(db_session, scope=scope, execution_id=run_id)
+        if found == "run":
+            return render(request, "trace.html", **await run_trace(db_session, scope=scope, run_id=run_id))
+        if found == "response":
+            return render(request, "trace.html", **await response_trace(db_session, scope=scope, response_id=run_id))
+        if found == "chat":
+            return render(request, "chat_trace.html", **await chat_trace(db_session, scope=scope, completion_id=run_id))
+        raise NotFound(f"no run, response or chat completion {run_id!r}", param="run_id")

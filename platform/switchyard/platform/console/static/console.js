@@ -10,28 +10,42 @@
     var source = document.getElementById("usage-data");
     if (!el || !source || !window.uPlot || el.dataset.drawn) return;
     var data = JSON.parse(source.textContent);
-    var xs = data.days.map(function (d) { return Date.parse(d + "T00:00:00Z") / 1000; });
-    // Stacked: each series is drawn as the running sum of itself and the ones before it.
+    // Each bar stands on its day's noon (UTC), inside the day it counts, and the axis reads UTC days.
+    var xs = data.days.map(function (d) { return Date.parse(d + "T12:00:00Z") / 1000; });
+    // Stacked: each series is drawn as the running sum of itself and the ones before it; a series adding nothing
+    // on a day draws nothing there (null), not a line on top of the others.
     var running = xs.map(function () { return 0; });
-    var stacked = data.chip_hours.map(function (row) {
+    var stacked = data.values.map(function (row) {
       running = running.map(function (sum, i) { return sum + row[i]; });
-      return running.slice();
+      return running.map(function (sum, i) { return row[i] > 0 ? sum : null; });
     });
     // Drawn from the top of the stack down, so each lower band's fill stays visible over the one above.
     var bars = window.uPlot.paths.bars({ size: [0.7, 60] });  // one bar a day
     var order = data.series.map(function (_, i) { return i; }).reverse();
-    var series = [{}].concat(order.map(function (i) {
+    var series = [{ label: "Day (UTC)" }].concat(order.map(function (i) {
       var color = COLORS[i % COLORS.length];
-      return { label: data.series[i], stroke: color, fill: color + "99", width: 1, paths: bars };
+      return { label: data.series[i], stroke: color, fill: color + "99", width: 1, paths: bars, points: { show: false } };
     }));
     var width = Math.max(280, el.clientWidth - 16 || 600);
+    // A tick under each bar (every few bars when they are many), labelled with its UTC day.
+    var every = Math.max(1, Math.ceil(xs.length / Math.floor(width / 64)));
+    var ticks = xs.filter(function (_, i) { return (xs.length - 1 - i) % every === 0; });
+    var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    function day(ts) { var d = new Date(ts * 1000); return MONTHS[d.getUTCMonth()] + " " + d.getUTCDate(); }
     el.dataset.drawn = "1";
     new window.uPlot({
       width: width,
       height: 240,
       series: series,
-      axes: [{}, { label: "chip-hours" }],
-      scales: { x: { time: true, range: function (u, min, max) { return [min - 43200, max + 43200]; } } },
+      legend: { live: false },  // names and colours, not the values under a pointer ("--" until hovered)
+      axes: [
+        { splits: function () { return ticks; }, values: function (u, splits) { return splits.map(day); } },
+        { label: data.unit },
+      ],
+      scales: {
+        x: { time: true, range: function (u, min, max) { return [min - 43200, max + 43200]; } },
+        y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } },  // bars stand on zero
+      },
     }, [xs].concat(order.map(function (i) { return stacked[i]; })), el);
   }
 
