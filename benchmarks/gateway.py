@@ -1,5 +1,6 @@
 """Gateway overhead: Switchyard's /v1/chat/completions in front of an instant upstream, side by side with
-calling the upstream directly and with the LiteLLM proxy in front of the same upstream; Switchyard with one and
+calling the upstream directly, with a bare Litestar app forwarding to it (`gateway_floor.py`: the floor the framework
+allows) and with the LiteLLM proxy in front of the same upstream; Switchyard with one and
 with two API processes; and a simulated deployment (time scale 0) simulated inside the API process or by the
 fleet process (`switchyard fleet`, one HTTP hop more), which is how several API processes share one fleet.
 
@@ -7,7 +8,9 @@ fleet process (`switchyard fleet`, one HTTP hop more), which is how several API 
 
 Every server is a separate process on 127.0.0.1; the load generator (aiohttp) runs here. It
 measures added latency at concurrency 1 and throughput at a fixed concurrency, with metering on (usage events,
-budget reservations) and prints ratios, which are what is comparable on a shared, noisy machine. The LiteLLM
+budget reservations), and each server's CPU time per request in the throughput phase (its processes' user and
+system time from /proc: what a request costs the server whatever else shares the cores), and prints ratios,
+which are what is comparable on a shared, noisy machine. The LiteLLM
 column appears when `litellm[proxy]` is installed here, or when `--litellm` names the `litellm` command of another
 environment (`python -m venv /tmp/ll && /tmp/ll/bin/pip install 'litellm[proxy]'`: the proxy's extras pin versions
 that clash with the project's own dev tools).
@@ -63,6 +66,7 @@ class Target:
     url: str
     key: str
     model: str = MODEL
+    pid: int | None = None  # the server's process (with its children): its CPU time per request is reported
 
     @property
     def body(self) -> dict[str, object]:
@@ -75,6 +79,23 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us: float | None = None  # CPU time of the server's processes per request in the throughput phase
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` and of every process under it (uvicorn's workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended meanwhile
+    return total
 
 
 async def _one(session: aiohttp.ClientSession, target: Target) -> float:
@@ -107,11 +128,14 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
                 except Exception:
                     errors += 1
 
+        cpu_before = cpu_seconds(target.pid) if target.pid else 0.0
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
+        cpu_us = (cpu_seconds(target.pid) - cpu_before) * 1e6 / max(1, done) if target.pid else None
     latencies.sort()
-    return Result(done / elapsed, statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1], errors)
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    return Result(done / elapsed, statistics.median(latencies), p99, errors, cpu_us)
 
 
 def _local_litellm_proxy(bin_dir: Path) -> str | None:
@@ -163,7 +187,14 @@ def main() -> None:
         )
         wait_listening(up_port, procs[-1])
         upstream = f"http://127.0.0.1:{up_port}/v1"
-        targets = [Target("upstream direct", f"{upstream}/chat/completions", "none")]
+        targets = [Target("upstream direct", f"{upstream}/chat/completions", "none", pid=procs[-1].pid)]
+        floor_port = free_port()
+        floor_cmd = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(__file__).parent), "gateway_floor:app"]
+        floor_cmd += ["--port", str(floor_port), "--log-level", "warning", "--no-access-log"]
+        procs.append(start(floor_cmd, {"GATEWAY_FLOOR_UPSTREAM": upstream}, work / "floor.log"))
+        wait_listening(floor_port, procs[-1])
+        floor_url = f"http://127.0.0.1:{floor_port}/v1/chat/completions"
+        targets.append(Target("litestar pass-through", floor_url, "none", pid=procs[-1].pid))
 
         fleet = work / "fleet.json"
         upstream_deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": upstream, "chips": 1}
@@ -200,7 +231,7 @@ def main() -> None:
             command = [switchyard, "api", "--port", str(port), "--workers", str(workers)]
             procs.append(start(command, {**extra, "SWITCHYARD_PORT": str(port)}, work / f"api-{port}.log"))
             wait_listening(port, procs[-1])
-            targets.append(Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", key, model))
+            targets.append(Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", key, model, procs[-1].pid))
 
         counts = [int(n) for n in args.api_processes.split(",")]
         for n in counts:
@@ -237,7 +268,8 @@ def main() -> None:
                 )
             )
             wait_listening(ll_port, procs[-1], timeout_s=180)
-            targets.append(Target("litellm proxy", f"http://127.0.0.1:{ll_port}/chat/completions", master_key))
+            url = f"http://127.0.0.1:{ll_port}/chat/completions"
+            targets.append(Target("litellm proxy", url, master_key, pid=procs[-1].pid))
         else:
             print("litellm proxy: not installed (pip install 'litellm[proxy]'), column left out\n")
 
@@ -257,15 +289,25 @@ def main() -> None:
         f"non-streaming chat completions, {args.concurrency} connections for {args.seconds:.0f} s; "
         f"latency at concurrency 1 over {args.serial} requests\n"
     )
-    header = f"{'target':<19} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'errors':>7}"
+    header = (
+        f"{'target':<22} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} "
+        f"{'CPU us/req':>11} {'errors':>7}"
+    )
     print(header)
     print("-" * len(header))
     for name, r in results.items():
+        cpu = "" if r.cpu_us is None else f"{r.cpu_us:.0f}"
         print(
-            f"{name:<19} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
-            f"{r.p50_ms - direct.p50_ms:>8.2f} {r.errors:>7}"
+            f"{name:<22} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
+            f"{r.p50_ms - direct.p50_ms:>8.2f} {cpu:>11} {r.errors:>7}"
         )
-    one = results["switchyard x1"]
+    one, floor = results["switchyard x1"], results["litestar pass-through"]
+    print(f"\nswitchyard x1 / litestar pass-through throughput: {one.rps / floor.rps:.2f}x")
+    if one.cpu_us and floor.cpu_us:
+        print(
+            f"switchyard x1 spends {one.cpu_us:.0f} us of CPU per request, the bare framework {floor.cpu_us:.0f} "
+            f"({one.cpu_us / floor.cpu_us:.1f}x): the gateway adds {one.cpu_us - floor.cpu_us:.0f} us"
+        )
     for name, r in results.items():
         if name.startswith("switchyard x") and name != "switchyard x1":
             print(f"\n{name} / switchyard x1 throughput: {r.rps / one.rps:.2f}x")

@@ -67,12 +67,12 @@ DRAIN_POLL_S = 0.05  # how often B's calls in flight are counted between windows
 
 @dataclass
 class Tenant:
-    """A tenant as its users hold it: the owner key and the console sign-in made by ``switchyard tenant create``."""
+    """A tenant as its users hold it: the owner key and the owner's invitation link (``switchyard tenant create``)."""
 
     id: str
     owner_key: str
     email: str
-    password: str
+    invitation_url: str
     ports: list[int]
 
     def base_url(self, index: int = 0) -> str:
@@ -82,8 +82,7 @@ class Tenant:
     def from_cli(cls, output: str, ports: list[int]) -> Tenant:
         """Parse what ``switchyard tenant create NAME --owner-email E`` prints."""
         found = re.search(
-            r"tenant:\s+(\S+)\nowner key:\s+(\S+)\nconsole:\s+sign in as (\S+) with the one-time "
-            r"password (\S+)",
+            r"tenant:\s+(\S+)\nowner key:\s+(\S+)\nconsole:\s+(\S+) sets a password and signs in at (\S+)",
             output,
         )
         assert found, f"unexpected `switchyard tenant create` output:\n{output}"

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -50,6 +47,9 @@ def _worker_main() -> None:
 if __name__ == "__main__":
     _worker_main()
     sys.exit(0)
+
+# below the script part: run as a worker, this file is not in a package and imports nothing of the tests'
+from tests.support.script_process import ScriptProcess  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -150,32 +150,6 @@ def chaos_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     }
 
 
-class Workers:
-    """Starts worker processes (this file as a script) and kills them with SIGKILL."""
-
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        self.env = {**os.environ, **env}
-        self.log_dir = log_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.started = 0
-
-    def start(self) -> None:
-        log = open(self.log_dir / f"worker-{self.started}.log", "wb")  # noqa: SIM115 (the process owns it)
-        self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        self.started += 1
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 async def _progress(database: Any, run_ids: list[str]) -> tuple[int, int]:
     """(sum of run revisions, runs finished) of ``run_ids`` (PostgreSQL's database holds the other brokers' runs
     too): grows as workers checkpoint."""
@@ -268,7 +242,7 @@ async def test_runs_survive_kill_9(
         agent_run_lease_seconds=2,
     )
     celery = create_celery(settings)
-    workers = Workers(chaos_env, tmp_path)
+    workers = ScriptProcess(__file__, chaos_env, tmp_path)
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         database = client.app.state.database
         headers = await _chaos_tenant(client)
@@ -409,7 +383,7 @@ async def test_workflows_survive_kill_9(chaos_env: dict[str, str], tmp_path: Pat
         agent_run_lease_seconds=2,
     )
     celery = create_celery(settings)
-    workers = Workers(chaos_env, tmp_path)
+    workers = ScriptProcess(__file__, chaos_env, tmp_path)
     async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as client:
         database = client.app.state.database
         headers = await _chaos_tenant(client)

@@ -27,7 +27,8 @@ EXIT_BOUND_S = 10.0
 def _chat(**extra: Any) -> dict[str, Any]:
     # 150 tokens: ~3 s on the simulated trn2 replicas (~20 ms per token), in flight through the outage and the
     # SIGTERM, and well inside the API's 5 s shutdown grace
-    return {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 150, **extra}
+    hi = [{"role": "user", "content": "hi"}]
+    return {"model": MODEL, "messages": hi, "max_tokens": 150, "ignore_eos": True, **extra}  # all 150 tokens
 
 
 async def _first_token(http: httpx.AsyncClient, started: asyncio.Event, done: list[str]) -> None:

@@ -179,7 +179,7 @@ async def test_another_tenants_run_starts_after_at_most_one_job_of_a_backlog(
         database = client.app.state.database
         flooding = await owner_headers(client, "backlog")
         waiting = await owner_headers(client, "neighbour")
-        slow = await _agent(client, flooding, "slow", model_params={"max_tokens": 120})  # ~2.4 s a run
+        slow = await _agent(client, flooding, "slow", model_params={"max_tokens": 120, "ignore_eos": True})  # ~2.4 s
         short = await _agent(client, waiting, "short", model_params={"max_tokens": 10})
         slow_response = {"model": MODEL, "input": "write", "max_output_tokens": 120, "background": True}
 
@@ -224,7 +224,8 @@ async def test_a_run_waiting_for_a_rate_gives_the_worker_to_another_tenants_run(
         database = client.app.state.database
         limited = await owner_headers(client, "rate-limited")
         other = await owner_headers(client, "other")
-        maths = await _agent(client, limited, "maths", tools=[{"type": "calculator"}], model_params={"max_tokens": 560})
+        exact = {"max_tokens": 560, "ignore_eos": True}  # answers of exactly 560 tokens
+        maths = await _agent(client, limited, "maths", tools=[{"type": "calculator"}], model_params=exact)
         waits = await _start_run(client, limited, maths, "please use calculator expression=6*7")
         assert waits.status_code == 201, waits.text
         waits_id = waits.json()["id"]

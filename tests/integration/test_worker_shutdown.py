@@ -49,7 +49,7 @@ async def test_a_worker_stops_within_10_s_of_sigterm_and_its_run_goes_on_elsewhe
         agent = await client.post(
             "/v1/agents",
             # a ~16 s model call (~20 ms per token): a worker waiting for it would stop well past the bound
-            json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 800}},
+            json={"name": "long", "model": MODEL, "model_params": {"max_tokens": 800, "ignore_eos": True}},
             headers=headers,
         )
         body = {"agent_id": agent.json()["id"], "thread": {"messages": [{"content": "write"}]}}

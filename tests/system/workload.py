@@ -191,6 +191,7 @@ class Workload:
             model=model,
             messages=[{"role": "user", "content": PLAIN_PROMPT}],
             max_tokens=max_tokens,
+            extra_body={"ignore_eos": True},  # every answer is max_tokens long: fewer tokens mean a cut one
             user=user,
         )
         attempt = request.attempts[-1]
@@ -206,6 +207,7 @@ class Workload:
             model=model,
             messages=[{"role": "user", "content": STREAM_PROMPT}],
             max_tokens=max_tokens,
+            extra_body={"ignore_eos": True},
             stream=True,
             stream_options={"include_usage": True},
             user=user,

@@ -7,12 +7,18 @@ a worker never looks for rows that are not stored yet. Without a session it send
 between their own transactions, and the rating nudge's coalesced sends.
 
 The broker can fail after the commit: a job sent after commit is logged and dropped then, so its domain needs a
-sweeper that finds the committed work again (``runs.sweep``, ``billing.sweep``).
+sweeper that finds the committed work again (``runs.sweep``, ``billing.sweep``). In an API process the jobs of a
+commit are handed to the ``BrokerSender``'s own thread, which publishes them in order: a publish is a blocking
+round trip to the broker, and the event loop that would wait for it serves every tenant's requests.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import queue
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -22,9 +28,13 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from switchyard.platform.settings import Settings
 
-__all__ = ["BrokerSender", "JobSender", "enqueue", "enqueue_after", "jobs_for"]
+__all__ = ["OUTBOX_JOBS", "BrokerSender", "JobSender", "close_jobs", "enqueue", "enqueue_after", "jobs_for"]
 
 log = logging.getLogger(__name__)
+
+OUTBOX_JOBS = 10_000
+"""Jobs an API process holds for its sender thread at most: past it (a broker down or slow for long) a job is
+dropped with a warning, as one whose send failed, for its domain's sweeper to find."""
 
 _PENDING = "switchyard_jobs_after_commit"
 """Key in ``Session.info``: the jobs waiting for the session's commit."""
@@ -39,21 +49,61 @@ class JobSender(Protocol):
 
 class BrokerSender:
     """Sends jobs to the broker of ``settings`` through a Celery app made on first use (a process that never sends
-    a job never touches the broker)."""
+    a job never touches the broker): ``send_task`` now, the caller waiting for the broker and seeing its errors;
+    ``send_soon`` from a thread of the sender's own, in the order given, errors logged (jobs sent after a commit,
+    whose domains' sweepers find work whose job was lost), at most ``outbox_jobs`` waiting (past it a job is
+    dropped and logged likewise). ``close`` sends what waits, then stops the thread."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, outbox_jobs: int = OUTBOX_JOBS) -> None:
         self._settings = settings
         self._app: Any = None
+        self._outbox: queue.Queue[tuple[contextvars.Context, str, list[Any]] | None] = queue.Queue(outbox_jobs)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def send_task(self, name: str, args: Sequence[Any]) -> object:
-        if self._app is None:
-            # imported on first use: the Celery app names every task package, which import the domains
-            from switchyard.platform.worker.celery_app import create_celery
+        with self._lock:  # the app is made once, whichever thread sends first
+            if self._app is None:
+                # imported on first use: the Celery app names every task package, which import the domains
+                from switchyard.platform.worker.celery_app import create_celery
 
-            self._app = create_celery(self._settings)
+                self._app = create_celery(self._settings)
         # ignore_result: an API process never reads a job's result, and subscribing to it retries a lost Redis
         # result backend for 20 s, holding a send (and the shutdown waiting for it) through a Redis outage
         return self._app.send_task(name, args=list(args), ignore_result=True)
+
+    def send_soon(self, name: str, args: Sequence[Any]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._send_waiting, name="switchyard-job-sender", daemon=True)
+            self._thread.start()
+        try:
+            self._outbox.put_nowait((contextvars.copy_context(), name, list(args)))  # with the request's trace
+        except queue.Full:
+            log.warning(
+                "could not send job %s%r: %d jobs wait for the broker; its sweeper will",
+                name,
+                tuple(args),
+                self._outbox.maxsize,
+            )
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Send the jobs waiting (for at most ``timeout_s``; the sweepers find what is left), then stop."""
+        if self._thread is not None:
+            deadline = time.monotonic() + timeout_s
+            try:
+                self._outbox.put(None, timeout=timeout_s)
+            except queue.Full:  # the broker is still away: what waits is left to the sweepers
+                return
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            self._thread = None
+
+    def _send_waiting(self) -> None:
+        while (job := self._outbox.get()) is not None:
+            context, name, args = job
+            try:
+                context.run(self.send_task, name, args)
+            except Exception:  # committed already: the domain's sweeper finds the work again
+                log.exception("could not send job %s%r after the commit; its sweeper will", name, tuple(args))
 
 
 def jobs_for(state: Any) -> JobSender:
@@ -64,6 +114,13 @@ def jobs_for(state: Any) -> JobSender:
         jobs = BrokerSender(state.settings)
         state.jobs = jobs
     return jobs
+
+
+def close_jobs(state: Any) -> None:
+    """Send the jobs the app's ``BrokerSender`` still holds and stop its thread (at shutdown; blocks)."""
+    jobs = getattr(state, "jobs", None)
+    if isinstance(jobs, BrokerSender):
+        jobs.close()
 
 
 def enqueue(jobs: JobSender, task: str, *args: Any, session: AsyncSession | None = None) -> None:
@@ -96,6 +153,9 @@ def _send_pending(session: Session) -> None:
     committed = list(pending)
     pending.clear()  # the session may run more transactions, each sending only its own jobs
     for sender, task, args in committed:
+        if isinstance(sender, BrokerSender):  # an API process: its event loop does not wait for the broker
+            sender.send_soon(task, args)
+            continue
         try:
             sender.send_task(task, args)
         except Exception:  # committed already: the domain's sweeper finds the work again

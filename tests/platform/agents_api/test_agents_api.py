@@ -243,3 +243,37 @@ async def test_stream_on_creation_cancel_and_limits(client: Any, tenant: Any) ->
     assert first.json()["status"] == second.json()["status"] == "cancelled"
     foreign = await client.post("/v1/runs", json={"agent_id": "agent_01nonexistent"}, headers=headers)
     assert foreign.status_code == 404
+
+
+async def test_an_agent_with_an_output_schema_answers_json_of_it_on_the_pool(
+    client: Any, tenant: Any, inline_runs: Any
+) -> None:
+    headers = tenant.headers("developer")
+    schema = {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "refund": {"type": "boolean"}},
+        "required": ["order_id", "refund"],
+        "additionalProperties": False,
+    }
+    agent = await make_agent(client, tenant, output_schema={"name": "decision", "schema": schema})
+    assert agent["output_schema"] == {"name": "decision", "schema": schema, "strict": True}
+    created = await client.post(
+        "/v1/runs",
+        json={"agent_id": agent["id"], "thread": {"messages": [{"content": "order A-7 arrived broken"}]}},
+        headers=headers,
+    )
+    run = await wait_for_run(client, created.json()["thread_id"], created.json()["id"], headers, statuses=FINAL)
+    assert run["status"] == "completed", run
+    messages = (await client.get(f"/v1/threads/{run['thread_id']}/messages", headers=headers)).json()["data"]
+    answer = json.loads(messages[0]["content"])  # newest first: the answer, as JSON of the schema
+    assert set(answer) == {"order_id", "refund"}
+    assert isinstance(answer["refund"], bool)
+
+    refused = await client.patch(
+        f"/v1/agents/{agent['id']}", json={"output_schema": {"schema": {"type": "array"}}}, headers=headers
+    )
+    assert refused.status_code == 400
+    assert "type 'object'" in refused.json()["error"]["message"]
+    removed = await client.patch(f"/v1/agents/{agent['id']}", json={"output_schema": None}, headers=headers)
+    assert removed.json()["output_schema"] is None
+    assert removed.json()["version"] == 2

@@ -34,8 +34,8 @@ async def test_budgets_hold_and_settle_each_model_call(client: Any, make_tenant:
     assert Decimal(row["reserved"]) == 0
     async with client.app.state.database.unit_of_work(TenantScope(tenant.id)) as session:
         holds = (await session.execute(select(BudgetReservation))).scalars().all()
-    # the run's creation checked its first call's budget (held and given back at once), then one per model call
-    assert sorted(h.status for h in holds) == ["released", "settled", "settled"]
+    # the run's creation read its first call's budget (holding nothing), then each model call held and settled
+    assert sorted(h.status for h in holds) == ["settled", "settled"]
     assert sum(h.actual_chip_us or 0 for h in holds) == run["chip_us"]
 
 

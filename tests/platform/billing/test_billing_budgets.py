@@ -93,6 +93,38 @@ async def test_reserve_settle_release(database: Database, new_tenant: Any) -> No
     assert (row.spent_micros, row.reserved_micros) == (2_936_250, 0)
 
 
+async def test_a_check_refuses_as_a_reservation_would_and_holds_nothing(database: Database, new_tenant: Any) -> None:
+    scope = await new_tenant()
+    bud = await add_budget(database, scope, limit_minor=1000)  # 10.00 USD
+    await add_budget(database, scope, limit_minor=1, kind="api_key", ref="key_a", hard=False)  # refuses nothing
+
+    async def check(chip_us: int, now: datetime = NOW) -> None:
+        async with database.unit_of_work(scope) as session:
+            await budgets.check(
+                session,
+                scope=scope,
+                api_key_id="key_a",
+                agent_id=None,
+                model="llama-3.1-8b",
+                instance_type="trn2.48xlarge",
+                estimated_chip_us=chip_us,
+                now=now,
+            )
+
+    await check(3 * CHIP_HOUR)  # 8.80875 of 10.00 USD
+    held = await _reserve(database, scope, 2 * CHIP_HOUR)  # 5.8725 held: 4.1275 remain
+    with pytest.raises(BudgetExceeded) as refused:
+        await check(2 * CHIP_HOUR)
+    assert (refused.value.status_code, refused.value.budget_id) == (402, bud)
+    assert "4.1275 USD" in refused.value.message
+    await check(CHIP_HOUR)
+    assert (await budget(database, scope, bud)).reserved_micros == held.amount_micros  # the checks held nothing
+    await budgets.settle(database, scope=scope, reservation_id=held.id, actual_chip_us=2 * CHIP_HOUR, now=NOW)
+    with pytest.raises(BudgetExceeded):  # spent now, not held: 4.1275 remain this month
+        await check(2 * CHIP_HOUR)
+    await check(3 * CHIP_HOUR, now=NOW + timedelta(days=30))  # next month, this month's spend is not counted
+
+
 async def test_key_and_agent_budgets_apply_and_soft_budgets_only_track(database: Database, new_tenant: Any) -> None:
     scope = await new_tenant()
     soft = await add_budget(database, scope, limit_minor=1, hard=False)

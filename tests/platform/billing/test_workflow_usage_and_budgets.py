@@ -156,9 +156,9 @@ async def test_a_workflow_budget_holds_every_call_of_its_runs_and_counts_their_s
     assert len(calls) == 3  # the writer, the researcher as its tool, the writer again
     holds = await _holds(client, tenant)
     held = [h for h in holds if budget["id"] in h.budget_ids]
-    # the run's creation checked its first call (given back at once), then each model call of the run held it,
+    # the run's creation read it for its first call (holding nothing), then each model call of the run held it,
     # whichever agent made it; the writer's own run held it for none
-    assert sorted(h.status for h in held) == ["released", "settled", "settled", "settled"]
+    assert sorted(h.status for h in held) == ["settled", "settled", "settled"]
     assert sorted(h.agent_id for h in held if h.status == "settled") == sorted(e.agent_id for e in calls)
     assert sum(h.actual_chip_us or 0 for h in held) == run["chip_us"]
     spent = Decimal((await client.get(f"/v1/budgets/{budget['id']}", headers=tenant.headers("admin"))).json()["spent"])

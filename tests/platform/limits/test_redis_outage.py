@@ -29,7 +29,8 @@ PLAIN = 3
 
 
 def _chat(**extra: Any) -> dict[str, Any]:
-    return {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": OUTPUT_TOKENS, **extra}
+    hi = [{"role": "user", "content": "hi"}]
+    return {"model": MODEL, "messages": hi, "max_tokens": OUTPUT_TOKENS, "ignore_eos": True, **extra}  # all of them
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from switchyard.platform.admission.calls import ModelCall
 from switchyard.platform.admission.refusals import NoRateCard
@@ -46,22 +47,35 @@ class BudgetHolds:
         """
         if not await self._has_budgets(call.scope):
             return None
-        backend = call.backend
         try:
-            reservation = await budgets.reserve(
-                self.database,
-                scope=call.scope,
-                api_key_id=call.api_key_id,
-                agent_id=call.agent_id,
-                workflow_id=call.workflow_id,
-                model=backend.name,
-                instance_type=backend.spec.instance,
-                estimated_chip_us=held_chip_us(call),
-            )
+            reservation = await budgets.reserve(self.database, **self._terms(call))
         except NoApplicablePrice as exc:
-            log.error("refusing a model call: %s", exc)
-            raise NoRateCard(f"{exc} (operators: see /v1/admin/rate-cards)") from None
+            raise _no_rate_card(exc) from None
         return reservation.id
+
+    async def check(self, call: ModelCall) -> None:
+        """Refuse the call as :meth:`hold` would now, holding nothing (a read): for a job's first call, checked
+        when the job is created, whose worker takes the hold when it makes the call."""
+        if not await self._has_budgets(call.scope):
+            return
+        try:
+            async with self.database.unit_of_work(call.scope) as session:
+                await budgets.check(session, **self._terms(call))
+        except NoApplicablePrice as exc:
+            raise _no_rate_card(exc) from None
+
+    @staticmethod
+    def _terms(call: ModelCall) -> dict[str, Any]:
+        backend = call.backend
+        return {
+            "scope": call.scope,
+            "api_key_id": call.api_key_id,
+            "agent_id": call.agent_id,
+            "workflow_id": call.workflow_id,
+            "model": backend.name,
+            "instance_type": backend.spec.instance,
+            "estimated_chip_us": held_chip_us(call),
+        }
 
     async def release(self, scope: TenantScope, reservation_id: str) -> None:
         """Give the hold of a call that was not billed back. Never raises: a hold not given back expires."""
@@ -79,6 +93,11 @@ class BudgetHolds:
             found = await budgets.tenant_has_budgets(session, scope=scope)
         self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
         return found
+
+
+def _no_rate_card(exc: NoApplicablePrice) -> NoRateCard:
+    log.error("refusing a model call: %s", exc)
+    return NoRateCard(f"{exc} (operators: see /v1/admin/rate-cards)")
 
 
 def held_chip_us(call: ModelCall) -> int:

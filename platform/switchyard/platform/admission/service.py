@@ -14,9 +14,10 @@ the call is for and how many tokens it counts.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from switchyard.platform.admission.budget_holds import BudgetHolds
 from switchyard.platform.admission.calls import ModelCall
@@ -36,6 +37,8 @@ from switchyard.platform.settings import Settings
 __all__ = ["Admission", "Holds", "admission_for"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,30 +81,43 @@ class Admission:
         Raises ``RequestExceedsTokenLimit`` (400), :class:`TryLater` (429: a rate, or no request slot free),
         ``BudgetExceeded`` (402), ``NoRateCard`` or :class:`LimitsOutage` (503); and whatever the database raises.
         """
-        settings = self.settings
-        refuse_never_fitting(call, settings.tenant_tokens_per_minute)
+        refuse_never_fitting(call, self.settings.tenant_tokens_per_minute)
         async with AsyncExitStack() as undo:
-            try:
-                rates = None
-                if not rates_charged:
-                    rates = await charge_rates(
-                        self.rates,
-                        undo,
-                        call,
-                        requests_per_minute=settings.key_requests_per_minute,
-                        tokens_per_minute=settings.tenant_tokens_per_minute,
-                    )
-                await self._take_slot(undo, call, settings.tenant_max_concurrency)
-            except LimitsUnavailable as exc:
-                log.warning("cannot admit a model call of tenant %s: %s", call.scope.tenant_id, exc)
-                raise LimitsOutage() from None
+            rates = None if rates_charged else await self._charge_rates(undo, call)
+            await self._take_slot(undo, call)
             reservation_id = await self.budgets.hold(call)
             undo.pop_all()  # admitted: the call keeps what it took
         return Holds(call, rates, reservation_id)
 
-    async def _take_slot(self, undo: AsyncExitStack, call: ModelCall, limit: int) -> None:
-        slot = tenant_limit_key(call.scope.tenant_id)
-        if not await self.slots.acquire(slot, limit, call.holder):
+    async def admit_ahead(self, call: ModelCall) -> None:
+        """Admit the first call of a job that a worker runs (a run, a background response) when the job is
+        created: refused as :meth:`admit` would refuse it, but only its rates stay charged (the worker's call is
+        not charged again); no request slot or budget hold is kept (the worker's call takes them), and the
+        budgets are only read, not held and given back."""
+        refuse_never_fitting(call, self.settings.tenant_tokens_per_minute)
+        async with AsyncExitStack() as undo:
+            await self._charge_rates(undo, call)
+            async with AsyncExitStack() as slot:  # one must be free now; it is given back on leaving
+                await self._take_slot(slot, call)
+                await self.budgets.check(call)
+            undo.pop_all()  # admitted: the rates stay charged
+
+    async def _charge_rates(self, undo: AsyncExitStack, call: ModelCall) -> RateCharges:
+        settings = self.settings
+        return await self._limited(
+            charge_rates(
+                self.rates,
+                undo,
+                call,
+                requests_per_minute=settings.key_requests_per_minute,
+                tokens_per_minute=settings.tenant_tokens_per_minute,
+            ),
+            call,
+        )
+
+    async def _take_slot(self, undo: AsyncExitStack, call: ModelCall) -> None:
+        slot, limit = tenant_limit_key(call.scope.tenant_id), self.settings.tenant_max_concurrency
+        if not await self._limited(self.slots.acquire(slot, limit, call.holder), call):
             raise TryLater(
                 f"too many requests in flight for this tenant (limit {limit})",
                 code="concurrency_limit_exceeded",
@@ -109,6 +125,15 @@ class Admission:
                 headers={"retry-after": "1"},
             )
         undo.push_async_callback(self.slots.release, slot, call.holder)
+
+    @staticmethod
+    async def _limited(decision: Awaitable[T], call: ModelCall) -> T:
+        """``decision`` of the limiters, refused with :class:`LimitsOutage` (503) when they cannot decide."""
+        try:
+            return await decision
+        except LimitsUnavailable as exc:
+            log.warning("cannot admit a model call of tenant %s: %s", call.scope.tenant_id, exc)
+            raise LimitsOutage() from None
 
     async def finish(self, holds: Holds, *, billed: bool) -> None:
         """The call ended: release its budget hold unless it was billed (its biller settles the hold), then

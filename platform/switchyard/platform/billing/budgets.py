@@ -39,7 +39,7 @@ from switchyard.platform.billing.sql import insert_ignore
 from switchyard.platform.billing.tx import own_transaction
 from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
 from switchyard.platform.http.errors import Conflict, InvalidRequest
-from switchyard.platform.models import Agent, ApiKey, Budget, BudgetAlert, BudgetReservation, utc_now
+from switchyard.platform.models import Agent, ApiKey, Budget, BudgetAlert, BudgetReservation, RateCard, utc_now
 
 __all__ = [
     "ALERT_THRESHOLDS",
@@ -47,6 +47,7 @@ __all__ = [
     "RESERVATION_TTL",
     "Reservation",
     "alert_thresholds_of",
+    "check",
     "check_alert_thresholds",
     "check_budget_scope",
     "expire_reservations",
@@ -169,15 +170,24 @@ async def _refusal(session: AsyncSession, budget: Budget, period: datetime, amou
             select(Budget).where(col(Budget.id) == budget.id).execution_options(populate_existing=True)
         )
     ).scalar_one()
-    spent = 0 if fresh.period_start < period else fresh.spent_micros
-    remaining = max(0, limit_micros(fresh) - spent - fresh.reserved_micros)
-    name = "tenant budget" if fresh.scope_kind == "tenant" else f"{fresh.scope_kind} budget for {fresh.scope_ref}"
+    return _exceeded(fresh, period, amount)
+
+
+def _remaining_micros(budget: Budget, period: datetime) -> int:
+    """What ``budget`` (as read) has left in the month starting ``period``: its limit less spend and holds."""
+    spent = 0 if budget.period_start < period else budget.spent_micros
+    return max(0, limit_micros(budget) - spent - budget.reserved_micros)
+
+
+def _exceeded(budget: Budget, period: datetime, amount: int) -> BudgetExceeded:
+    remaining = _remaining_micros(budget, period)
+    name = "tenant budget" if budget.scope_kind == "tenant" else f"{budget.scope_kind} budget for {budget.scope_ref}"
     unit = Decimal(MICROS_PER_UNIT)
     return BudgetExceeded(
-        f"{name} {fresh.id} would be exceeded: {Decimal(remaining) / unit} {fresh.currency} of "
-        f"{Decimal(limit_micros(fresh)) / unit} remain this month, the request may cost up to "
-        f"{Decimal(amount) / unit} {fresh.currency}",
-        budget_id=fresh.id,
+        f"{name} {budget.id} would be exceeded: {Decimal(remaining) / unit} {budget.currency} of "
+        f"{Decimal(limit_micros(budget)) / unit} remain this month, the request may cost up to "
+        f"{Decimal(amount) / unit} {budget.currency}",
+        budget_id=budget.id,
         remaining_micros=remaining,
     )
 
@@ -208,22 +218,14 @@ async def reserve(
     that cannot cover it and what remains; nothing is held then. Raises ``NoApplicablePrice`` when the terms
     have no rate card. See the module docstring for the transaction this runs in.
     """
-    if estimated_chip_us < 0:
-        raise ValueError("estimated_chip_us must be >= 0")
     now = now or utc_now()
     period = month_start(now)
     async with own_transaction(target, scope) as session:
-        tier = await tenant_tier_of(session, tenant_id=scope.tenant_id)
-        card = await find_rate_card(session, instance_type=instance_type, model=model, tenant_tier=tier, at=now)
-        amount = cost_micros_ceil(estimated_chip_us, card.price_per_chip_hour)
-        budgets = await _applicable_budgets(session, scope, api_key_id, agent_id, workflow_id)
+        card, amount, budgets = await _priced_budgets(
+            session, scope, api_key_id, agent_id, workflow_id, model, instance_type, estimated_chip_us, now
+        )
         charged: list[Budget] = []
         for budget in budgets:
-            if budget.currency != card.currency:
-                raise Conflict(
-                    f"budget {budget.id} is in {budget.currency} but {instance_type} is priced in {card.currency}",
-                    code="budget_currency_mismatch",
-                )
             if not await _charge(session, budget, period, amount, now):
                 refusal = await _refusal(session, budget, period, amount)
                 for done in charged:  # undo within the caller's transaction; our own one just rolls back
@@ -249,6 +251,60 @@ async def reserve(
         session.add(row)
         await session.flush()
         return Reservation.of(row)
+
+
+async def check(
+    session: AsyncSession,
+    *,
+    scope: TenantScope,
+    api_key_id: str | None,
+    agent_id: str | None,
+    model: str,
+    instance_type: str,
+    estimated_chip_us: int,
+    workflow_id: str | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Refuse as :func:`reserve` would now, holding nothing: raises ``BudgetExceeded`` naming the first hard
+    budget that cannot cover the estimated maximum cost, ``NoApplicablePrice`` when no rate card prices the call.
+    Reads only (for a job's first call checked when the job is created: its worker takes the hold itself), so it
+    is advice, not a ceiling: the hold taken later is what no spend can pass."""
+    now = now or utc_now()
+    period = month_start(now)
+    _, amount, budgets = await _priced_budgets(
+        session, scope, api_key_id, agent_id, workflow_id, model, instance_type, estimated_chip_us, now
+    )
+    for budget in budgets:
+        if budget.hard and _remaining_micros(budget, period) < amount:
+            raise _exceeded(budget, period, amount)
+
+
+async def _priced_budgets(
+    session: AsyncSession,
+    scope: TenantScope,
+    api_key_id: str | None,
+    agent_id: str | None,
+    workflow_id: str | None,
+    model: str,
+    instance_type: str,
+    estimated_chip_us: int,
+    now: datetime,
+) -> tuple[RateCard, int, list[Budget]]:
+    """The rate card pricing a call, the most it may cost (``estimated_chip_us`` at that price, rounded up) and the
+    budgets it counts against, in id order. Raises ``Conflict`` when a budget is in another currency than the
+    price."""
+    if estimated_chip_us < 0:
+        raise ValueError("estimated_chip_us must be >= 0")
+    tier = await tenant_tier_of(session, tenant_id=scope.tenant_id)
+    card = await find_rate_card(session, instance_type=instance_type, model=model, tenant_tier=tier, at=now)
+    budgets = await _applicable_budgets(session, scope, api_key_id, agent_id, workflow_id)
+    for budget in budgets:
+        if budget.currency != card.currency:
+            raise Conflict(
+                f"budget {budget.id} is in {budget.currency} but {instance_type} is priced in {card.currency}",
+                code="budget_currency_mismatch",
+            )
+    return card, cost_micros_ceil(estimated_chip_us, card.price_per_chip_hour), budgets
 
 
 async def _uncharge(session: AsyncSession, budget_id: str, tenant_id: str, amount: int) -> None:

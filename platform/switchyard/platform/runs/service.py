@@ -178,9 +178,9 @@ async def admit_run(
 ) -> None:
     """Admit the first model call of a run about to be created, over the thread's messages (``thread_id``; none
     for a new thread) and ``new_messages`` added with it: its rates are charged, its request slot and budgets
-    checked (429, 402), the slot and budget hold given back at once (its worker takes them for the call).
+    and budgets checked (429, 402), neither held (its worker takes them for the call).
 
-    Call it before the request writes anything (on SQLite the budget hold is another transaction's write).
+    Call it before the request writes anything.
     """
     _, version = await get_version(session, scope=scope, agent_id=agent_id, version=agent_version)
     spec = AgentSpec.model_validate(version.definition)
@@ -202,7 +202,7 @@ async def admit_run(
         output_tokens=most_output_tokens(backend, prompt_tokens, spec.model_params.max_tokens, max_output_tokens=cap),
         holder=f"run-admission/{secrets.token_hex(8)}",
     )
-    await admission.finish(await admission.admit(call), billed=False)
+    await admission.admit_ahead(call)
 
 
 async def get_run(session: AsyncSession, *, scope: TenantScope, thread_id: str, run_id: str) -> RunPublic:

@@ -21,6 +21,8 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "responses-recover": {"task": "responses.recover", "schedule": RECOVER_EVERY_S},
     # send again the vector store files no worker is ingesting (worker died, set aside, lost send)
     "vector-stores-recover": {"task": "vector_stores.recover", "schedule": RECOVER_EVERY_S},
+    # erase files whose expires_at passed (bytes, chunks, attachments: readers stopped seeing them at once)
+    "files-expire": {"task": "files.expire", "schedule": 60},
     # re-enqueue runs never picked up (a lost dispatch, or behind another run of the thread); expire stale waits
     "runs-sweep": {"task": "runs.sweep", "schedule": 15},
     # re-enqueue usage events still pending, expire budget holds never settled
