@@ -1,4 +1,4 @@
-"""`switchyard simulate`: point predictions, calibration and trace runs from the command line."""
+"""`switchyard simulate`: point and benchmark predictions, calibration and trace runs from the command line."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from switchyard.accelerator.errors import SimulatorError
+from switchyard.accelerator.sim.bench import BenchResult, simulate_bench
 from switchyard.accelerator.sim.calibration import calibrate, read_benchmarks, write_result
 from switchyard.accelerator.sim.cluster import Cluster
-from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
+from switchyard.accelerator.sim.deployment import Deployment, KvCacheDtype, Precision, make_deployment
 from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import get_instance
@@ -115,6 +116,112 @@ def point(
         f"  TTFT {r.ttft_ms:.1f} ms  TPOT {r.tpot_ms:.2f} ms  {r.output_tokens_per_s:.1f} output tok/s  "
         f"{r.chip_seconds:.1f} chip-s  (coefficients: {r.coefficients_group})"
     )
+
+
+@simulate.command()
+@click.option("--model", default=None, help=_MODEL_HELP)
+@_MODEL_CONFIG
+@click.option("--instance", required=True, help="AWS instance type, e.g. trn1.32xlarge")
+@click.option("--tp", type=int, required=True, help="tensor-parallel degree (NeuronCores on trn1/inf2)")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="closed loop: requests in flight")
+@click.option(
+    "--rate", type=click.FloatRange(min=0, min_open=True), default=None, help="open loop: requests sent per second"
+)
+@click.option(
+    "--arrivals",
+    type=click.Choice(["poisson", "constant"]),
+    default="poisson",
+    show_default=True,
+    help="open loop: exponential or even gaps between requests",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="open loop: seed of the Poisson arrivals")
+@click.option("--requests", type=click.IntRange(min=1), required=True, help="requests sent, warm-up included")
+@click.option("--input-len", type=click.IntRange(min=1), required=True)
+@click.option("--output-len", type=click.IntRange(min=1), required=True)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=None,
+    help="first finished requests left out of the statistics [default: the concurrency; 0 in open loop]",
+)
+@click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
+@click.option("--kv-dtype", type=click.Choice([d.value for d in KvCacheDtype]), default="bf16", show_default=True)
+@click.option("--max-batch", type=int, default=EngineConfig().max_batch, show_default=True, help="max_num_seqs")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="write the result as one JSON object to this file ('-': stdout)",
+)
+def bench(
+    model: str | None,
+    model_config: Path | None,
+    instance: str,
+    tp: int,
+    concurrency: int | None,
+    rate: float | None,
+    arrivals: str,
+    seed: int,
+    requests: int,
+    input_len: int,
+    output_len: int,
+    warmup: int | None,
+    weights: str,
+    kv_dtype: str,
+    max_batch: int,
+    json_out: Path | None,
+) -> None:
+    """A serving benchmark's TTFT / ITL / E2E percentiles and throughput (llmperf, guidellm, vLLM, GenAI-Perf).
+
+    Closed loop with --concurrency (a new request the moment one finishes), open loop with --rate.
+    """
+    if (concurrency is None) == (rate is None):
+        raise click.UsageError("give exactly one of --concurrency (closed loop) or --rate (open loop)")
+    if warmup is not None and warmup >= requests:
+        raise click.BadParameter(f"{warmup} leaves none of the {requests} requests to measure", param_hint="--warmup")
+    name = _model_name(model, model_config)
+    try:
+        r = simulate_bench(
+            name,
+            instance,
+            tp,
+            requests=requests,
+            input_len=input_len,
+            output_len=output_len,
+            concurrency=concurrency,
+            rate_per_s=rate,
+            poisson=arrivals == "poisson",
+            seed=seed,
+            warmup=warmup,
+            weights=weights,
+            kv_dtype=kv_dtype,
+            config=EngineConfig(max_batch=max_batch),
+        )
+    except SimulatorError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if json_out is None:
+        click.echo(_bench_table(r))
+    elif str(json_out) == "-":
+        click.echo(json.dumps(r.to_dict()))
+    else:
+        json_out.write_text(json.dumps(r.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def _bench_table(r: BenchResult) -> str:
+    load = f"concurrency {r.concurrency}" if r.rate_per_s is None else f"{r.arrivals} {r.rate_per_s:g} req/s"
+    rows = [
+        f"{r.model} on {r.instance} tp={r.tp} ({r.chips} chips), {load}, {r.input_len}->{r.output_len}, "
+        f"kv {r.kv_dtype}: {r.measured} of {r.requests} requests measured (warm-up {r.warmup})",
+        f"  {'ms':8} {'p50':>9} {'p90':>9} {'p99':>9}",
+    ]
+    for label, pcts in (("TTFT", r.ttft_ms), ("ITL", r.itl_ms), ("E2E", r.e2e_ms)):
+        rows.append(f"  {label:8} {pcts['p50']:>9.1f} {pcts['p90']:>9.1f} {pcts['p99']:>9.1f}")
+    rows.append(
+        f"  {r.output_tokens_per_s:.1f} output tok/s  {r.requests_per_s:.2f} req/s over {r.duration_s:.1f} s"
+        + (f"  ({r.rejected} rejected)" if r.rejected else "")
+    )
+    return "\n".join(rows)
 
 
 @simulate.command(name="calibrate")

@@ -10,7 +10,7 @@ from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
 from switchyard.accelerator.sim.models import ModelConfig, get_model
 
-__all__ = ["HBM_USABLE_FRACTION", "Deployment", "Precision", "make_deployment"]
+__all__ = ["HBM_USABLE_FRACTION", "Deployment", "KvCacheDtype", "Precision", "make_deployment"]
 
 # Share of device memory the runtime lets weights + KV use (the rest: runtime, activations, scratch).
 HBM_USABLE_FRACTION = 0.9
@@ -27,6 +27,21 @@ class Precision(enum.StrEnum):
     @property
     def bytes(self) -> int:
         return 2 if self is Precision.BF16 else 1
+
+
+class KvCacheDtype(enum.StrEnum):
+    """Element type of the KV cache. FP8 halves its bytes per token: twice the tokens fit, half the KV is read.
+
+    The cost model was calibrated with BF16 caches, so FP8 is an extrapolation through the bytes alone (the
+    dequantisation before attention is taken as free).
+    """
+
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+    @property
+    def bytes(self) -> int:
+        return 2 if self is KvCacheDtype.BF16 else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +68,7 @@ class Deployment:
     hbm_bytes: float
     kv_capacity_tokens: int
     expert_parallel: bool = False  # MoE experts whole on ranks, tokens moved by all-to-all
+    kv_dtype: KvCacheDtype = KvCacheDtype.BF16
 
     @property
     def chip_name(self) -> str:
@@ -139,15 +155,18 @@ def make_deployment(
     weights: Precision | str = Precision.BF16,
     *,
     expert_parallel: bool = False,
+    kv_dtype: KvCacheDtype | str = KvCacheDtype.BF16,
 ) -> Deployment:
     """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError.
 
     `expert_parallel` (MoE only) places whole experts on the ranks instead of slicing every expert
     `tp` ways; tokens then travel to their experts and back by two all-to-alls per MoE layer.
+    `kv_dtype` is the KV cache's element type (see KvCacheDtype).
     """
     m = get_model(model) if isinstance(model, str) else model
     inst = get_instance(instance) if isinstance(instance, str) else instance
     prec = Precision(weights)
+    kv_type = KvCacheDtype(kv_dtype)
     if tp < 1 or tp > inst.max_tp:
         raise ConfigurationError(f"tp={tp} outside 1..{inst.max_tp} (ranks of {inst.name})")
     chip = inst.chip
@@ -158,7 +177,7 @@ def make_deployment(
     always_bytes, routed_bytes, weight_bytes = _weight_bytes(m, heads, kv_heads, prec)
     always, _ = m.layer_params(heads, kv_heads)
     head = m.lm_head_params()
-    kv_per_token = m.kv_elements_per_token(kv_heads) * 2.0  # KV cache kept in BF16
+    kv_per_token = m.kv_elements_per_token(kv_heads) * float(kv_type.bytes)
     hbm = chip.hbm_bytes * rank_share
     free = hbm * HBM_USABLE_FRACTION - weight_bytes
     if free <= 0:
@@ -216,4 +235,5 @@ def make_deployment(
         hbm_bytes=hbm,
         kv_capacity_tokens=int(free // kv_per_token),
         expert_parallel=expert_parallel,
+        kv_dtype=kv_type,
     )

@@ -14,7 +14,7 @@ from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
-__all__ = ["RunSummary", "prefix_hit_rate", "summarize"]
+__all__ = ["RunSummary", "percentiles", "prefix_hit_rate", "summarize"]
 
 CHIP_US_PER_HOUR = 3_600_000_000
 
@@ -65,7 +65,8 @@ class RunSummary:
         return d
 
 
-def _pcts(values: Sequence[float]) -> dict[str, float]:
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """The p50, p90 and p99 of ``values`` (all 0 when there are none)."""
     if not values:
         return {"p50": 0.0, "p90": 0.0, "p99": 0.0}
     p50, p90, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 90, 99])
@@ -122,10 +123,10 @@ def summarize(
         output_tokens=out_tokens,
         output_tokens_per_s=out_tokens / duration,
         requests_per_s=len(served) / duration,
-        ttft_ms=_pcts([f.ttft_ms for f in served]),
-        tpot_ms=_pcts([f.tpot_ms for f in served if f.output_tokens > 1]),
-        e2e_ms=_pcts([f.e2e_ms for f in served]),
-        queue_ms=_pcts([f.queue_s * 1e3 for f in served]),
+        ttft_ms=percentiles([f.ttft_ms for f in served]),
+        tpot_ms=percentiles([f.tpot_ms for f in served if f.output_tokens > 1]),
+        e2e_ms=percentiles([f.e2e_ms for f in served]),
+        queue_ms=percentiles([f.queue_s * 1e3 for f in served]),
         slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms,
         slo_attainment=good / len(served) if served else 0.0,
