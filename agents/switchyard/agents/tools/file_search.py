@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 from switchyard.agents.tools.base import RetrySemantics, ToolContext, ToolDefinition, ToolKind, ToolResult
 
-__all__ = ["FILE_SEARCH", "FileSearchHit", "FileSearchTool", "FileSearcher", "hits_of"]
+__all__ = ["FILE_SEARCH", "QUOTED_CHARS", "FileSearchHit", "FileSearchTool", "FileSearcher", "citations", "hits_of"]
 
 FILE_SEARCH = "file_search"
 MAX_QUERY_CHARS = 4096
+QUOTED_CHARS = 40
+"""How much of a found passage an answer repeats for the passage's file to be cited."""
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,22 @@ def hits_of(output: str | None) -> list[FileSearchHit] | None:
         return [FileSearchHit(**result) for result in results]
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def citations(text: str, found: Sequence[FileSearchHit]) -> list[dict[str, Any]]:
+    """``file_citation`` annotations of an answer: each file whose found passage (its first ``QUOTED_CHARS``
+    characters) or name the answer repeats, cited where that repetition ends; a file it does not repeat is not
+    cited (the answer may not have used it)."""
+    cited: dict[str, dict[str, Any]] = {}
+    for hit in found:
+        if hit.file_id in cited:
+            continue
+        for quoted in (hit.text.strip()[:QUOTED_CHARS], hit.filename):
+            at = text.find(quoted) if quoted else -1
+            if at >= 0:
+                index = at + len(quoted)
+                cited[hit.file_id] = {
+                    "type": "file_citation", "file_id": hit.file_id, "filename": hit.filename, "index": index
+                }  # fmt: skip
+                break
+    return sorted(cited.values(), key=lambda annotation: annotation["index"])

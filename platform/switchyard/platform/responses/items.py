@@ -19,7 +19,7 @@ from typing import Any
 
 from switchyard.agents import Message, RunState, RunStatus, StepStatus, StepType, ToolCall, ToolKind, ToolRegistry
 from switchyard.agents.messages import Role
-from switchyard.agents.tools.file_search import FileSearchHit, hits_of
+from switchyard.agents.tools.file_search import FileSearchHit, citations, hits_of
 from switchyard.platform.http.errors import InvalidRequest
 
 __all__ = [
@@ -37,8 +37,6 @@ BUILTIN_SERVER_LABEL = "switchyard"
 _ROLES = {"user", "system", "developer", "assistant"}
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
 _SILENT = {"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "file_search_call"}
-QUOTED_CHARS = 40
-"""How much of a found passage an answer repeats for the passage's file to be cited."""
 _ITEM_PREFIX = {
     "message": "msg",
     "function_call": "fc",
@@ -220,25 +218,6 @@ def mcp_listings(tools: ToolRegistry, response_id: str) -> list[dict[str, Any]]:
         {"id": f"mcpl_{response_id}_{label}", "type": "mcp_list_tools", "server_label": label, "tools": listed}
         for label, listed in servers.items()
     ]
-
-
-def citations(text: str, found: Sequence[FileSearchHit]) -> list[dict[str, Any]]:
-    """``file_citation`` annotations of an answer: each file whose found passage (its first ``QUOTED_CHARS``
-    characters) or name the answer repeats, cited where that repetition ends; a file it does not repeat is not
-    cited (the answer may not have used it)."""
-    cited: dict[str, dict[str, Any]] = {}
-    for hit in found:
-        if hit.file_id in cited:
-            continue
-        for quoted in (hit.text.strip()[:QUOTED_CHARS], hit.filename):
-            at = text.find(quoted) if quoted else -1
-            if at >= 0:
-                index = at + len(quoted)
-                cited[hit.file_id] = {
-                    "type": "file_citation", "file_id": hit.file_id, "filename": hit.filename, "index": index
-                }  # fmt: skip
-                break
-    return sorted(cited.values(), key=lambda annotation: annotation["index"])
 
 
 def _file_search_item(call: ToolCall, output: str, *, failed: bool, with_results: bool) -> dict[str, Any]:

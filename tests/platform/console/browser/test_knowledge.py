@@ -1,7 +1,7 @@
 """The knowledge pages in a real browser: an admin creates a store, uploads a document with the file input, watches
 its ingestion reach completed without reloading (the files list polls), searches it, attaches the store to an agent
-and asks that agent in the playground, whose file_search call finds the document. At phone width a file dropped on
-the drop zone is uploaded the same way, and no page scrolls sideways."""
+and asks that agent in the playground, whose file_search call finds the document and whose answer cites it. At phone
+width a file dropped on the drop zone is uploaded the same way, and no page scrolls sideways."""
 
 from __future__ import annotations
 
@@ -87,6 +87,9 @@ def test_a_document_is_uploaded_ingested_searched_and_found_by_an_agent(
     result = page.locator("#chat li.msg.tool").first.inner_text()
     assert '"filename": "handbook.txt"' in result  # ... and its result names the uploaded file
     assert "Zanzibar lighthouse keeper" in result
+    answer = page.locator("#chat li.msg.assistant").last
+    assert "Zanzibar lighthouse keeper" in answer.locator("p.text").inner_text()  # the answer repeats the passage ...
+    assert answer.locator("p.cites").inner_text() == "Cites handbook.txt"  # ... and cites its file
     page.screenshot(path=str(console.shots / "knowledge-playground.png"), full_page=True)
     assert page.elsewhere == []  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]

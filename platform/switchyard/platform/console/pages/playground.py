@@ -19,6 +19,7 @@ from litestar.response import Redirect, Stream
 from pydantic import ValidationError
 
 from switchyard.agents import TERMINAL_STATUSES, StepType
+from switchyard.agents.tools.file_search import FileSearchHit, citations, hits_of
 from switchyard.platform.agent_registry.controllers import model_check
 from switchyard.platform.agent_registry.service import list_agents
 from switchyard.platform.auth.principal import Actor
@@ -36,7 +37,7 @@ from switchyard.platform.jobs import jobs_for
 from switchyard.platform.runs import service as runs
 from switchyard.platform.runs.schemas import RunCreate, SubmitApprovals, SubmitToolOutputs
 from switchyard.platform.runs.stream import last_event_number, run_events
-from switchyard.platform.threads.schemas import MessageCreate, ThreadCreate
+from switchyard.platform.threads.schemas import MessageCreate, MessagePublic, ThreadCreate
 from switchyard.platform.threads.service import add_message, create_thread, list_messages
 
 __all__ = ["PlaygroundController"]
@@ -70,6 +71,7 @@ async def _result(db_session: DbSession, scope: TenantScope, run_id: str) -> dic
     return {
         "run": run,
         "messages": messages.data,
+        "cited": _cited(messages.data),
         "model_calls": [s for s in steps.data if s.type == StepType.MODEL_CALL and s.status != "in_progress"],
         "pending": pending,
         "action": action.get("type"),
@@ -77,6 +79,19 @@ async def _result(db_session: DbSession, scope: TenantScope, run_id: str) -> dic
         "done": run.status in _TERMINAL,
         "live": run.status not in _TERMINAL and run.status != "requires_action",
     }
+
+
+def _cited(messages: list[MessagePublic]) -> dict[str, list[str]]:
+    """The files each answer cites, by message id: those whose passages, found by the file searches before it,
+    the answer repeats (what a Responses answer's ``file_citation`` annotations name)."""
+    found: list[FileSearchHit] = []
+    cited: dict[str, list[str]] = {}
+    for message in messages:
+        if message.role == "tool":
+            found += hits_of(message.content) or []
+        elif message.role == "assistant" and message.content and found:
+            cited[message.id] = [citation["filename"] for citation in citations(message.content, found)]
+    return cited
 
 
 def _text(form: FormMultiDict, name: str) -> str:
