@@ -16,13 +16,14 @@ from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.deployment import Deployment, KvCacheDtype, Precision, make_deployment
 from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.sim.engine import EngineConfig
-from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.hardware import Instance, get_instance
 from switchyard.accelerator.sim.metrics import RunSummary, summarize
 from switchyard.accelerator.sim.models import load_model_config
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.report import format_table, html_report, with_progress
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.router import RoutingPolicy
+from switchyard.accelerator.sim.search import SearchResult, SearchSettings, Slo, configuration_space, search
 from switchyard.accelerator.sim.workloads import parse_workload, scale_rate
 
 __all__ = ["simulate"]
@@ -475,3 +476,157 @@ def compare(
             f"{s.ttft_ms['p99']:>9.1f} {s.tpot_ms['p50']:>9.2f} {s.tpot_ms['p99']:>9.2f} "
             f"{s.goodput_requests_per_s:>8.2f} {'n/a' if per_m is None else f'{per_m:.2f}':>9} {ratio:>12}"
         )
+
+
+def _ints(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    """A comma-separated list of positive integers (None: the option's default applies)."""
+    if value is None:
+        return None
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers") from None
+    if not out or min(out) < 1:
+        raise click.BadParameter(f"{value!r}: give positive integers, e.g. 1,2,4")
+    return out
+
+
+def _names(choices: list[str]) -> Any:
+    """A click callback: a comma-separated list, each one of `choices`."""
+
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+        out = [v.strip() for v in value.split(",") if v.strip()]
+        bad = [v for v in out if v not in choices]
+        if bad or not out:
+            raise click.BadParameter(f"{', '.join(bad) or repr(value)}: choose from {', '.join(choices)}")
+        return out
+
+    return parse
+
+
+def _instances(ctx: click.Context, param: click.Parameter, value: str) -> list[Instance]:
+    try:
+        return [get_instance(v.strip()) for v in value.split(",") if v.strip()]
+    except SimulatorError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@simulate.command(name="search")
+@click.option("--model", default=None, help=_MODEL_HELP)
+@_MODEL_CONFIG
+@click.option(
+    "--workload", required=True, help="CSV (plain or Azure trace), Mooncake trace, or poisson:/bursty:/agentic:"
+)
+@click.option("--slo-ttft-ms", type=click.FloatRange(min=0, min_open=True), required=True)
+@click.option("--slo-tpot-ms", type=click.FloatRange(min=0, min_open=True), required=True)
+@click.option(
+    "--percentile",
+    type=click.FloatRange(min=0, max=100, min_open=True),
+    default=90.0,
+    show_default=True,
+    help="the SLO holds when this percentile of TTFT and of TPOT is within its limit",
+)
+@click.option("--instances", required=True, callback=_instances, help="instance types, comma-separated")
+@click.option("--tp", callback=_ints, default=None, help="TP degrees, comma-separated [default: powers of two]")
+@click.option("--replicas", callback=_ints, default="1", show_default=True)
+@click.option("--max-batch", callback=_ints, default="64", show_default=True, help="max_num_seqs values")
+@click.option("--routing", callback=_names([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
+@click.option("--weights", callback=_names([p.value for p in Precision]), default="bf16", show_default=True)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=2),
+    default=SearchSettings().requests,
+    show_default=True,
+    help="the workload's first requests simulated at each rate tried",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="write the result as one JSON object to this file ('-': stdout)",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="folder of per-configuration results: read when present, written when simulated",
+)
+def search_cmd(
+    model: str | None,
+    model_config: Path | None,
+    workload: str,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    percentile: float,
+    instances: list[Instance],
+    tp: list[int] | None,
+    replicas: list[int],
+    max_batch: list[int],
+    routing: list[str],
+    weights: list[str],
+    requests: int,
+    json_out: Path | None,
+    cache_dir: Path | None,
+) -> None:
+    """The highest request rate each configuration serves within the SLO, and the cheapest configurations.
+
+    Bisects over the workload's rate for every combination of the options, then prices each at its max rate
+    (per million output tokens) and prints the Pareto front of cost against TTFT p90.
+    """
+    name = _model_name(model, model_config)
+    try:
+        space, skipped = configuration_space(
+            name,
+            [i.name for i in instances],
+            tps=tp,
+            replicas=replicas,
+            max_batches=max_batch,
+            routings=routing,
+            weights=weights,
+        )
+        result = search(
+            space,
+            parse_workload(workload),
+            Slo(slo_ttft_ms, slo_tpot_ms, percentile),
+            SearchSettings(requests=requests),
+            skipped=skipped,
+            workload_description={"spec": workload},
+            cache_dir=cache_dir,
+        )
+    except (SimulatorError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if json_out is None:
+        click.echo(_search_table(result))
+    elif str(json_out) == "-":
+        click.echo(json.dumps(result.to_dict()))
+    else:
+        json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def _search_table(r: SearchResult) -> str:
+    slo = r.slo
+    rows = [
+        f"{r.model}, {r.workload['requests']} requests of {r.workload['spec']}: SLO p{slo.percentile:g} TTFT <= "
+        f"{slo.ttft_ms:g} ms and TPOT <= {slo.tpot_ms:g} ms",
+        f"  {r.configurations_evaluated} evaluated ({r.simulated} simulated), {r.pruned} pruned, "
+        f"{len(r.skipped)} skipped",
+    ]
+    header = (
+        f"  {'instance':16} {'tp':>3} {'repl':>4} {'batch':>5} {'routing':11} {'w':4} {'max req/s':>9} "
+        f"{'$/M tok':>8} {'TTFT p90':>9} {'TPOT p90':>9} {'req/s per $/h':>13}"
+    )
+    for title, results in (
+        ("Pareto front (cost against TTFT p90):", r.pareto),
+        ("Cheapest per instance:", list(r.best_per_instance.values())),
+    ):
+        rows += [title, header]
+        for x in results:
+            c = x.configuration
+            rows.append(
+                f"  {c.instance:16} {c.tp:>3} {c.replicas:>4} {c.max_batch:>5} {c.routing:11} {c.weights:4} "
+                f"{x.max_rate_rps:>9.2f}{'+' if x.rate_capped else ' '}{x.cost_per_million_tokens_usd:>8.2f} "
+                f"{x.ttft_p90_ms:>9.1f} {x.tpot_p90_ms:>9.2f} {x.qps_per_dollar:>13.3f}"
+            )
+    return "\n".join(rows)
