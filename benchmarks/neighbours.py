@@ -116,6 +116,7 @@ class Sample:
     model_requests: int = 0
     run: tuple[str, str] | None = None  # (thread id, run id) of an agent run, once created
     timeline: tuple[datetime, datetime, datetime] | None = None  # an agent run's created, started, completed at
+    simulated_ms: float | None = None  # a chat completion's queue, first token and decode in the fleet (simulated)
 
 
 def p99(values: list[float]) -> float:
@@ -241,6 +242,8 @@ class Ordinary:
                 completion.usage.completion_tokens,
             )
             sample.chip_us, sample.model_requests = _chip_us(completion.usage), 1
+            compute = _compute(completion.usage)
+            sample.simulated_ms = sum(float(compute.get(part, 0.0)) for part in ("queue_ms", "ttft_ms", "decode_ms"))
 
         await self._paced("chat", call)
 
@@ -292,9 +295,13 @@ class Ordinary:
             sample.timeline = (run.created_at, run.started_at, run.completed_at)
 
 
+def _compute(usage: Any) -> dict[str, Any]:
+    """Switchyard's ``usage.compute`` of an answer the ``openai`` client parsed."""
+    return dict((getattr(usage, "model_extra", None) or {}).get("compute") or {})
+
+
 def _chip_us(usage: Any) -> int:
-    compute = (getattr(usage, "model_extra", None) or {}).get("compute") or {}
-    return int(compute.get("chip_us", 0))
+    return int(_compute(usage).get("chip_us", 0))
 
 
 # -- tenant A's attacks -----------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ $1.00) and runs ``neighbours.py``'s windows: B's paced chat completions, embeddi
 alone and beside each of A's attacks in turn, alternating. Prints, per attack and kind of call, B's p50 and p99
 alone (the windows just before that attack's), beside the attack (its windows and their aftermath) and the p99
 ratio; ``all`` compares every window beside an attack with every window alone, which is what
-``tests/system/test_noisy_neighbour.py`` asserts (under 2x). Ratios, not absolute times, are what compare across
-machines and runs; every process, and the load generator, share this machine's cores.
+``tests/system/test_noisy_neighbour.py`` asserts (under 3x; the goal is 2x). Ratios, not absolute times, are what
+compare across machines and runs; every process, and the load generator, share this machine's cores.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ call of B's spans two windows: B's calls in flight end before the next window st
 Asserted afterwards: every call of B succeeded; A's hard budget ($1.00) is not exceeded once everything is
 settled; B's usage (``GET /v1/usage``: tokens, chip-us, model requests) equals the sum of what B's own answers
 reported. B's p99 latency beside each attack against its p99 alone (the windows alternate so that the machine's own
-noise falls on both sides) is reported with the slowest calls (a run's time queued and running); over every window
-(``all``) it must stay under 3x for each kind of call: the goal is 2x (past it is reported), asserted loosely since
-a 2-core machine runs every process of the layout and both tenants' clients (A's in a process of its own), where
-a p99 of ~100 calls is a few calls. Measured there: ~1.5-1.9x over all windows, at most ~2.1x beside one attack.
+noise falls on both sides) is reported with the slowest calls (a run's time queued and running, a chat
+completion's simulated time in the fleet); over every window (``all``) it must stay under 3x for each kind of call:
+the goal is 2x (past it is reported), asserted loosely since a 2-core machine runs every process of the layout and
+both tenants' clients (A's in a process of its own), where a p99 of ~100 calls is a few calls. Measured there:
+~1.3-1.9x over all windows, at most ~2.1x beside one attack.
 ``SWITCHYARD_SYSTEM_TEST_ATTACKS`` runs only some attacks.
 ``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
 """
@@ -188,7 +189,9 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
 
 
 def _slow(sample: Sample) -> str:
-    text = f"{sample.latency_s:.1f} s beside {sample.window}"
+    text = f"{sample.latency_s * 1e3:.0f} ms beside {sample.window}"
+    if sample.simulated_ms is not None:
+        text += f" ({sample.simulated_ms:.0f} ms simulated in the fleet, x{TIME_SCALE} on the wall clock)"
     if sample.run and sample.timeline:
         created, started, completed = sample.timeline
         text += (
