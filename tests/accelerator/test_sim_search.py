@@ -184,10 +184,25 @@ def test_cli_prints_the_front_and_the_cheapest_per_instance() -> None:
     assert "trn2.48xlarge" in text
 
 
+def test_cli_writes_the_report_with_each_slo_of_the_sensitivity(tmp_path: Path) -> None:
+    report = tmp_path / "search.html"
+    code, text = run_cli(
+        *("--workload", WORKLOAD_SPEC, "--slo-ttft-ms", "1000", "--slo-tpot-ms", "60", "--requests", "50"),
+        *("--instances", "trn2.48xlarge", "--tp", "8", "--report", str(report), "--sensitivity", "0.5,2"),
+    )
+    assert code == 0, text
+    page = report.read_text()
+    assert page.lower().startswith("<!doctype html>")
+    assert "Pareto front" in page
+    for limit in ("500", "1000", "2000"):  # this search's TTFT limit and the two searched again
+        assert f"TTFT &lt;= {limit} ms" in page
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [
         ("--tp", "2,x"),
+        ("--sensitivity", "0,2"),
         ("--replicas", "0"),
         ("--routing", "fastest"),
         ("--weights", "fp4"),

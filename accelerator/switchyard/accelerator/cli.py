@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,34 @@ from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.report import format_table, html_report, with_progress
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.router import RoutingPolicy
-from switchyard.accelerator.sim.search import SearchResult, SearchSettings, Slo, configuration_space, search
+from switchyard.accelerator.sim.search import (
+    SearchProgress,
+    SearchResult,
+    SearchSettings,
+    Slo,
+    WaveEvaluator,
+    configuration_space,
+    search,
+)
+from switchyard.accelerator.sim.search_report import search_html
 from switchyard.accelerator.sim.workloads import parse_workload, scale_rate
 
-__all__ = ["simulate"]
+__all__ = ["register_search_workers", "simulate"]
+
+_SEARCH_WORKERS: dict[str, Callable[[], WaveEvaluator]] = {}
+"""`simulate search --workers NAME` besides `local`: how to build each one's evaluator (registered by whoever mounts
+this group: the platform's `switchyard` command registers `celery`)."""
+DEFAULT_WAVE_SIZE = 8
+"""Configurations a search sends at once to workers other than `local` (which evaluates one at a time)."""
+
+
+def register_search_workers(name: str, make: Callable[[], WaveEvaluator]) -> None:
+    """Offer `simulate search --workers NAME`: `make()` builds the evaluator that runs each wave when a search asks
+    for it, so the simulator needs to know nothing of where that is (the platform's CLI registers `celery`)."""
+    if name == "local":
+        raise ValueError("'local' is the simulator's own evaluator")
+    _SEARCH_WORKERS[name] = make
+
 
 _WEIGHTS = click.Choice([p.value for p in Precision])
 _MODEL_HELP = "Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct (or the name of --model-config)"
@@ -491,6 +516,19 @@ def _ints(ctx: click.Context, param: click.Parameter, value: str | None) -> list
     return out
 
 
+def _floats(ctx: click.Context, param: click.Parameter, value: str | None) -> list[float] | None:
+    """A comma-separated list of positive numbers (None: none given)."""
+    if value is None:
+        return None
+    try:
+        out = [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from None
+    if not out or not all(0 < v < float("inf") for v in out):
+        raise click.BadParameter(f"{value!r}: give positive numbers, e.g. 0.5,2")
+    return out
+
+
 def _names(choices: list[str]) -> Any:
     """A click callback: a comma-separated list, each one of `choices`."""
 
@@ -509,6 +547,14 @@ def _instances(ctx: click.Context, param: click.Parameter, value: str) -> list[I
         return [get_instance(v.strip()) for v in value.split(",") if v.strip()]
     except SimulatorError as exc:
         raise click.BadParameter(str(exc)) from exc
+
+
+def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value != "local" and value not in _SEARCH_WORKERS:
+        names = ", ".join(["local", *sorted(_SEARCH_WORKERS)])
+        hint = "" if _SEARCH_WORKERS else " (celery is offered by `switchyard simulate search`, the platform's command)"
+        raise click.BadParameter(f"{value!r}: choose from {names}{hint}")
+    return value
 
 
 @simulate.command(name="search")
@@ -547,11 +593,44 @@ def _instances(ctx: click.Context, param: click.Parameter, value: str) -> list[I
     help="write the result as one JSON object to this file ('-': stdout)",
 )
 @click.option(
+    "--report",
+    "report_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="also write an HTML report (the Pareto plot, the cheapest per family, published claims) to this file",
+)
+@click.option(
+    "--sensitivity",
+    callback=_floats,
+    default=None,
+    help="TTFT limits, as factors of --slo-ttft-ms (e.g. 0.5,2), searched again for the report's SLO sensitivity",
+)
+@click.option(
     "--cache",
     "cache_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="folder of per-configuration results: read when present, written when simulated",
+)
+@click.option(
+    "--workers",
+    callback=_workers,
+    default="local",
+    show_default=True,
+    help="where configurations are evaluated: local (here, one at a time) or celery (as tasks on the queue "
+    "switchyard.simulate of the platform's workers; `switchyard simulate search` only)",
+)
+@click.option(
+    "--wave-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"configurations evaluated at once, each pruned against the results back before its wave is sent "
+    f"[default: 1 with --workers local, else {DEFAULT_WAVE_SIZE}]",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="print each result on stderr as it arrives (default: when stderr is a terminal)",
 )
 def search_cmd(
     model: str | None,
@@ -568,14 +647,22 @@ def search_cmd(
     weights: list[str],
     requests: int,
     json_out: Path | None,
+    report_out: Path | None,
+    sensitivity: list[float] | None,
     cache_dir: Path | None,
+    workers: str,
+    wave_size: int | None,
+    progress: bool | None,
 ) -> None:
     """The highest request rate each configuration serves within the SLO, and the cheapest configurations.
 
     Bisects over the workload's rate for every combination of the options, then prices each at its max rate
-    (per million output tokens) and prints the Pareto front of cost against TTFT p90.
+    (per million output tokens) and prints the Pareto front of cost against TTFT p90. With --workers celery the
+    configurations go in waves to the platform's Celery workers; the front and the cheapest per instance are the
+    same as a local run's.
     """
     name = _model_name(model, model_config)
+    shown = sys.stderr.isatty() if progress is None else progress
     try:
         space, skipped = configuration_space(
             name,
@@ -586,15 +673,29 @@ def search_cmd(
             routings=routing,
             weights=weights,
         )
-        result = search(
-            space,
-            parse_workload(workload),
-            Slo(slo_ttft_ms, slo_tpot_ms, percentile),
-            SearchSettings(requests=requests),
-            skipped=skipped,
-            workload_description={"spec": workload},
-            cache_dir=cache_dir,
-        )
+        requests_ = parse_workload(workload)
+        evaluate_wave = None if workers == "local" else _SEARCH_WORKERS[workers]()
+
+        def search_at(slo: Slo) -> SearchResult:
+            return search(
+                space,
+                requests_,
+                slo,
+                SearchSettings(requests=requests),
+                skipped=skipped,
+                workload_description={"spec": workload},
+                cache_dir=cache_dir,
+                evaluate_wave=evaluate_wave,
+                wave_size=wave_size or (1 if workers == "local" else DEFAULT_WAVE_SIZE),
+                on_progress=_print_progress if shown else None,
+            )
+
+        result = search_at(Slo(slo_ttft_ms, slo_tpot_ms, percentile))
+        if report_out is not None:
+            others = [Slo(slo_ttft_ms * f, slo_tpot_ms, percentile) for f in sensitivity or ()]
+            report_out.write_text(
+                search_html(result, sensitivity=[(slo, search_at(slo)) for slo in others]), encoding="utf-8"
+            )
     except (SimulatorError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if json_out is None:
@@ -603,6 +704,20 @@ def search_cmd(
         click.echo(json.dumps(result.to_dict()))
     else:
         json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def _print_progress(p: SearchProgress) -> None:
+    """One line on stderr per configuration evaluated (pruned ones are counted in the next line)."""
+    if p.result is None:
+        return
+    c, r = p.result.configuration, p.result
+    cost = "infeasible" if r.cost_per_million_tokens_usd is None else f"${r.cost_per_million_tokens_usd:.2f}/M tok"
+    origin = "cache" if p.cached else f"wave {p.wave}"
+    click.echo(
+        f"{p.done}/{p.total} configurations done ({p.pruned} pruned): {c.instance} tp={c.tp} x{c.replicas} "
+        f"batch {c.max_batch} {c.routing} {c.weights}: {r.max_rate_rps:.2f} req/s, {cost} ({origin})",
+        err=True,
+    )
 
 
 def _search_table(r: SearchResult) -> str:

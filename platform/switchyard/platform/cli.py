@@ -10,11 +10,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from switchyard.platform.settings import Settings, argon2_cost, load_settings
+
+if TYPE_CHECKING:
+    from switchyard.platform.simulation import CeleryWaves
 
 __all__ = ["main"]
 
@@ -244,8 +247,8 @@ def fleet(host: str | None, port: int | None) -> None:
     "--queues",
     "-Q",
     default=None,
-    help="Comma-separated queues to take jobs from; default all of switchyard.recovery, switchyard.maintenance "
-    "and switchyard.runs, in that order.",
+    help="Comma-separated queues to take jobs from; default all of switchyard.recovery, switchyard.maintenance, "
+    "switchyard.runs and switchyard.simulate (configuration searches), in that order.",
 )
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def worker(concurrency: int | None, pool: str, beat: bool, queues: str | None, celery_args: tuple[str, ...]) -> None:
@@ -617,10 +620,25 @@ def billing_rate_cards(seed: bool) -> None:
 
 def _mount_simulator() -> None:
     try:
-        from switchyard.accelerator.cli import simulate
+        from switchyard.accelerator.cli import register_search_workers, simulate
     except ImportError:  # the simulator's CLI is optional while it is being built
         return
+    register_search_workers("celery", _celery_search_workers)  # `simulate search --workers celery`
     main.add_command(simulate, name="simulate")
+
+
+def _celery_search_workers() -> CeleryWaves:
+    """The evaluator of `switchyard simulate search --workers celery`: each wave's configurations as jobs for the
+    workers on the broker of this installation's settings (SWITCHYARD_BROKER_URL, SWITCHYARD_RESULT_BACKEND)."""
+    from switchyard.platform.simulation import CeleryWaves
+    from switchyard.platform.worker.celery_app import SIMULATE_QUEUE, create_celery, declare_queues
+
+    app = create_celery(_settings())
+    declare_queues(app)  # the SQLite broker makes a queue on first use; a worker starting now might too
+    with app.connection_for_write() as connection:
+        broker = connection.as_uri()  # without the password
+    click.echo(f"evaluating on the workers that take {SIMULATE_QUEUE} on {broker}", err=True)
+    return CeleryWaves(app)
 
 
 _mount_simulator()

@@ -10,9 +10,16 @@ request rate for the highest rate at which the SLO holds, then prices the config
 - Cost: the fleet's price per hour (chips x the instance's price per chip-hour, as summarize() prices a run)
   over the output tokens it serves per hour at the max rate (max rate x the mean output length).
 - Pruning: a configuration whose best possible point (its cost at the capacity bound, its TTFT lower bound) is
-  dominated by a point already evaluated cannot reach the Pareto front, so it is not simulated.
+  dominated by a point already evaluated cannot reach the Pareto front; if a configuration of its instance type
+  already evaluated is also cheaper than its cost bound, it cannot be that type's cheapest either, so it is not
+  simulated.
+- Waves: `search` hands the configurations, cheapest bound first, to a `WaveEvaluator` in waves of `wave_size`,
+  pruning each configuration against every result back before its wave is sent. One at a time (the default) is
+  the sequential search; larger waves run in parallel elsewhere (Celery workers) and prune less, but find the same
+  Pareto front and cheapest configuration per instance: pruning only drops configurations that can be neither.
 - Caching: `evaluate` is one pure function of (configuration, workload, SLO, settings); its results are stored
-  under a hash of those inputs, so a re-run (or a worker) reads them instead of simulating.
+  under a hash of those inputs, so a re-run reads them instead of simulating. `evaluate_json` is the same function
+  on JSON values (`evaluation_args`), for a worker in another process or on another machine.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, astuple, dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,15 +50,21 @@ from switchyard.accelerator.sim.workloads import scale_rate
 __all__ = [
     "ConfigResult",
     "Configuration",
+    "Evaluator",
+    "SearchProgress",
     "SearchResult",
     "SearchSettings",
     "Skipped",
     "Slo",
+    "WaveEvaluator",
     "cache_key",
     "capacity_bound_rps",
     "configuration_space",
     "evaluate",
+    "evaluate_json",
+    "evaluation_args",
     "fleet_usd_per_hour",
+    "one_at_a_time",
     "pareto_front",
     "search",
     "ttft_floor_ms",
@@ -78,6 +91,13 @@ class Configuration:
     def deployment(self) -> Deployment:
         return make_deployment(self.model, self.instance, self.tp, self.weights)
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Configuration:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
 
 @dataclass(frozen=True, slots=True)
 class Slo:
@@ -90,6 +110,12 @@ class Slo:
     def to_dict(self) -> dict[str, Any]:
         return {"definition": "percentile", **asdict(self)}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Slo:
+        if d.get("definition", "percentile") != "percentile":
+            raise ConfigurationError(f"unknown SLO definition {d['definition']!r}")
+        return cls(d["ttft_ms"], d["tpot_ms"], d["percentile"])
+
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
@@ -99,6 +125,13 @@ class SearchSettings:
     tolerance: float = 0.05  # stop when the bracket is within this share of the highest passing rate
     max_steps: int = 12  # simulations per configuration at most
     seed: int = 0  # the routers' seed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SearchSettings:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +165,7 @@ class ConfigResult:
     def to_dict(self) -> dict[str, Any]:
         cost = self.cost_per_million_tokens_usd
         return {
-            **asdict(self.configuration),
+            **self.configuration.to_dict(),
             "max_rate_rps": self.max_rate_rps,
             "rate_capped": self.rate_capped,
             "simulations": self.simulations,
@@ -145,10 +178,9 @@ class ConfigResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConfigResult:
-        names = Configuration.__dataclass_fields__
         cost = d["cost_per_million_tokens_usd"]
         return cls(
-            configuration=Configuration(**{k: d[k] for k in names}),
+            configuration=Configuration.from_dict(d),
             max_rate_rps=d["max_rate_rps"],
             rate_capped=d["rate_capped"],
             simulations=d["simulations"],
@@ -331,6 +363,30 @@ def evaluate(config: Configuration, workload: Sequence[Request], slo: Slo, setti
     )
 
 
+def evaluation_args(
+    config: Configuration, workload: Sequence[Request], slo: Slo, settings: SearchSettings
+) -> list[Any]:
+    """`evaluate`'s arguments as JSON values (the workload cut to `settings.requests`), for `evaluate_json`. The
+    settings carry `SEARCH_VERSION`, so a worker whose simulator gives other results refuses the job."""
+    requests = [asdict(r) for r in workload[: settings.requests]]
+    return [config.to_dict(), requests, slo.to_dict(), {**settings.to_dict(), "search_version": SEARCH_VERSION}]
+
+
+def evaluate_json(
+    configuration: dict[str, Any], requests: list[dict[str, Any]], slo: dict[str, Any], settings: dict[str, Any]
+) -> dict[str, Any]:
+    """`evaluate` on `evaluation_args`' JSON values, its result as `ConfigResult.to_dict()`: what a worker runs.
+    JSON keeps every float exactly, so the result is the one a local `evaluate` gives."""
+    if settings.get("search_version") != SEARCH_VERSION:
+        raise ConfigurationError(
+            f"the search is at version {settings.get('search_version')} and this simulator at {SEARCH_VERSION}: "
+            "run the same Switchyard version where the search runs and on its workers"
+        )
+    workload = [Request(**{**r, "block_hashes": tuple(r.get("block_hashes", ()))}) for r in requests]
+    config = Configuration.from_dict(configuration)
+    return evaluate(config, workload, Slo.from_dict(slo), SearchSettings.from_dict(settings)).to_dict()
+
+
 def pareto_front(results: Sequence[ConfigResult]) -> list[ConfigResult]:
     """The feasible results no other beats on both cost per million tokens and TTFT p90 (ties kept), cheapest
     first."""
@@ -365,6 +421,40 @@ def cache_key(config: Configuration, workload_sha: str, slo: Slo, settings: Sear
 
 
 Evaluator = Callable[[Configuration, Sequence[Request], Slo, SearchSettings], ConfigResult]
+"""Evaluates one configuration where the search runs (`evaluate`, or a stand-in in tests)."""
+
+
+class WaveEvaluator(Protocol):
+    """Evaluates a wave of configurations, possibly in parallel and elsewhere, and yields each one's result as it
+    completes, in any order (each `ConfigResult.configuration` says whose it is)."""
+
+    def __call__(
+        self, configs: Sequence[Configuration], workload: Sequence[Request], slo: Slo, settings: SearchSettings
+    ) -> Iterable[ConfigResult]: ...
+
+
+def one_at_a_time(evaluator: Evaluator = evaluate) -> WaveEvaluator:
+    """A `WaveEvaluator` that runs `evaluator` here on each configuration of the wave in turn."""
+
+    def evaluate_wave(
+        configs: Sequence[Configuration], workload: Sequence[Request], slo: Slo, settings: SearchSettings
+    ) -> Iterable[ConfigResult]:
+        return (evaluator(c, workload, slo, settings) for c in configs)
+
+    return evaluate_wave
+
+
+@dataclass(frozen=True, slots=True)
+class SearchProgress:
+    """Where a search stands after one more configuration was decided: `result` is its result (None: pruned),
+    `cached` whether the result came from the cache, `wave` the number of the wave it was sent in (0: not sent)."""
+
+    done: int  # configurations decided so far: evaluated (simulated or cached) or pruned
+    total: int
+    pruned: int
+    wave: int
+    result: ConfigResult | None
+    cached: bool = False
 
 
 def search(
@@ -378,14 +468,25 @@ def search(
     cache_dir: Path | None = None,
     prune: bool = True,
     evaluator: Evaluator = evaluate,
+    evaluate_wave: WaveEvaluator | None = None,
+    wave_size: int = 1,
+    on_progress: Callable[[SearchProgress], None] | None = None,
 ) -> SearchResult:
-    """Evaluate the configurations cheapest capacity bound first, pruning those that cannot reach the Pareto front.
+    """Evaluate the configurations cheapest capacity bound first, pruning those that can reach neither the Pareto
+    front nor the cheapest of their instance type.
 
     `cache_dir`: read each configuration's result from there when present, store it there when simulated.
     `prune` False evaluates every configuration (to check that pruning loses nothing).
+    `evaluate_wave` (default: `evaluator` here, one configuration at a time) evaluates up to `wave_size`
+    configurations at once; each is pruned against the results back before its wave is sent. The Pareto front and
+    the cheapest per instance do not depend on the waves; `evaluated` (kept in bound order, whatever order results
+    come back in), `pruned` and `simulated` do. `on_progress` hears of every configuration decided.
     """
     if not space:
         raise ConfigurationError("no configuration to evaluate: every one was skipped")
+    if wave_size < 1:
+        raise ConfigurationError(f"a wave holds at least one configuration (got {wave_size})")
+    run_wave = evaluate_wave or one_at_a_time(evaluator)
     requests = list(workload[: settings.requests])
     sha = workload_hash(requests)
     mean_out = sum(r.output_tokens for r in requests) / len(requests)
@@ -393,22 +494,55 @@ def search(
         (_cost_per_million(fleet_usd_per_hour(c), capacity_bound_rps(c, requests, settings), mean_out), i, c)
         for i, c in enumerate(space)
     ]
-    evaluated: list[ConfigResult] = []
-    simulated = pruned = 0
-    for cost_floor, _, config in sorted(bounds, key=lambda b: (b[0], b[1])):
-        if prune and _dominated(cost_floor, ttft_floor_ms(config, requests, settings), evaluated):
-            pruned += 1
+    order = sorted(bounds, key=lambda b: (b[0], b[1]))
+    results: dict[int, ConfigResult] = {}  # by position in `order`
+    simulated = pruned = waves = 0
+
+    def decided(result: ConfigResult | None, wave: int, cached: bool = False) -> None:
+        if on_progress is not None:
+            done = len(results) + pruned
+            on_progress(SearchProgress(done, len(space), pruned, wave, result, cached))
+
+    def cache_path(config: Configuration) -> Path | None:
+        return None if cache_dir is None else cache_dir / f"{cache_key(config, sha, slo, settings)}.json"
+
+    position = 0
+    while position < len(order):
+        wave: dict[Configuration, list[int]] = {}  # the positions of each configuration sent (the space may repeat)
+        sent = 0
+        while position < len(order) and sent < wave_size:
+            cost_floor, _, config = order[position]
+            position += 1
+            if prune and _prunable(config, cost_floor, ttft_floor_ms(config, requests, settings), results.values()):
+                pruned += 1
+                decided(None, 0)
+                continue
+            path = cache_path(config)
+            if path is not None and path.exists():
+                results[position - 1] = ConfigResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+                decided(results[position - 1], 0, cached=True)
+                continue
+            wave.setdefault(config, []).append(position - 1)
+            sent += 1
+        if not sent:
             continue
-        path = None if cache_dir is None else cache_dir / f"{cache_key(config, sha, slo, settings)}.json"
-        if path is not None and path.exists():
-            result = ConfigResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        else:
-            result = evaluator(config, requests, slo, settings)
+        waves += 1
+        configs = [c for c, positions in wave.items() for _ in positions]
+        for result in run_wave(configs, requests, slo, settings):
+            positions = wave.get(result.configuration)
+            if not positions:
+                raise ConfigurationError(f"a result for a configuration not sent in the wave: {result.configuration}")
+            results[positions.pop(0)] = result
             simulated += 1
+            path = cache_path(result.configuration)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-        evaluated.append(result)
+            decided(result, waves)
+        missing = [c for c, positions in wave.items() if positions]
+        if missing:
+            raise ConfigurationError(f"no result came back for {len(missing)} configurations, e.g. {missing[0]}")
+    evaluated = [results[k] for k in sorted(results)]
     best: dict[str, ConfigResult] = {}
     for r in evaluated:
         held = best.get(r.configuration.instance)
@@ -441,11 +575,17 @@ def _rank(r: ConfigResult) -> tuple[Decimal, float]:
     return (Decimal("Infinity") if cost is None else cost, r.ttft_p90_ms)
 
 
-def _dominated(cost_floor: Decimal, ttft_floor: float, evaluated: Sequence[ConfigResult]) -> bool:
-    """Whether an evaluated point is strictly better than the best a configuration could do on both axes."""
-    return any(
-        r.cost_per_million_tokens_usd is not None
-        and r.cost_per_million_tokens_usd < cost_floor
-        and r.ttft_p90_ms < ttft_floor
-        for r in evaluated
-    )
+def _prunable(config: Configuration, cost_floor: Decimal, ttft_floor: float, evaluated: Iterable[ConfigResult]) -> bool:
+    """Whether an evaluated point is strictly better than the best `config` could do on both axes (so it cannot be
+    on the Pareto front), and one of its instance type strictly cheaper than its cost floor (so it cannot be that
+    type's cheapest either)."""
+    dominated = beaten_in_type = False
+    for r in evaluated:
+        cost = r.cost_per_million_tokens_usd
+        if cost is None or cost >= cost_floor:
+            continue
+        dominated = dominated or r.ttft_p90_ms < ttft_floor
+        beaten_in_type = beaten_in_type or r.configuration.instance == config.instance
+        if dominated and beaten_in_type:
+            return True
+    return False

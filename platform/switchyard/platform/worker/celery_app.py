@@ -3,10 +3,12 @@
 Delivery is at-least-once (``task_acks_late`` + ``task_reject_on_worker_lost``, prefetch 1): every task must be
 idempotent, and each says what happens on redelivery.
 
-Jobs wait in three queues, so that recovering a crashed run never waits behind new runs or billing jobs:
+Jobs wait in four queues, so that recovering a crashed run never waits behind new runs or billing jobs:
 ``switchyard.recovery`` (``runs.recover`` and the ``runs.resume`` it sends), ``switchyard.maintenance`` (the other
-periodic and billing jobs, ``system.ping``, anything unrouted) and ``switchyard.runs`` (``runs.execute``). A worker
-consumes them in that order: on Redis a free worker thread always takes the first non-empty queue.
+periodic and billing jobs, ``system.ping``, anything unrouted), ``switchyard.runs`` (``runs.execute``) and
+``switchyard.simulate`` (``simulate.evaluate``: an operator's configuration search, never a tenant's work). A worker
+consumes them in that order: on Redis a free worker thread always takes the first non-empty queue, so a search's
+backlog never delays a run that waits in the queues before it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "QUEUES",
     "RECOVERY_QUEUE",
     "RUNS_QUEUE",
+    "SIMULATE_QUEUE",
     "TASK_PACKAGES",
     "create_celery",
     "declare_queues",
@@ -35,13 +38,15 @@ TASK_PACKAGES = [
     "switchyard.platform.responses",
     "switchyard.platform.background",
     "switchyard.platform.knowledge.vector_stores",
+    "switchyard.platform.simulation",
 ]
 """Packages whose ``tasks`` module defines jobs; named, not imported, so the worker depends on no domain."""
 
 RECOVERY_QUEUE = "switchyard.recovery"
 MAINTENANCE_QUEUE = "switchyard.maintenance"
 RUNS_QUEUE = "switchyard.runs"
-QUEUES = (RECOVERY_QUEUE, MAINTENANCE_QUEUE, RUNS_QUEUE)
+SIMULATE_QUEUE = "switchyard.simulate"
+QUEUES = (RECOVERY_QUEUE, MAINTENANCE_QUEUE, RUNS_QUEUE, SIMULATE_QUEUE)
 """Every queue, in the order a worker takes jobs from them (``switchyard worker --queues`` picks some)."""
 
 TASK_ROUTES = {
@@ -52,6 +57,7 @@ TASK_ROUTES = {
     "responses.execute": {"queue": RUNS_QUEUE},
     "vector_stores.recover": {"queue": RECOVERY_QUEUE},
     "vector_stores.ingest": {"queue": RUNS_QUEUE},
+    "simulate.evaluate": {"queue": SIMULATE_QUEUE},
 }
 """Queues by task name; every other task goes to ``MAINTENANCE_QUEUE`` (the default queue)."""
 
