@@ -63,6 +63,23 @@ _MODEL_CONFIG = click.option(
 )
 
 
+_JSON_FILE = click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="write the result as one JSON object to this file ('-': stdout)",
+)
+
+
+def _write_json(result: dict[str, Any], out: Path) -> None:
+    """``result`` as one JSON object: on stdout for ``-``, else indented into the file."""
+    if str(out) == "-":
+        click.echo(json.dumps(result))
+    else:
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
 def _model_name(model: str | None, model_config: Path | None) -> str:
     """The model to simulate: `--model-config` registers its config (named `--model` when given)."""
     if model_config is not None:
@@ -173,13 +190,7 @@ def point(
 @click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
 @click.option("--kv-dtype", type=click.Choice([d.value for d in KvCacheDtype]), default="bf16", show_default=True)
 @click.option("--max-batch", type=int, default=EngineConfig().max_batch, show_default=True, help="max_num_seqs")
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    default=None,
-    help="write the result as one JSON object to this file ('-': stdout)",
-)
+@_JSON_FILE
 def bench(
     model: str | None,
     model_config: Path | None,
@@ -228,10 +239,8 @@ def bench(
         raise click.ClickException(str(exc)) from exc
     if json_out is None:
         click.echo(_bench_table(r))
-    elif str(json_out) == "-":
-        click.echo(json.dumps(r.to_dict()))
     else:
-        json_out.write_text(json.dumps(r.to_dict(), indent=2) + "\n", encoding="utf-8")
+        _write_json(r.to_dict(), json_out)
 
 
 def _bench_table(r: BenchResult) -> str:
@@ -585,13 +594,7 @@ def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
     show_default=True,
     help="the workload's first requests simulated at each rate tried",
 )
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    default=None,
-    help="write the result as one JSON object to this file ('-': stdout)",
-)
+@_JSON_FILE
 @click.option(
     "--report",
     "report_out",
@@ -700,10 +703,8 @@ def search_cmd(
         raise click.ClickException(str(exc)) from exc
     if json_out is None:
         click.echo(_search_table(result))
-    elif str(json_out) == "-":
-        click.echo(json.dumps(result.to_dict()))
     else:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+        _write_json(result.to_dict(), json_out)
 
 
 def _print_progress(p: SearchProgress) -> None:
