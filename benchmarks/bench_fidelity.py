@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/bench_fidelity.py
 
-Reads `benchmarks/data/neuron_benchmarks_2026.csv` and `neuron_benchmarks_unpinned_2026.csv` (README there), parses
-each row's free-text columns into a FidelityRow, or a Skipped with the first reason it cannot be run, runs every
+Reads `benchmarks/data/neuron_2026/neuron_benchmarks_2026.csv` and `neuron_benchmarks_unpinned_2026.csv`
+(`benchmarks/data/README.md`), parses each row's free-text columns into a FidelityRow, or a Skipped with the first
+reason it cannot be run, runs every
 usable row once and prints the signed error (predicted - measured) / measured in % of TTFT, TPOT (the bench's
 ITL) and output tokens per second, then per group the rows used and the median and p90 of |error|, then the
 skipped rows counted per reason. Nothing is fitted: the simulator's committed coefficients are used as they are.
@@ -55,7 +56,8 @@ from switchyard.accelerator.sim.hardware import Instance, get_instance, list_ins
 from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.point import simulate_point
 
-DATA = Path(__file__).resolve().parent / "data"
+# Apart from the calibration tables in data/: not every model of these rows is in the catalog.
+DATA = Path(__file__).resolve().parent / "data" / "neuron_2026"
 FILES = {"neuron_benchmarks_2026.csv": False, "neuron_benchmarks_unpinned_2026.csv": True}  # name -> unpinned
 TRN3_STAND_IN = "trn3-gen1-ultraserver"
 _LENGTH = re.compile(r"^~?\s*(\d+(?:\.\d+)?)\s*([kK])?(?:-token)?(?![\d.]*\s*-\s*\d)")
