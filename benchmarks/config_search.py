@@ -17,7 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
-from switchyard.accelerator.sim.search import SearchResult, SearchSettings, Slo, configuration_space, search
+from switchyard.accelerator.sim.search import SearchResult, SearchSettings, Slo, search
+from switchyard.accelerator.sim.search_space import configuration_space
 from switchyard.accelerator.sim.workloads import load_workload_file
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"

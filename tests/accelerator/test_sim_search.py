@@ -14,16 +14,8 @@ from switchyard.accelerator.cli import simulate
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.requests import Request
-from switchyard.accelerator.sim.search import (
-    ConfigResult,
-    Configuration,
-    SearchResult,
-    SearchSettings,
-    Slo,
-    configuration_space,
-    evaluate,
-    search,
-)
+from switchyard.accelerator.sim.search import ConfigResult, SearchResult, SearchSettings, Slo, evaluate, search
+from switchyard.accelerator.sim.search_space import Configuration, configuration_space
 from switchyard.accelerator.sim.workloads import poisson_workload, scale_rate
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -17,17 +17,16 @@ from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.search import (
     SEARCH_VERSION,
     ConfigResult,
-    Configuration,
     SearchProgress,
     SearchResult,
     SearchSettings,
     Slo,
-    configuration_space,
     evaluate,
     evaluate_json,
     evaluation_args,
     search,
 )
+from switchyard.accelerator.sim.search_space import Configuration, configuration_space
 from switchyard.accelerator.sim.workloads import poisson_workload
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -200,9 +199,13 @@ def test_cli_sends_waves_to_registered_workers_and_prints_results_as_they_arrive
     unpruned: SearchResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     evaluator = Shuffled(unpruned.evaluated, 7)
-    monkeypatch.setitem(cli._SEARCH_WORKERS, "test", lambda: evaluator)
-    code, out, err = run_cli("--workers", "test", "--wave-size", "2", "--progress", "--json", "-")
+    timeouts: list[float | None] = []
+    monkeypatch.setitem(cli._SEARCH_WORKERS, "test", lambda timeout: timeouts.append(timeout) or evaluator)
+    code, out, err = run_cli(
+        "--workers", "test", "--worker-timeout", "30", "--wave-size", "2", "--progress", "--json", "-"
+    )
     assert code == 0, err
+    assert timeouts == [30.0]  # the registered factory hears --worker-timeout
     assert [len(w) for w in evaluator.waves] == [2]  # two configurations, one wave
     assert err.count("configurations done") == 2
     assert "2/2 configurations done (0 pruned)" in err

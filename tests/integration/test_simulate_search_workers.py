@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from switchyard.accelerator.sim.search import SearchSettings, Slo, configuration_space, search
+from switchyard.accelerator.sim.search import SearchSettings, Slo, search
+from switchyard.accelerator.sim.search_space import configuration_space
 from switchyard.accelerator.sim.workloads import parse_workload
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker.celery_app import SIMULATE_QUEUE, create_celery, declare_queues
@@ -45,3 +46,14 @@ def test_a_search_on_a_real_worker_answers_what_the_local_search_answers(tmp_pat
     assert f"{len(space)}/{len(space)} configurations done" in done.stderr
     assert "(wave 1)" in done.stderr
     assert f"workers that take {SIMULATE_QUEUE}" in done.stderr
+
+
+def test_a_search_with_no_worker_on_the_queue_fails_after_its_worker_timeout(tmp_path: Path) -> None:
+    env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "switchyard.platform.cli", "simulate", "search", "--model", MODEL]
+    command += ["--workload", WORKLOAD, "--slo-ttft-ms", "1000", "--slo-tpot-ms", "60", "--requests", "100"]
+    command += ["--instances", "trn2.48xlarge", "--tp", "8", "--workers", "celery", "--worker-timeout", "2"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "no result from the workers for 2 s" in done.stderr
+    assert SIMULATE_QUEUE in done.stderr

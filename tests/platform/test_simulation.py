@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from switchyard.accelerator.errors import SimulatorError
-from switchyard.accelerator.sim.search import Configuration, SearchSettings, Slo, evaluate
+from switchyard.accelerator.sim.search import SearchSettings, Slo, evaluate
+from switchyard.accelerator.sim.search_space import Configuration
 from switchyard.accelerator.sim.workloads import poisson_workload
 from switchyard.platform.cli import main
 from switchyard.platform.settings import Settings

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +26,24 @@ from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.report import format_table, html_report, with_progress
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.router import RoutingPolicy
-from switchyard.accelerator.sim.search import (
-    SearchProgress,
-    SearchResult,
-    SearchSettings,
-    Slo,
-    WaveEvaluator,
-    configuration_space,
-    search,
-)
-from switchyard.accelerator.sim.search_report import search_html
+from switchyard.accelerator.sim.search import SearchProgress, SearchResult, SearchSettings, Slo, WaveEvaluator, search
+from switchyard.accelerator.sim.search_report import pareto_svg, search_html
+from switchyard.accelerator.sim.search_space import DEFAULT_CHUNK_TOKENS, PARALLELISMS, configuration_space
 from switchyard.accelerator.sim.workloads import parse_workload, scale_rate
 
 __all__ = ["register_search_workers", "simulate"]
 
-_SEARCH_WORKERS: dict[str, Callable[[], WaveEvaluator]] = {}
+_SEARCH_WORKERS: dict[str, Callable[[float | None], WaveEvaluator]] = {}
 """`simulate search --workers NAME` besides `local`: how to build each one's evaluator (registered by whoever mounts
 this group: the platform's `switchyard` command registers `celery`)."""
 DEFAULT_WAVE_SIZE = 8
 """Configurations a search sends at once to workers other than `local` (which evaluates one at a time)."""
 
 
-def register_search_workers(name: str, make: Callable[[], WaveEvaluator]) -> None:
-    """Offer `simulate search --workers NAME`: `make()` builds the evaluator that runs each wave when a search asks
-    for it, so the simulator needs to know nothing of where that is (the platform's CLI registers `celery`)."""
+def register_search_workers(name: str, make: Callable[[float | None], WaveEvaluator]) -> None:
+    """Offer `simulate search --workers NAME`: `make(idle_timeout_s)` builds the evaluator that runs each wave when a
+    search asks for it (failing after `idle_timeout_s` without a result, None: never), so the simulator needs to know
+    nothing of where that is (the platform's CLI registers `celery`)."""
     if name == "local":
         raise ValueError("'local' is the simulator's own evaluator")
     _SEARCH_WORKERS[name] = make
@@ -512,30 +508,26 @@ def compare(
         )
 
 
-def _ints(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
-    """A comma-separated list of positive integers (None: the option's default applies)."""
-    if value is None:
-        return None
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers") from None
-    if not out or min(out) < 1:
-        raise click.BadParameter(f"{value!r}: give positive integers, e.g. 1,2,4")
-    return out
+def _positive_list(kind: type[int] | type[float], example: str) -> Any:
+    """A click callback: a comma-separated list of positive numbers of `kind` (None: the option's default)."""
+    noun = "integers" if kind is int else "numbers"
+
+    def parse(ctx: click.Context, param: click.Parameter, value: str | None) -> list[Any] | None:
+        if value is None:
+            return None
+        try:
+            out = [kind(v) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not a comma-separated list of {noun}") from None
+        if not out or not all(0 < v < math.inf for v in out):
+            raise click.BadParameter(f"{value!r}: give positive {noun}, e.g. {example}")
+        return out
+
+    return parse
 
 
-def _floats(ctx: click.Context, param: click.Parameter, value: str | None) -> list[float] | None:
-    """A comma-separated list of positive numbers (None: none given)."""
-    if value is None:
-        return None
-    try:
-        out = [float(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from None
-    if not out or not all(0 < v < float("inf") for v in out):
-        raise click.BadParameter(f"{value!r}: give positive numbers, e.g. 0.5,2")
-    return out
+_ints = _positive_list(int, "1,2,4")
+_floats = _positive_list(float, "0.5,2")
 
 
 def _names(choices: list[str]) -> Any:
@@ -551,11 +543,34 @@ def _names(choices: list[str]) -> Any:
     return parse
 
 
-def _instances(ctx: click.Context, param: click.Parameter, value: str) -> list[Instance]:
+def _instances(ctx: click.Context, param: click.Parameter, value: str | None) -> list[Instance]:
+    if value is None:
+        return []
     try:
         return [get_instance(v.strip()) for v in value.split(",") if v.strip()]
     except SimulatorError as exc:
         raise click.BadParameter(str(exc)) from exc
+
+
+def _assumed_prices(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, Decimal]:
+    """`INSTANCE=USD` pairs: the hourly prices assumed for instance types the catalog does not price."""
+    prices: dict[str, Decimal] = {}
+    for item in value:
+        name, _, usd = item.partition("=")
+        try:
+            price = Decimal(usd)
+            instance = get_instance(name.strip())
+        except (InvalidOperation, SimulatorError) as exc:
+            raise click.BadParameter(f"{item!r}: give INSTANCE=USD per hour, e.g. cs-3=50 ({exc})") from None
+        if not price.is_finite() or price <= 0:
+            raise click.BadParameter(f"{item!r}: the price must be a positive number of USD per hour")
+        if instance.price_usd_per_hour is not None:
+            raise click.BadParameter(
+                f"{instance.name} has a price in the catalog ({instance.price_usd_per_hour} USD/h); assume prices "
+                "only for instance types it does not price"
+            )
+        prices[instance.name] = price
+    return prices
 
 
 def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -588,6 +603,40 @@ def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--routing", callback=_names([p.value for p in RoutingPolicy]), default="least_load", show_default=True)
 @click.option("--weights", callback=_names([p.value for p in Precision]), default="bf16", show_default=True)
 @click.option(
+    "--parallelism",
+    callback=_names(list(PARALLELISMS)),
+    default="tp",
+    show_default=True,
+    help="tp, ep (a mixture-of-experts model's experts whole on the ranks), or both",
+)
+@click.option(
+    "--chunk-tokens",
+    callback=_ints,
+    default=str(DEFAULT_CHUNK_TOKENS),
+    show_default=True,
+    help="token budgets of one iteration (chunked prefill's chunk size)",
+)
+@click.option("--kv-dtype", callback=_names([k.value for k in KvCacheDtype]), default="bf16", show_default=True)
+@click.option(
+    "--decode-instances",
+    callback=_instances,
+    default=None,
+    help="also try each configuration disaggregated, with a decode pool on these instance types (e.g. cs-3)",
+)
+@click.option(
+    "--decode-tp", callback=_ints, default=None, help="TP degrees of the decode pool [default: powers of two]"
+)
+@click.option("--decode-replicas", callback=_ints, default="1", show_default=True)
+@click.option(
+    "--assume-price",
+    "assumed",
+    multiple=True,
+    callback=_assumed_prices,
+    metavar="INSTANCE=USD",
+    help="an hourly price for an instance type the catalog does not price (CS-3, Trainium3); results say it is "
+    "assumed; repeatable",
+)
+@click.option(
     "--requests",
     type=click.IntRange(min=2),
     default=SearchSettings().requests,
@@ -601,6 +650,13 @@ def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="also write an HTML report (the Pareto plot, the cheapest per family, published claims) to this file",
+)
+@click.option(
+    "--plot",
+    "plot_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="also write the report's Pareto plot alone, as an SVG file",
 )
 @click.option(
     "--sensitivity",
@@ -622,6 +678,13 @@ def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
     show_default=True,
     help="where configurations are evaluated: local (here, one at a time) or celery (as tasks on the queue "
     "switchyard.simulate of the platform's workers; `switchyard simulate search` only)",
+)
+@click.option(
+    "--worker-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="with --workers other than local: fail after this many seconds without a result (no worker takes the "
+    "queue) [default: wait]",
 )
 @click.option(
     "--wave-size",
@@ -648,12 +711,21 @@ def search_cmd(
     max_batch: list[int],
     routing: list[str],
     weights: list[str],
+    parallelism: list[str],
+    chunk_tokens: list[int],
+    kv_dtype: list[str],
+    decode_instances: list[Instance],
+    decode_tp: list[int] | None,
+    decode_replicas: list[int],
+    assumed: dict[str, Decimal],
     requests: int,
     json_out: Path | None,
     report_out: Path | None,
+    plot_out: Path | None,
     sensitivity: list[float] | None,
     cache_dir: Path | None,
     workers: str,
+    worker_timeout: float | None,
     wave_size: int | None,
     progress: bool | None,
 ) -> None:
@@ -675,16 +747,24 @@ def search_cmd(
             max_batches=max_batch,
             routings=routing,
             weights=weights,
+            parallelisms=parallelism,
+            chunk_tokens=chunk_tokens,
+            kv_dtypes=kv_dtype,
+            decode_instances=[i.name for i in decode_instances],
+            decode_tps=decode_tp,
+            decode_replicas=decode_replicas,
+            assumed_prices=assumed,
         )
         requests_ = parse_workload(workload)
-        evaluate_wave = None if workers == "local" else _SEARCH_WORKERS[workers]()
+        settings = SearchSettings(requests=requests, assumed_prices=tuple((k, str(v)) for k, v in assumed.items()))
+        evaluate_wave = None if workers == "local" else _SEARCH_WORKERS[workers](worker_timeout)
 
         def search_at(slo: Slo) -> SearchResult:
             return search(
                 space,
                 requests_,
                 slo,
-                SearchSettings(requests=requests),
+                settings,
                 skipped=skipped,
                 workload_description={"spec": workload},
                 cache_dir=cache_dir,
@@ -699,6 +779,10 @@ def search_cmd(
             report_out.write_text(
                 search_html(result, sensitivity=[(slo, search_at(slo)) for slo in others]), encoding="utf-8"
             )
+        if plot_out is not None and result.pareto:
+            plot_out.write_text(pareto_svg(result) + "\n", encoding="utf-8")
+        elif plot_out is not None:
+            click.echo(f"no configuration meets the SLO at any rate: {plot_out} not written", err=True)
     except (SimulatorError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if json_out is None:
@@ -715,8 +799,8 @@ def _print_progress(p: SearchProgress) -> None:
     cost = "infeasible" if r.cost_per_million_tokens_usd is None else f"${r.cost_per_million_tokens_usd:.2f}/M tok"
     origin = "cache" if p.cached else f"wave {p.wave}"
     click.echo(
-        f"{p.done}/{p.total} configurations done ({p.pruned} pruned): {c.instance} tp={c.tp} x{c.replicas} "
-        f"batch {c.max_batch} {c.routing} {c.weights}: {r.max_rate_rps:.2f} req/s, {cost} ({origin})",
+        f"{p.done}/{p.total} configurations done ({p.pruned} pruned): {c.label()}: {r.max_rate_rps:.2f} req/s, "
+        f"{cost} ({origin})",
         err=True,
     )
 
@@ -731,7 +815,7 @@ def _search_table(r: SearchResult) -> str:
     ]
     header = (
         f"  {'instance':16} {'tp':>3} {'repl':>4} {'batch':>5} {'routing':11} {'w':4} {'max req/s':>9} "
-        f"{'$/M tok':>8} {'TTFT p90':>9} {'TPOT p90':>9} {'req/s per $/h':>13}"
+        f"{'$/M tok':>8} {'TTFT p90':>9} {'TPOT p90':>9} {'req/s per $/h':>13}  other"
     )
     for title, results in (
         ("Pareto front (cost against TTFT p90):", r.pareto),
@@ -743,6 +827,6 @@ def _search_table(r: SearchResult) -> str:
             rows.append(
                 f"  {c.instance:16} {c.tp:>3} {c.replicas:>4} {c.max_batch:>5} {c.routing:11} {c.weights:4} "
                 f"{x.max_rate_rps:>9.2f}{'+' if x.rate_capped else ' '}{x.cost_per_million_tokens_usd:>8.2f} "
-                f"{x.ttft_p90_ms:>9.1f} {x.tpot_p90_ms:>9.2f} {x.qps_per_dollar:>13.3f}"
+                f"{x.ttft_p90_ms:>9.1f} {x.tpot_p90_ms:>9.2f} {x.qps_per_dollar:>13.3f}  {', '.join(c.extras())}"
             )
     return "\n".join(rows)

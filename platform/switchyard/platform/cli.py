@@ -627,9 +627,10 @@ def _mount_simulator() -> None:
     main.add_command(simulate, name="simulate")
 
 
-def _celery_search_workers() -> CeleryWaves:
+def _celery_search_workers(idle_timeout_s: float | None) -> CeleryWaves:
     """The evaluator of `switchyard simulate search --workers celery`: each wave's configurations as jobs for the
-    workers on the broker of this installation's settings (SWITCHYARD_BROKER_URL, SWITCHYARD_RESULT_BACKEND)."""
+    workers on the broker of this installation's settings (SWITCHYARD_BROKER_URL, SWITCHYARD_RESULT_BACKEND),
+    failing after `--worker-timeout` (`idle_timeout_s`) seconds without a result."""
     from switchyard.platform.simulation import CeleryWaves
     from switchyard.platform.worker.celery_app import SIMULATE_QUEUE, create_celery, declare_queues
 
@@ -638,7 +639,7 @@ def _celery_search_workers() -> CeleryWaves:
     with app.connection_for_write() as connection:
         broker = connection.as_uri()  # without the password
     click.echo(f"evaluating on the workers that take {SIMULATE_QUEUE} on {broker}", err=True)
-    return CeleryWaves(app)
+    return CeleryWaves(app, idle_timeout_s=idle_timeout_s)
 
 
 _mount_simulator()

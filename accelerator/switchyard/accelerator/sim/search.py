@@ -10,9 +10,9 @@ request rate for the highest rate at which the SLO holds, then prices the config
 - Cost: the fleet's price per hour (chips x the instance's price per chip-hour, as summarize() prices a run)
   over the output tokens it serves per hour at the max rate (max rate x the mean output length).
 - Pruning: a configuration whose best possible point (its cost at the capacity bound, its TTFT lower bound) is
-  dominated by a point already evaluated cannot reach the Pareto front; if a configuration of its instance type
-  already evaluated is also cheaper than its cost bound, it cannot be that type's cheapest either, so it is not
-  simulated.
+  dominated by a point already evaluated cannot reach the Pareto front; if a configuration of its fleet type (instance
+  type, or prefill + decode types) already evaluated is also cheaper than its cost bound, it cannot be that type's
+  cheapest either, so it is not simulated.
 - Waves: `search` hands the configurations, cheapest bound first, to a `WaveEvaluator` in waves of `wave_size`,
   pruning each configuration against every result back before its wave is sent. One at a time (the default) is
   the sequential search; larger waves run in parallel elsewhere (Celery workers) and prune less, but find the same
@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, astuple, dataclass
+from dataclasses import asdict, astuple, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,67 +36,39 @@ from typing import Any, Protocol
 import numpy as np
 
 from switchyard.accelerator.errors import ConfigurationError
-from switchyard.accelerator.sim.calibration_data import coefficients_for
-from switchyard.accelerator.sim.cluster import Cluster
-from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
-from switchyard.accelerator.sim.engine import EngineConfig
-from switchyard.accelerator.sim.hardware import get_instance
 from switchyard.accelerator.sim.metrics import summarize
 from switchyard.accelerator.sim.requests import Request
-from switchyard.accelerator.sim.router import RoutingPolicy
-from switchyard.accelerator.sim.stepcost import StepCost
+from switchyard.accelerator.sim.search_space import (
+    Configuration,
+    Skipped,
+    capacity_bound_rps,
+    cost_per_million,
+    fleet_usd_per_hour,
+    ttft_floor_ms,
+)
 from switchyard.accelerator.sim.workloads import scale_rate
 
 __all__ = [
     "ConfigResult",
-    "Configuration",
     "Evaluator",
     "SearchProgress",
     "SearchResult",
     "SearchSettings",
-    "Skipped",
     "Slo",
     "WaveEvaluator",
     "cache_key",
-    "capacity_bound_rps",
-    "configuration_space",
     "evaluate",
     "evaluate_json",
     "evaluation_args",
-    "fleet_usd_per_hour",
     "one_at_a_time",
     "pareto_front",
     "search",
-    "ttft_floor_ms",
     "workload_hash",
 ]
 
 # Bump when a change to the search or the simulator changes results: cached evaluations of older versions are
 # then ignored (the simulator has no version number of its own).
-SEARCH_VERSION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Configuration:
-    """One fleet to evaluate: `replicas` copies of `model` at `tp` ranks on `instance`."""
-
-    model: str
-    instance: str
-    tp: int
-    replicas: int
-    max_batch: int
-    routing: str
-    weights: str
-
-    def deployment(self) -> Deployment:
-        return make_deployment(self.model, self.instance, self.tp, self.weights)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Configuration:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+SEARCH_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,29 +91,26 @@ class Slo:
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    """How hard the search looks: `requests` simulated per rate tried, bisection tolerance and step limit."""
+    """How hard the search looks: `requests` simulated per rate tried, bisection tolerance and step limit; and the
+    assumed prices (USD per instance-hour, as decimal strings) of instance types the catalog does not price."""
 
     requests: int = 200
     tolerance: float = 0.05  # stop when the bracket is within this share of the highest passing rate
     max_steps: int = 12  # simulations per configuration at most
     seed: int = 0  # the routers' seed
+    assumed_prices: tuple[tuple[str, str], ...] = ()
+
+    def prices(self) -> dict[str, Decimal]:
+        return {name: Decimal(usd) for name, usd in self.assumed_prices}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "assumed_prices": dict(self.assumed_prices)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchSettings:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """A configuration of the space that was not evaluated, and why."""
-
-    instance: str
-    tp: int
-    weights: str
-    reason: str
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        fields["assumed_prices"] = tuple(sorted(d.get("assumed_prices", {}).items()))
+        return cls(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +174,10 @@ class SearchResult:
     skipped: list[Skipped]
     evaluated: list[ConfigResult]
     pareto: list[ConfigResult]
-    best_per_instance: dict[str, ConfigResult]
+    best_per_instance: dict[str, ConfigResult]  # by fleet type: "instance", or "prefill + decode" instances
+    assumed_prices: dict[str, str] = field(
+        default_factory=dict
+    )  # USD per hour, of instances the catalog does not price
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -219,92 +191,9 @@ class SearchResult:
             "skipped": [asdict(s) for s in self.skipped],
             "pareto": [r.to_dict() for r in self.pareto],
             "best_per_instance": {k: r.to_dict() for k, r in self.best_per_instance.items()},
+            "assumed_prices_usd_per_hour": self.assumed_prices,
             "evaluated": [r.to_dict() for r in self.evaluated],
         }
-
-
-def configuration_space(
-    model: str,
-    instances: Sequence[str],
-    *,
-    tps: Sequence[int] | None = None,
-    replicas: Sequence[int] = (1,),
-    max_batches: Sequence[int] = (64,),
-    routings: Sequence[str] = (RoutingPolicy.LEAST_LOAD.value,),
-    weights: Sequence[str] = (Precision.BF16.value,),
-) -> tuple[list[Configuration], list[Skipped]]:
-    """The cross product of the options, less what cannot run: unpriced instances, TP degrees the model cannot be
-    split by or does not fit at (make_deployment's errors). `tps` None: every power of two up to the instance."""
-    space: list[Configuration] = []
-    skipped: list[Skipped] = []
-    for name in instances:
-        inst = get_instance(name)
-        degrees = tps or [1 << k for k in range(inst.max_tp.bit_length()) if 1 << k <= inst.max_tp]
-        for w in weights:
-            for tp in degrees:
-                if inst.price_usd_per_hour is None:
-                    skipped.append(Skipped(name, tp, w, "no price"))
-                    continue
-                try:
-                    make_deployment(model, inst, tp, w)
-                except ConfigurationError as exc:
-                    skipped.append(Skipped(name, tp, w, str(exc)))
-                    continue
-                space += [
-                    Configuration(model, name, tp, r, b, RoutingPolicy(p).value, w)
-                    for r in replicas
-                    for b in max_batches
-                    for p in routings
-                ]
-    return space, skipped
-
-
-def fleet_usd_per_hour(config: Configuration) -> Decimal:
-    """What the fleet costs per hour: its chips at the instance's price per chip-hour (summarize()'s pricing)."""
-    dep = config.deployment()
-    price = dep.instance.price_per_chip_hour()
-    if price is None:
-        raise ConfigurationError(f"{dep.instance.name} has no price")
-    return Decimal(config.replicas * dep.chips) * price
-
-
-def _cost_per_million(usd_per_hour: Decimal, rate_rps: float, mean_output_tokens: float) -> Decimal:
-    tokens_per_hour = Decimal(repr(rate_rps * mean_output_tokens * 3600))
-    return (usd_per_hour * Decimal(1_000_000) / tokens_per_hour).quantize(Decimal("0.0001"))
-
-
-def capacity_bound_rps(config: Configuration, workload: Sequence[Request], settings: SearchSettings) -> float:
-    """An upper bound on the requests per second the fleet serves: the least of its decode throughput at a full
-    batch (a request holds a slot for at least one iteration per output token, and `max_batch` sequences per
-    iteration time is the most sequence-iterations a second holds, since step time grows more slowly than the
-    batch) and its prefill throughput at full chunks (`max_batched_tokens` prompt tokens an iteration) over the
-    mean prompt. Contexts are taken as one token, so it errs high; prompts served from a prefix cache could beat
-    it, and then the search reports the rate as capped.
-    """
-    dep = config.deployment()
-    cost = StepCost(dep, coefficients_for(dep.instance)[1])
-    n = min(settings.requests, len(workload))
-    mean_in = sum(r.prompt_tokens for r in workload[:n]) / n
-    mean_out = sum(r.output_tokens for r in workload[:n]) / n
-    step_s = cost.iteration_s(0, 0.0, 0.0, [1] * config.max_batch)
-    slots = config.max_batch / (mean_out * step_s)
-    chunk = EngineConfig().max_batched_tokens
-    prefill = chunk / (mean_in * cost.iteration_s(chunk, 0.0, 0.0, []))
-    return config.replicas * min(slots, prefill)
-
-
-def ttft_floor_ms(config: Configuration, workload: Sequence[Request], settings: SearchSettings) -> float:
-    """A lower bound on the TTFT p90 (the Pareto front's axis) at any rate: the p90 over the requests of their first
-    prefill chunk run alone (every term of an iteration only grows with company, smaller chunks and padding).
-    Requests with block hashes might be served from a prefix cache, so only one token of theirs is counted."""
-    dep = config.deployment()
-    cost = StepCost(dep, coefficients_for(dep.instance)[1])
-    budget = EngineConfig().max_batched_tokens
-    floors = [
-        cost.iteration_s(1 if r.block_hashes else min(r.prompt_tokens, budget), 0.0, 0.0, []) * 1e3
-        for r in workload[: settings.requests]
-    ]
-    return float(np.percentile(floors, 90))
 
 
 def evaluate(config: Configuration, workload: Sequence[Request], slo: Slo, settings: SearchSettings) -> ConfigResult:
@@ -317,22 +206,19 @@ def evaluate(config: Configuration, workload: Sequence[Request], slo: Slo, setti
     if span_s <= 0:
         raise ConfigurationError("the workload's requests all arrive at once: a search needs their arrival rate")
     base_rps = (len(requests) - 1) / span_s
-    dep = config.deployment()
-    engine = EngineConfig(max_batch=config.max_batch)
     runs = 0
 
     def meets_slo(rate_rps: float) -> bool:
         nonlocal runs
         runs += 1
-        cluster = Cluster(dep, config.replicas, config.routing, config=engine, seed=settings.seed)
-        finished = cluster.run(scale_rate(requests, rate_rps / base_rps))
+        finished = config.fleet(settings.seed).run(scale_rate(requests, rate_rps / base_rps))
         served = [f for f in finished if f.rejected is None]
         decoded = [f.tpot_ms for f in served if f.output_tokens > 1]
         ttft = float(np.percentile([f.ttft_ms for f in served], slo.percentile)) if served else math.inf
         tpot = float(np.percentile(decoded, slo.percentile)) if decoded else 0.0
         return len(served) == len(finished) and ttft <= slo.ttft_ms and tpot <= slo.tpot_ms
 
-    hi = capacity_bound_rps(config, requests, settings)
+    hi = capacity_bound_rps(config, requests)
     lo = 0.0
     capped = meets_slo(hi)
     if capped:
@@ -343,12 +229,12 @@ def evaluate(config: Configuration, workload: Sequence[Request], slo: Slo, setti
             lo = mid
         else:
             hi = mid
-    usd_per_hour = fleet_usd_per_hour(config)
+    usd_per_hour = fleet_usd_per_hour(config, settings.prices())
     if lo == 0.0:
         return ConfigResult(config, 0.0, False, runs, usd_per_hour, None, 0.0, math.inf, math.inf)
     # The percentiles reported are summarize()'s, at the max rate.
-    cluster = Cluster(dep, config.replicas, config.routing, config=engine, seed=settings.seed)
-    summary = summarize(cluster.run(scale_rate(requests, lo / base_rps)), cluster)
+    fleet = config.fleet(settings.seed)
+    summary = summarize(fleet.run(scale_rate(requests, lo / base_rps)), fleet)
     mean_out = sum(r.output_tokens for r in requests) / len(requests)
     return ConfigResult(
         configuration=config,
@@ -356,7 +242,7 @@ def evaluate(config: Configuration, workload: Sequence[Request], slo: Slo, setti
         rate_capped=capped,
         simulations=runs + 1,
         fleet_usd_per_hour=usd_per_hour,
-        cost_per_million_tokens_usd=_cost_per_million(usd_per_hour, lo, mean_out),
+        cost_per_million_tokens_usd=cost_per_million(usd_per_hour, lo, mean_out),
         qps_per_dollar=lo / float(usd_per_hour),
         ttft_p90_ms=summary.ttft_ms["p90"],
         tpot_p90_ms=summary.tpot_ms["p90"],
@@ -490,8 +376,9 @@ def search(
     requests = list(workload[: settings.requests])
     sha = workload_hash(requests)
     mean_out = sum(r.output_tokens for r in requests) / len(requests)
+    prices = settings.prices()
     bounds = [
-        (_cost_per_million(fleet_usd_per_hour(c), capacity_bound_rps(c, requests, settings), mean_out), i, c)
+        (cost_per_million(fleet_usd_per_hour(c, prices), capacity_bound_rps(c, requests), mean_out), i, c)
         for i, c in enumerate(space)
     ]
     order = sorted(bounds, key=lambda b: (b[0], b[1]))
@@ -513,7 +400,7 @@ def search(
         while position < len(order) and sent < wave_size:
             cost_floor, _, config = order[position]
             position += 1
-            if prune and _prunable(config, cost_floor, ttft_floor_ms(config, requests, settings), results.values()):
+            if prune and _prunable(config, cost_floor, ttft_floor_ms(config, requests), results.values()):
                 pruned += 1
                 decided(None, 0)
                 continue
@@ -545,9 +432,9 @@ def search(
     evaluated = [results[k] for k in sorted(results)]
     best: dict[str, ConfigResult] = {}
     for r in evaluated:
-        held = best.get(r.configuration.instance)
+        held = best.get(r.configuration.fleet_name)
         if r.feasible and (held is None or _rank(r) < _rank(held)):
-            best[r.configuration.instance] = r
+            best[r.configuration.fleet_name] = r
     description = {
         **(workload_description or {}),
         "requests": len(requests),
@@ -566,6 +453,7 @@ def search(
         evaluated=evaluated,
         pareto=pareto_front(evaluated),
         best_per_instance=best,
+        assumed_prices=dict(settings.assumed_prices),
     )
 
 
@@ -585,7 +473,7 @@ def _prunable(config: Configuration, cost_floor: Decimal, ttft_floor: float, eva
         if cost is None or cost >= cost_floor:
             continue
         dominated = dominated or r.ttft_p90_ms < ttft_floor
-        beaten_in_type = beaten_in_type or r.configuration.instance == config.instance
+        beaten_in_type = beaten_in_type or r.configuration.fleet_name == config.fleet_name
         if dominated and beaten_in_type:
             return True
     return False

@@ -18,8 +18,9 @@ from decimal import Decimal
 from switchyard.accelerator.sim.hardware import get_instance
 from switchyard.accelerator.sim.price_claims import ClaimSide, PriceClaim, aws_family, load_price_claims
 from switchyard.accelerator.sim.search import ConfigResult, SearchResult, Slo
+from switchyard.accelerator.sim.search_space import Configuration
 
-__all__ = ["front_label", "report_family", "search_html"]
+__all__ = ["fleet_family", "front_label", "pareto_svg", "report_family", "search_html"]
 
 # The report's families, in table order, and their colours in the plot; anything else is grey.
 FAMILY_COLOURS = {"trn1": "#1f77b4", "trn2": "#ff7f0e", "trn3": "#d62728", "inf2": "#2ca02c", "GPU": "#9467bd"}
@@ -28,19 +29,26 @@ _W, _H, _LEFT, _RIGHT, _TOP, _BOTTOM = 760, 420, 70, 110, 30, 50
 
 
 def report_family(instance: str) -> str:
-    """The report's grouping: trn1, trn2, trn3, inf2 (UltraServer and network variants included), GPU, or else the
-    AWS family."""
+    """The report's grouping: trn1, trn2, trn3, inf2 (UltraServer and network variants included), GPU, CS-3, or else
+    the AWS family."""
     family = aws_family(instance)
     for name in ("trn1", "trn2", "trn3", "inf2"):
         if family.startswith(name):
             return name
-    return "GPU" if get_instance(instance).chip.family == "gpu" else family
+    chip = get_instance(instance).chip.family
+    return {"gpu": "GPU", "wafer": "CS-3"}.get(chip, family)
+
+
+def fleet_family(c: Configuration) -> str:
+    """The report family of a configuration's fleet: its instance's, or "prefill + decode" families."""
+    family = report_family(c.instance)
+    return f"{family} + {report_family(c.decode_instance)}" if c.disaggregated else family
 
 
 def front_label(r: ConfigResult) -> str:
-    """How the plot labels a Pareto point: instance, TP and replicas."""
+    """How the plot labels a Pareto point: instance (and decode instance), TP and replicas."""
     c = r.configuration
-    return f"{c.instance} TP{c.tp} x{c.replicas}"
+    return f"{c.fleet_name} TP{c.tp} x{c.replicas}"
 
 
 def search_html(
@@ -55,7 +63,7 @@ def search_html(
     sections = [
         _header(result),
         "<h2>Pareto front: cost against TTFT p90</h2>",
-        _pareto_svg(result),
+        pareto_svg(result),
         _infeasible(result),
         "<h2>Cheapest per instance type</h2>",
         "<p>A + after the max rate: the SLO still held at the capacity bound, so the rate is at least this.</p>",
@@ -121,6 +129,7 @@ _RESULT_HEAD = (
     "TTFT p90 ms",
     "TPOT p90 ms",
     "req/s per $/h",
+    "other",
 )
 
 
@@ -128,7 +137,7 @@ def _result_row(r: ConfigResult) -> tuple[str, ...]:
     c = r.configuration
     rate = f"{r.max_rate_rps:.2f}{'+' if r.rate_capped else ''}"  # + : the SLO still held at the capacity bound
     return (
-        c.instance,
+        c.fleet_name,
         str(c.tp),
         str(c.replicas),
         str(c.max_batch),
@@ -139,6 +148,7 @@ def _result_row(r: ConfigResult) -> tuple[str, ...]:
         f"{r.ttft_p90_ms:.1f}",
         f"{r.tpot_p90_ms:.2f}",
         f"{r.qps_per_dollar:.3f}",
+        ", ".join(c.extras()),
     )
 
 
@@ -155,13 +165,14 @@ def _family_order(family: str) -> tuple[int, str]:
 def _best_per_family(result: SearchResult) -> dict[str, ConfigResult]:
     best: dict[str, ConfigResult] = {}
     for r in result.best_per_instance.values():
-        family = report_family(r.configuration.instance)
+        family = fleet_family(r.configuration)
         if family not in best or (_cost(r), r.ttft_p90_ms) < (_cost(best[family]), best[family].ttft_p90_ms):
             best[family] = r
     return {f: best[f] for f in sorted(best, key=_family_order)}
 
 
-def _pareto_svg(result: SearchResult) -> str:
+def pareto_svg(result: SearchResult) -> str:
+    """The Pareto plot: an SVG element, valid as an SVG file of its own too; a sentence when nothing meets the SLO."""
     feasible = [r for r in result.evaluated if r.feasible]
     if not feasible:
         return "<p>No configuration meets the SLO at any rate: nothing to plot.</p>"
@@ -184,7 +195,7 @@ def _pareto_svg(result: SearchResult) -> str:
     bottom, right = _H - _BOTTOM, _W - _RIGHT
     y_axis = "$ per million output tokens" + (" (log)" if log_y else "")
     parts = [
-        f'<svg width="{_W}" height="{_H}" font-size="11" role="img">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" font-size="11" role="img">',
         f'<line x1="{_LEFT}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="black"/>',
         f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{bottom}" stroke="black"/>',
         f'<text x="{(_LEFT + right) / 2}" y="{_H - 10}" text-anchor="middle">TTFT p90 (ms)</text>',
@@ -205,25 +216,31 @@ def _pareto_svg(result: SearchResult) -> str:
         parts.append(f'<path d="{start}{steps}H{right}" fill="none" stroke="black" stroke-dasharray="4 2"/>')
     for r in feasible:
         c = r.configuration
-        colour = FAMILY_COLOURS.get(report_family(c.instance), _OTHER_COLOUR)
-        tip = f"{c.instance} TP{c.tp} x{c.replicas} batch {c.max_batch} {c.routing} {c.weights}: "
-        tip += f"${r.cost_per_million_tokens_usd}/M tokens, TTFT p90 {r.ttft_p90_ms:.1f} ms"
+        tip = f"{c.label()}: ${r.cost_per_million_tokens_usd}/M tokens, TTFT p90 {r.ttft_p90_ms:.1f} ms"
         ring = ' stroke="black" stroke-width="1.5"' if r in result.pareto else ""
         parts.append(
-            f'<circle cx="{px(r.ttft_p90_ms):.1f}" cy="{py(float(_cost(r))):.1f}" r="4" fill="{colour}"{ring}>'
-            f"<title>{_e(tip)}</title></circle>"
+            _marker(fleet_family(c), px(r.ttft_p90_ms), py(float(_cost(r))), ring, f"<title>{_e(tip)}</title>")
         )
     label_y = -math.inf
     for r in front:  # dearest (top) first; each label at least a line below the one before, so none overlap
         label_y = max(py(float(_cost(r))) - 4, label_y + 12)
         parts.append(f'<text x="{px(r.ttft_p90_ms) + 7:.1f}" y="{label_y:.1f}">{_e(front_label(r))}</text>')
-    families = sorted({report_family(r.configuration.instance) for r in feasible}, key=_family_order)
+    families = sorted({fleet_family(r.configuration) for r in feasible}, key=_family_order)
     for k, family in enumerate(families):
-        colour = FAMILY_COLOURS.get(family, _OTHER_COLOUR)
-        parts.append(f'<circle cx="{right + 16}" cy="{_TOP + 14 * k}" r="4" fill="{colour}"/>')
+        parts.append(_marker(family, right + 16, _TOP + 14 * k))
         parts.append(f'<text x="{right + 24}" y="{_TOP + 4 + 14 * k}">{_e(family)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _marker(family: str, x: float, y: float, ring: str = "", title: str = "") -> str:
+    """A plot point: a circle in its family's colour; a disaggregated fleet ("trn2 + CS-3") a square in its prefill
+    family's colour."""
+    prefill, _, decode = family.partition(" + ")
+    colour = FAMILY_COLOURS.get(prefill, _OTHER_COLOUR)
+    if decode:
+        return f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="{colour}"{ring}>{title}</rect>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}"{ring}>{title}</circle>'
 
 
 def _span(values: Sequence[float]) -> tuple[float, float]:
@@ -237,8 +254,11 @@ def _infeasible(result: SearchResult) -> str:
     missed = [r.configuration for r in result.evaluated if not r.feasible]
     if not missed:
         return ""
-    rows = [(c.instance, str(c.tp), str(c.replicas), str(c.max_batch), c.routing, c.weights) for c in missed]
-    head = ("instance", "TP", "replicas", "max batch", "routing", "weights")
+    rows = [
+        (c.fleet_name, str(c.tp), str(c.replicas), str(c.max_batch), c.routing, c.weights, ", ".join(c.extras()))
+        for c in missed
+    ]
+    head = ("instance", "TP", "replicas", "max batch", "routing", "weights", "other")
     return "<p>Meet the SLO at no rate (not plotted):</p>" + _table(head, rows, "infeasible")
 
 
@@ -304,11 +324,14 @@ def _side_best(result: SearchResult, side: ClaimSide) -> ConfigResult | str:
 
 
 def _prices(result: SearchResult) -> str:
-    names = sorted({r.configuration.instance for r in result.evaluated} | {s.instance for s in result.skipped})
+    names = {r.configuration.instance for r in result.evaluated} | {s.instance for s in result.skipped}
+    names |= {r.configuration.decode_instance for r in result.evaluated if r.configuration.disaggregated}
     rows = []
-    for name in names:
+    for name in sorted(names):
         inst = get_instance(name)
-        if inst.price_usd_per_hour is None:
+        if name in result.assumed_prices:
+            price, basis = f"${result.assumed_prices[name]}/h", "assumed (given to the search: --assume-price)"
+        elif inst.price_usd_per_hour is None:
             price, basis = "no price: skipped", "not published"
         else:
             price = f"${inst.price_usd_per_hour}/h"

@@ -15,13 +15,8 @@ from kombu.exceptions import OperationalError
 
 from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.sim.requests import Request
-from switchyard.accelerator.sim.search import (
-    ConfigResult,
-    Configuration,
-    SearchSettings,
-    Slo,
-    evaluation_args,
-)
+from switchyard.accelerator.sim.search import ConfigResult, SearchSettings, Slo, evaluation_args
+from switchyard.accelerator.sim.search_space import Configuration
 
 __all__ = ["EVALUATE_TASK", "CeleryWaves"]
 
