@@ -1,21 +1,28 @@
 """How faithful is `simulate bench` on the published 2026 Neuron rows? Predicted vs measured, per row and per group.
 
-    .venv/bin/python benchmarks/bench_fidelity.py
+    .venv/bin/python benchmarks/bench_fidelity.py            # the committed coefficients, every usable row
+    .venv/bin/python benchmarks/bench_fidelity.py --refit    # a per-generation refit, cross-validated (read-only)
 
 Reads `benchmarks/data/neuron_2026/neuron_benchmarks_2026.csv` and `neuron_benchmarks_unpinned_2026.csv`
 (`benchmarks/data/README.md`), parses each row's free-text columns into a FidelityRow, or a Skipped with the first
-reason it cannot be run, runs every
-usable row once and prints the signed error (predicted - measured) / measured in % of TTFT, TPOT (the bench's
-ITL) and output tokens per second, then per group the rows used and the median and p90 of |error|, then the
-skipped rows counted per reason. Nothing is fitted: the simulator's committed coefficients are used as they are.
+reason it cannot be run, runs every usable row once and prints the signed error (predicted - measured) / measured
+in % of TTFT, TPOT (the bench's ITL) and output tokens per second, then per group the rows used and the median and
+p90 of |error|, then the skipped rows counted per reason. Nothing is fitted: the simulator's committed
+coefficients are used as they are.
+
+`--refit` fits NxD Inference's coefficients per Neuron generation on the pinned rows that are point-mode
+measurements (`calibration_row`: static batches and closed loops at concurrency 1; never the unpinned file, p99
+rows or queued closed loops) with `sim/serving_calibration.py`, refits once per architecture with it left out,
+and prints the refit's coefficients, its in-sample and leave-one-architecture-out errors on those rows, and the
+whole table again with every row run on the refit that never saw its architecture (unpinned rows on the full
+refit, which never saw them; generations with fewer than MIN_ARCHITECTURES architectures are not fitted and keep
+the committed coefficients). It writes nothing.
 
 Parsing rules (first failing check wins, in this order):
 - model: the id as published must resolve through the simulator's catalog or alias table (sim/models.py).
 - instance: the first catalog instance name written in the cell ("trn2 (README: trn2.48xlarge tested)" is
-  trn2.48xlarge). Trainium3 rows name instances the catalog lacks (trn3.48xlarge, trn3pd98.3xlarge, "Trainium 3");
-  the catalog's Trainium3 hardware is the Gen1 UltraServer, whose chip, hop latency and calibration group a
-  replica of a few chips shares, so they run on TRN3_STAND_IN and are flagged "trn3 stand-in" (an assumption:
-  the UltraServer's switched interconnect stands in for the instance's own).
+  trn2.48xlarge; trn3.48xlarge and trn3pd98.3xlarge are catalog instance types). A cell that names no instance
+  type ("Trainium 3 (instance not named in file ...)") is skipped.
 - tp: the cell's first integer. "DP=N" with N > 1 is skipped (the bench runs one replica, the rows measure N
   behind a proxy); "LNC=1" on a chip whose default is LNC=2 is skipped (the simulator's ranks are LNC=2 logical
   cores). "EP=N"/"moe_ep" with N > 1 runs as plain TP (simulate_bench has no expert parallelism): flagged "EP".
@@ -33,17 +40,21 @@ Parsing rules (first failing check wins, in this order):
   "fp8" when FP8 is stored (mixed FP8-expert rows included), bf16 when not stated.
 - statistic: the notes' "STAT=" (mean, p99, not stated), else p50. A p99 row is compared with the predicted p99,
   every other row with the predicted p50 (the bench reports percentiles, not means). Output tokens per second
-  are compared with the bench's aggregate rate (at concurrency 1, the per-request rate).
+  are compared with the bench's aggregate rate, or with its share per request (aggregate / concurrency or
+  batch) when the notes call the cell one request's rate ("output_tok_s = per-request ...", "tok/s P50 ... per
+  request", "(per request)").
 - group: the instance family (trn2.3xlarge, trn2.48xlarge, trn3, inf2, trn1), "(unpinned)" for the second file.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,17 +62,23 @@ import numpy as np
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.sim.bench import simulate_bench
+from switchyard.accelerator.sim.calibration import BenchmarkRow, _predict
+from switchyard.accelerator.sim.calibration_data import NXD_INFERENCE
+from switchyard.accelerator.sim.costmodel import Coefficients
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import Instance, get_instance, list_instances
 from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.point import simulate_point
+from switchyard.accelerator.sim.serving_calibration import MIN_ARCHITECTURES, ServingFit, architecture, fit_serving
 
 # Apart from the calibration tables in data/: not every model of these rows is in the catalog.
 DATA = Path(__file__).resolve().parent / "data" / "neuron_2026"
 FILES = {"neuron_benchmarks_2026.csv": False, "neuron_benchmarks_unpinned_2026.csv": True}  # name -> unpinned
-TRN3_STAND_IN = "trn3-gen1-ultraserver"
 _LENGTH = re.compile(r"^~?\s*(\d+(?:\.\d+)?)\s*([kK])?(?:-token)?(?![\d.]*\s*-\s*\d)")
 _NOT_A_PROMPT = ("seq_len", "cte", "max_context_length", "dataset", "not stated", "bucket")
+# Notes that call the output_tok_s cell one request's rate ("output_tok_s = per-request tok/s P50 (aggregate
+# ~= conc x per-request)", "tok/s P50 / TPOT P50 per request", "... (per request)").
+_PER_REQUEST = re.compile(r"output_tok_s = [^.;]*per[- ]request|tok/s P50[^.;]*per request|\(per request\)", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,7 @@ class FidelityRow:
     ttft_ms: float | None
     tpot_ms: float | None
     output_tok_s: float | None
+    tok_s_per_request: bool  # the notes say output_tok_s is one request's rate, not the aggregate
     approximations: tuple[str, ...]
 
 
@@ -132,14 +150,12 @@ def classify_load(text: str, batch_text: str) -> tuple[bool, int] | str:
     return "load (concurrency or static batch) not stated"
 
 
-def _resolve_instance(text: str) -> tuple[Instance, bool] | None:
-    """(instance, is the Trainium3 stand-in) for an `instance` cell, or None."""
+def _resolve_instance(text: str) -> Instance | None:
+    """The catalog instance an `instance` cell names first, or None."""
     names = sorted((i.name for i in list_instances()), key=len, reverse=True)
     for name in names:
         if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.])", text):
-            return get_instance(name), False
-    if re.search(r"trn3|trainium\s*3", text, re.IGNORECASE):
-        return get_instance(TRN3_STAND_IN), True
+            return get_instance(name)
     return None
 
 
@@ -176,11 +192,10 @@ def parse_row(raw: dict[str, str], label: str, *, unpinned: bool = False) -> Fid
         model = get_model(raw["model"]).name
     except UnknownNameError:
         return skip("model not in the simulator's catalog", raw["model"])
-    resolved = _resolve_instance(raw["instance"])
-    if resolved is None:
-        return skip("instance not resolvable", raw["instance"])
-    inst, stand_in = resolved
-    approx = ["trn3 stand-in"] if stand_in else []
+    inst = _resolve_instance(raw["instance"])
+    if inst is None:
+        return skip("instance not named", raw["instance"])
+    approx: list[str] = []
     tp_text = raw["tp"]
     tp = first_int(tp_text)
     if tp is None:
@@ -232,6 +247,7 @@ def parse_row(raw: dict[str, str], label: str, *, unpinned: bool = False) -> Fid
         ttft_ms=ttft,
         tpot_ms=tpot,
         output_tok_s=tok_s,
+        tok_s_per_request=bool(_PER_REQUEST.search(raw["notes"])),
         approximations=tuple(approx),
     )
 
@@ -260,12 +276,17 @@ class Prediction:
     output_tok_s: float
 
 
-def predict(row: FidelityRow) -> Prediction | Skipped:
-    """Run the row: simulate_bench for a closed loop, simulate_point for a static batch."""
+def predict(row: FidelityRow, coefficients: Coefficients | None = None) -> Prediction | Skipped:
+    """Run the row: simulate_bench for a closed loop, simulate_point for a static batch (on `coefficients` if
+    given, else the instance's committed calibration)."""
+    # Both report the aggregate rate; a row that publishes one request's rate gets the aggregate's share.
+    share = row.load if row.tok_s_per_request else 1
     try:
         if not row.closed_loop:
-            p = simulate_point(row.model, row.instance, row.tp, row.load, row.input_len, row.output_len, row.weights)
-            return Prediction(p.ttft_ms, p.tpot_ms, p.output_tokens_per_s)
+            p = simulate_point(
+                row.model, row.instance, row.tp, row.load, row.input_len, row.output_len, row.weights, coefficients
+            )
+            return Prediction(p.ttft_ms, p.tpot_ms, p.output_tokens_per_s / share)
         b = simulate_bench(
             row.model,
             row.instance,
@@ -276,13 +297,42 @@ def predict(row: FidelityRow) -> Prediction | Skipped:
             concurrency=row.load,
             weights=row.weights,
             config=EngineConfig(max_batch=max(1, row.max_batch), prefix_caching=False),
+            coefficients=coefficients,
         )
     except SimulatorError as e:
         return Skipped(row.label, f"deployment rejected ({type(e).__name__})", str(e)[:120])
     if b.measured == b.rejected:
         return Skipped(row.label, "no request fits the replica's KV cache", "")
     q = "p99" if row.statistic == "p99" else "p50"
-    return Prediction(b.ttft_ms[q], b.itl_ms[q], b.output_tokens_per_s)
+    return Prediction(b.ttft_ms[q], b.itl_ms[q], b.output_tokens_per_s / share)
+
+
+def calibration_row(row: FidelityRow) -> BenchmarkRow | None:
+    """The row as a point-mode calibration row (serving_calibration's typed input), or None.
+
+    A static batch is itself; a closed loop at concurrency 1 is a batch of one whose decode graph is compiled for
+    the engine's max_batch (vLLM's max-num-seqs). Closed loops at higher concurrency are not (their TTFT queues
+    and their ITL carries the other requests' prefills: only the engine predicts them), nor are p99 rows,
+    unpinned rows (kept as cross-checks) or rows without a TTFT or TPOT.
+    """
+    if row.group.endswith("(unpinned)") or row.statistic == "p99" or (row.ttft_ms is None and row.tpot_ms is None):
+        return None
+    if row.closed_loop and row.load != 1:
+        return None
+    return BenchmarkRow(
+        model=row.model,
+        instance=row.instance,
+        tp=row.tp,
+        batch=row.load,
+        input_len=row.input_len,
+        output_len=row.output_len,
+        weights=row.weights,
+        ttft_ms=float("nan") if row.ttft_ms is None else row.ttft_ms,
+        tpot_ms=float("nan") if row.tpot_ms is None else row.tpot_ms,
+        stack=NXD_INFERENCE,
+        compiled_batch=row.max_batch if row.max_batch > row.load else 0,
+        published_stack=NXD_INFERENCE,
+    )
 
 
 def signed_error_pct(predicted: float, measured: float | None) -> float | None:
@@ -306,31 +356,38 @@ def _stats(errors: list[float]) -> str:
     return f"{len(a):>7} {np.median(a):>6.0f} {np.percentile(a, 90):>6.0f}"
 
 
-def main() -> None:
-    started = time.perf_counter()
-    usable, skipped = read_rows()
-    total = len(usable) + len(skipped)
-    used: Counter[str] = Counter()
-    errors: dict[str, dict[str, list[float]]] = {}
-    print(
-        f"{'row':<34} {'group':<24} {'model':<34} {'tp':>3} {'load':>5} {'in/out':>11} {'stat':<10} Q "
-        f"{'TTFT ms':>8} {'err%':>5} {'TPOT ms':>7} {'err%':>5} {'tok/s':>7} {'err%':>5}  approx"
-    )
+Errors = dict[str, dict[str, list[float]]]  # group -> measurement -> signed errors in %
+
+
+def evaluate(
+    usable: list[FidelityRow], coefficients_of: Callable[[FidelityRow], Coefficients | None] | None = None
+) -> tuple[list[tuple[FidelityRow, dict[str, float | None]]], list[Skipped]]:
+    """Every usable row's signed errors (ttft, tpot, tok_s), and the rows the simulator refused.
+
+    `coefficients_of` gives a row's cost model; without it every row runs on the committed calibration.
+    """
+    done: list[tuple[FidelityRow, dict[str, float | None]]] = []
+    refused: list[Skipped] = []
     for row in usable:
-        pred = predict(row)
+        pred = predict(row, coefficients_of(row) if coefficients_of else None)
         if isinstance(pred, Skipped):
-            skipped.append(pred)
+            refused.append(pred)
             continue
         errs = {
             "ttft": signed_error_pct(pred.ttft_ms, row.ttft_ms),
             "tpot": signed_error_pct(pred.tpot_ms, row.tpot_ms),
             "tok_s": signed_error_pct(pred.output_tok_s, row.output_tok_s),
         }
-        used[row.group] += 1
-        group = errors.setdefault(row.group, {"ttft": [], "tpot": [], "tok_s": []})
-        for k, v in errs.items():
-            if v is not None:
-                group[k].append(v)
+        done.append((row, errs))
+    return done, refused
+
+
+def print_rows(done: list[tuple[FidelityRow, dict[str, float | None]]]) -> None:
+    print(
+        f"{'row':<34} {'group':<24} {'model':<34} {'tp':>3} {'load':>5} {'in/out':>11} {'stat':<10} Q "
+        f"{'TTFT ms':>8} {'err%':>5} {'TPOT ms':>7} {'err%':>5} {'tok/s':>7} {'err%':>5}  approx"
+    )
+    for row, errs in done:
         load = f"{'c' if row.closed_loop else 'b'}={row.load}"
         print(
             f"{row.label:<34} {row.group:<24} {row.model[-34:]:<34} {row.tp:>3} {load:>5} "
@@ -339,16 +396,111 @@ def main() -> None:
             f"{_cell(errs['tpot']):>5} {_measured(row.output_tok_s, 7, 1)} {_cell(errs['tok_s']):>5}  "
             f"{','.join(row.approximations)}"
         )
-    print("\nskipped rows (first reason, then the text that caused it):")
-    for s in skipped:
-        print(f"  {s.label:<34} {s.reason}: {s.detail[:90]}")
-    print("\n|error| in % per group (n: rows with that measurement; med and p90 of |predicted/measured - 1|)")
+
+
+def print_summary(done: list[tuple[FidelityRow, dict[str, float | None]]], title: str) -> None:
+    """Per group: rows used, then n, median and p90 of |error| for TTFT, TPOT and output tok/s."""
+    used: Counter[str] = Counter(row.group for row, _ in done)
+    errors: Errors = {}
+    for row, errs in done:
+        group = errors.setdefault(row.group, {"ttft": [], "tpot": [], "tok_s": []})
+        for k, v in errs.items():
+            if v is not None:
+                group[k].append(v)
+    print(f"\n{title}")
     header = "  ".join(f"{f'{name} n':>7} {'med':>6} {'p90':>6}" for name in ("TTFT", "TPOT", "tok/s"))
     print(f"{'group':<24} {'rows':>4}  {header}")
     for name in sorted(errors):
         g = errors[name]
         print(f"{name:<24} {used[name]:>4}  " + "  ".join(_stats(g[k]) for k in ("ttft", "tpot", "tok_s")))
-    print(f"\nused {sum(used.values())} of {total} rows; skipped {len(skipped)} (first reason):")
+
+
+def _point_errors(fit: ServingFit, rows: list[BenchmarkRow], groups: list[str]) -> None:
+    """In-sample and leave-one-architecture-out errors of the refit on its own (point-mode) rows, per group."""
+    table: dict[str, dict[str, list[float]]] = {}
+    for r, name in zip(rows, groups, strict=True):
+        g = table.setdefault(name, {"ttft": [], "tpot": [], "ttft_cv": [], "tpot_cv": []})
+        (full,) = _predict([r], fit.coefficients[r.generation])
+        held = fit.for_row(r.generation, r.model)
+        assert held is not None  # every architecture of a fitted generation has its refit
+        (cv,) = _predict([r], held)
+        for k, e in (
+            ("ttft", full.ttft_err),
+            ("tpot", full.tpot_err),
+            ("ttft_cv", cv.ttft_err),
+            ("tpot_cv", cv.tpot_err),
+        ):
+            g[k].append(100 * e)
+
+    def cols(errors: list[float]) -> str:
+        v = np.abs(np.array([x for x in errors if np.isfinite(x)]))
+        return (
+            f"{v.size:>6} {np.median(v):>5.0f} {np.percentile(v, 90):>5.0f}" if v.size else f"{0:>6} {'-':>5} {'-':>5}"
+        )
+
+    print("\npoint-mode rows of the refit, |error| in %: in sample, then leaving the row's architecture out")
+    print(
+        f"{'group':<24} {'rows':>4}  {'TTFT n':>6} {'med':>5} {'p90':>5} {'cv n':>6} {'med':>5} {'p90':>5}  "
+        f"{'TPOT n':>6} {'med':>5} {'p90':>5} {'cv n':>6} {'med':>5} {'p90':>5}"
+    )
+    for name in sorted(table):
+        g = table[name]
+        print(
+            f"{name:<24} {groups.count(name):>4}  {cols(g['ttft'])} {cols(g['ttft_cv'])}  "
+            f"{cols(g['tpot'])} {cols(g['tpot_cv'])}"
+        )
+
+
+def refit(usable: list[FidelityRow]) -> None:
+    """Fit NxD Inference per generation on the pinned rows (serving_calibration) and report it cross-validated."""
+    pairs = [(r, c) for r in usable if (c := calibration_row(r)) is not None]
+    rows = [c for _, c in pairs]
+    fit = fit_serving(rows)
+    print("refit of NxD Inference on the pinned 2026 rows (per generation; the committed coefficients are untouched)")
+    for gen in sorted(fit.unfitted):
+        archs = sorted({architecture(r.model) for r in rows if r.generation == gen})
+        print(f"\n{gen}: not fitted ({len(archs)} architecture(s) < {MIN_ARCHITECTURES}: {', '.join(archs)})")
+    for gen, coeffs in fit.coefficients.items():
+        print(f"\n{gen}: {sum(r.generation == gen for r in rows)} rows, {len(fit.architectures[gen])} architectures")
+        for phase in ("prefill", "decode"):
+            quoted = getattr(coeffs, phase).describe()
+            print(f"  {phase:<8}" + "  ".join(f"{k} {v:.4g}" for k, v in quoted.items()))
+    fitted = [i for i, r in enumerate(rows) if r.generation in fit.coefficients]
+    _point_errors(fit, [rows[i] for i in fitted], [pairs[i][0].group for i in fitted])
+
+    def held_out(row: FidelityRow) -> Coefficients | None:
+        return fit.for_row(get_instance(row.instance).calibration_group, row.model)
+
+    done, refused = evaluate(usable, held_out)
+    print_summary(
+        done,
+        "simulate bench/point with each row's architecture left out of the refit (unpinned rows: the full fit, which "
+        "never saw them; unfitted generations: the committed coefficients); |error| in %",
+    )
+    print(f"\n{len(done)} rows; {len(refused)} refused")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--refit", action="store_true", help="refit NxD Inference on these rows, cross-validated")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    usable, skipped = read_rows()
+    if args.refit:
+        refit(usable)
+        print(f"\n({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+        return
+    total = len(usable) + len(skipped)
+    done, refused = evaluate(usable)
+    skipped += refused
+    print_rows(done)
+    print("\nskipped rows (first reason, then the text that caused it):")
+    for s in skipped:
+        print(f"  {s.label:<34} {s.reason}: {s.detail[:90]}")
+    print_summary(
+        done, "|error| in % per group (n: rows with that measurement; med and p90 of |predicted/measured - 1|)"
+    )
+    print(f"\nused {len(done)} of {total} rows; skipped {len(skipped)} (first reason):")
     for reason, n in Counter(s.reason for s in skipped).most_common():
         print(f"  {n:>4}  {reason}")
     print(f"\n({time.perf_counter() - started:.1f} s)", file=sys.stderr)

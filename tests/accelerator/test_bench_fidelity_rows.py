@@ -9,9 +9,9 @@ import pytest
 from benchmarks.bench_fidelity import (
     DATA,
     FILES,
-    TRN3_STAND_IN,
     FidelityRow,
     Skipped,
+    calibration_row,
     classify_load,
     first_int,
     parse_length,
@@ -103,16 +103,34 @@ def test_a_static_row_parses_into_a_static_batch() -> None:
     assert (row.closed_loop, row.load, row.group) == (False, 8, "trn2.48xlarge")
 
 
+def test_a_per_request_rate_is_told_apart_from_an_aggregate_one() -> None:
+    per_request = "[Q=B] output_tok_s = per-request tok/s P50 (aggregate ~= conc x per-request). E2E P50 2465.7 ms."
+    rows = {
+        notes: parse_row(SERVING_ROW | {"notes": notes}, "x:1")
+        for notes in (per_request, "[Q=B] tok/s P50 / TPOT P50 per request", "[Q=B] output_tok_s = aggregate TPS")
+    }
+    assert [isinstance(r, FidelityRow) and r.tok_s_per_request for r in rows.values()] == [True, True, False]
+
+
 def test_a_row_with_dataset_defined_lengths_is_skipped_with_its_reason() -> None:
     skipped = parse_row(SERVING_ROW | {"output_len": "dataset-defined"}, "x:1")
     assert skipped == Skipped("x:1", "output length unknown", "dataset-defined")
 
 
-def test_a_trainium3_instance_runs_on_the_documented_stand_in() -> None:
+def test_a_trainium3_row_runs_on_the_instance_type_it_names() -> None:
     raw = SERVING_ROW | {"model": "Qwen/Qwen3-30B-A3B", "instance": "trn3.48xlarge (16 NeuronCores)", "tp": "8 (EP=8)"}
     row = parse_row(raw, "x:1")
     assert isinstance(row, FidelityRow)
-    assert (row.instance, row.group, row.approximations) == (TRN3_STAND_IN, "trn3", ("trn3 stand-in", "EP"))
+    assert (row.instance, row.group, row.approximations) == ("trn3.48xlarge", "trn3", ("EP",))
+    small = parse_row(SERVING_ROW | {"instance": "trn3pd98.3xlarge", "tp": "4 (LNC=2, EP=1)"}, "x:2")
+    assert isinstance(small, FidelityRow)
+    assert (small.instance, small.group) == ("trn3pd98.3xlarge", "trn3")
+
+
+def test_a_row_that_names_no_instance_type_is_skipped() -> None:
+    skipped = parse_row(SERVING_ROW | {"instance": "Trainium 3 (instance not named in file)"}, "x:1")
+    assert isinstance(skipped, Skipped)
+    assert skipped.reason == "instance not named"
 
 
 def test_data_parallel_and_lnc1_rows_are_skipped() -> None:
@@ -135,3 +153,21 @@ def test_every_row_of_the_repository_files_is_usable_or_skipped_with_a_reason() 
     assert usable, "some published rows must be runnable"
     assert all(s.reason for s in skipped)
     assert all(r.tp >= 1 and r.load >= 1 and r.input_len >= 1 and r.output_len >= 1 for r in usable)
+
+
+def test_static_and_single_stream_rows_become_calibration_rows_and_queued_ones_do_not() -> None:
+    static = parse_row(SERVING_ROW | {"concurrency_or_static": "static batch=4 (NxDI direct)", "batch": "4"}, "x:1")
+    single = parse_row(SERVING_ROW | {"concurrency_or_static": "concurrency=1 (vLLM)", "batch": "8"}, "x:2")
+    queued = parse_row(SERVING_ROW | {"concurrency_or_static": "concurrency=4 (vLLM)", "batch": "8"}, "x:3")
+    unpinned = parse_row(SERVING_ROW, "x:4", unpinned=True)
+    assert isinstance(static, FidelityRow)
+    assert isinstance(single, FidelityRow)
+    assert isinstance(queued, FidelityRow)
+    assert isinstance(unpinned, FidelityRow)
+    s, one = calibration_row(static), calibration_row(single)
+    assert s is not None
+    assert one is not None
+    assert (s.batch, s.compiled_batch, s.ttft_ms, s.tpot_ms) == (4, 0, 716.11, 71.79)
+    assert (one.batch, one.compiled_batch) == (1, 8)  # vLLM compiles decode for max-num-seqs
+    assert calibration_row(queued) is None  # its TTFT queues behind the others: only the engine predicts it
+    assert calibration_row(unpinned) is None  # unpinned rows are cross-checks, never fitted

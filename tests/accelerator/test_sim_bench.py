@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from switchyard.accelerator.sim.bench import (
     simulate_bench,
 )
 from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.costmodel import Coefficients, PhaseCoefficients
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.requests import FinishedRequest
@@ -51,6 +53,20 @@ def test_at_concurrency_one_the_latencies_match_the_static_batch_of_one() -> Non
     assert r.itl_ms["p50"] == pytest.approx(point.tpot_ms, rel=0.05)
     assert r.e2e_ms["p50"] == pytest.approx(point.e2e_ms, rel=0.02)
     assert r.e2e_ms["p50"] == pytest.approx(r.ttft_ms["p50"] + (OUT - 1) * r.itl_ms["p50"], rel=0.01)
+
+
+def test_given_coefficients_replace_the_committed_calibration_as_in_point_mode() -> None:
+    committed = simulate_bench(MODEL, INSTANCE, TP, concurrency=1, requests=6, input_len=IN, output_len=OUT)
+    slow = Coefficients(
+        prefill=replace(PhaseCoefficients(), step_overhead_s=0.5),
+        decode=replace(PhaseCoefficients(), step_overhead_s=0.1),
+    )
+    r = simulate_bench(MODEL, INSTANCE, TP, concurrency=1, requests=6, input_len=IN, output_len=OUT, coefficients=slow)
+    point = simulate_point(MODEL, INSTANCE, TP, 1, IN, OUT, coefficients=slow)
+    assert (committed.coefficients_group, r.coefficients_group) == ("trn1", "custom")
+    assert r.ttft_ms["p50"] == pytest.approx(point.ttft_ms, rel=0.02)
+    assert r.itl_ms["p50"] == pytest.approx(point.tpot_ms, rel=0.05)
+    assert r.itl_ms["p50"] > 100.0 > committed.itl_ms["p50"]  # every decode step pays the 100 ms given
 
 
 def test_ttft_and_throughput_grow_with_concurrency_but_stay_below_c_streams_at_batch_one_speed() -> None:

@@ -24,6 +24,8 @@ REQUIRED_INSTANCES = [
     "trn2u.48xlarge",
     "trn3-gen1-ultraserver",
     "trn3-gen2-ultraserver",
+    "trn3.48xlarge",
+    "trn3pd98.3xlarge",
     "p5.48xlarge",
     "p5en.48xlarge",
     "cs-3",
@@ -75,6 +77,16 @@ def test_required_instances_exist_with_sources() -> None:
         ("deepseek-ai/DeepSeek-V3", 671.0, 37.0),
         ("openai/gpt-oss-120b", 117.0, 5.1),
         ("meta-llama/Llama-4-Maverick-17B-128E", 400.0, 17.0),
+        # models of the 2026 Neuron rows (cards, or the NxD Inference contrib README that ports them)
+        ("mistralai/Mixtral-8x22B-Instruct-v0.1", 141.0, 39.0),
+        ("mistralai/Mistral-Small-4-119B-2603", 119.0, None),
+        ("mistralai/Ministral-3-14B-Instruct-2512", 13.5, None),  # language model of the 14B VLM
+        ("mistralai/Ministral-3-3B-Instruct-2512-BF16", 3.4, None),
+        ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", 23.6, None),  # text decoder (contrib README)
+        ("upstage/Solar-Open-100B", 102.6, 12.0),
+        ("zai-org/GLM-4.7-Flash", 30.0, None),  # "30B-A3B": the 3B is a rounded name, 3.6B counted
+        ("sarvamai/sarvam-30b", 32.0, None),  # contrib README: ~32B total
+        ("moonshotai/Kimi-K2-Instruct-0905", 1000.0, 32.0),  # "1T total, 32B activated"
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -92,6 +104,19 @@ def test_unknown_names_list_close_matches() -> None:
         get_instance("trn2.48xl")
     with pytest.raises(UnknownNameError, match="Trainium2"):
         get_chip("trainium-2")
+
+
+def test_trainium3_instance_types_are_in_the_catalog_as_aws_names_them() -> None:
+    big, small = get_instance("trn3.48xlarge"), get_instance("trn3pd98.3xlarge")
+    assert (big.chip.name, big.chips, big.topology) == ("Trainium3", 16, Topology.SWITCHED)
+    assert (small.chip.name, small.chips, small.max_tp) == ("Trainium3", 1, 4)  # one chip, 4 ranks at LNC=2
+    assert big.max_tp == 64  # the NxDI Trn3 tutorial's 8 copies of TP=8 per instance
+    assert big.calibration_group == small.calibration_group == get_instance("trn3-gen1-ultraserver").calibration_group
+    # AWS publishes no price and no instance sizes for Trn3: the price is null and the inferred fields say so
+    assert (big.price_usd_per_hour, small.price_usd_per_hour) == (None, None)
+    assert {"chips", "network_gbps"} <= set(big.estimates)
+    assert "trn3-arch.rst" in big.source
+    assert "neuron_dhal_v4.c" in small.source
 
 
 def test_topologies_and_lnc() -> None:

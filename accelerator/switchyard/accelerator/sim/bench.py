@@ -24,6 +24,7 @@ import numpy as np
 
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.sim.cluster import Cluster
+from switchyard.accelerator.sim.costmodel import Coefficients
 from switchyard.accelerator.sim.deployment import KvCacheDtype, Precision, make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import Instance
@@ -128,10 +129,12 @@ def simulate_bench(
     weights: Precision | str = Precision.BF16,
     kv_dtype: KvCacheDtype | str = KvCacheDtype.BF16,
     config: EngineConfig | None = None,
+    coefficients: Coefficients | None = None,
 ) -> BenchResult:
     """Run a closed-loop (`concurrency`) or open-loop (`rate_per_s`) benchmark on one replica and measure it.
 
-    `warmup`: finished requests left out of the statistics (default: default_warmup()).
+    `warmup`: finished requests left out of the statistics (default: default_warmup()); `coefficients`: a cost
+    model other than the instance's committed calibration (reported as group "custom").
     """
     if (concurrency is None) == (rate_per_s is None):
         raise ConfigurationError("give exactly one of concurrency (closed loop) or rate_per_s (open loop)")
@@ -145,7 +148,7 @@ def simulate_bench(
     if not 0 <= skip < requests:
         raise ConfigurationError(f"warmup must be in 0..{requests - 1} (fewer than the requests), got {skip}")
     dep = make_deployment(model, instance, tp, weights, kv_dtype=kv_dtype)
-    cluster = Cluster(dep, 1, config=config)
+    cluster = Cluster(dep, 1, config=config, coefficients=coefficients)
     if concurrency is not None:
         finished = closed_loop(cluster, concurrency, requests, input_len, output_len)
     else:
