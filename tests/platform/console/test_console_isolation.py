@@ -296,6 +296,7 @@ OPERATOR_FORMS: dict[str, dict[str, str]] = {
     "POST /console/operator/tenants/{tenant_id}/credits": {"amount": "1.00", "currency": "USD", "reason": "matrix"},
     "POST /console/operator/rate-cards": {"instance_type": "trn2.48xlarge", "price_per_chip_hour": "2.5"},
     "POST /console/operator/tenants": {"name": "Matrix Co"},
+    "POST /console/operator/tenants/{tenant_id}/capacity": {"instance": "trn2.48xlarge", "tp": "8", "replicas": "1"},
 }
 OPERATOR_PUBLIC = ["GET /console/operator/sign-in", "POST /console/operator/sign-in"]
 

@@ -57,11 +57,13 @@ __all__ = [
     "Slo",
     "WaveEvaluator",
     "cache_key",
+    "cheapest_per_fleet",
     "evaluate",
     "evaluate_json",
     "evaluation_args",
     "one_at_a_time",
     "pareto_front",
+    "rank",
     "search",
     "workload_hash",
 ]
@@ -276,7 +278,7 @@ def evaluate_json(
 def pareto_front(results: Sequence[ConfigResult]) -> list[ConfigResult]:
     """The feasible results no other beats on both cost per million tokens and TTFT p90 (ties kept), cheapest
     first."""
-    ranked = sorted((r for r in results if r.feasible), key=_rank)
+    ranked = sorted((r for r in results if r.feasible), key=rank)
     front: list[ConfigResult] = []
     for r in ranked:
         last = front[-1] if front else None
@@ -430,11 +432,6 @@ def search(
         if missing:
             raise ConfigurationError(f"no result came back for {len(missing)} configurations, e.g. {missing[0]}")
     evaluated = [results[k] for k in sorted(results)]
-    best: dict[str, ConfigResult] = {}
-    for r in evaluated:
-        held = best.get(r.configuration.fleet_name)
-        if r.feasible and (held is None or _rank(r) < _rank(held)):
-            best[r.configuration.fleet_name] = r
     description = {
         **(workload_description or {}),
         "requests": len(requests),
@@ -452,15 +449,25 @@ def search(
         skipped=list(skipped),
         evaluated=evaluated,
         pareto=pareto_front(evaluated),
-        best_per_instance=best,
+        best_per_instance=cheapest_per_fleet(evaluated),
         assumed_prices=dict(settings.assumed_prices),
     )
 
 
-def _rank(r: ConfigResult) -> tuple[Decimal, float]:
+def rank(r: ConfigResult) -> tuple[Decimal, float]:
     """Cheapest first, then fastest; infeasible results last."""
     cost = r.cost_per_million_tokens_usd
     return (Decimal("Infinity") if cost is None else cost, r.ttft_p90_ms)
+
+
+def cheapest_per_fleet(results: Iterable[ConfigResult]) -> dict[str, ConfigResult]:
+    """The cheapest (then fastest) feasible result per fleet type (`Configuration.fleet_name`), in first-seen order."""
+    best: dict[str, ConfigResult] = {}
+    for r in results:
+        held = best.get(r.configuration.fleet_name)
+        if r.feasible and (held is None or rank(r) < rank(held)):
+            best[r.configuration.fleet_name] = r
+    return best
 
 
 def _prunable(config: Configuration, cost_floor: Decimal, ttft_floor: float, evaluated: Iterable[ConfigResult]) -> bool:

@@ -112,6 +112,43 @@ def test_an_operator_reads_tenants_grants_a_credit_and_watches_the_fleet(
     assert all("status of 400" in error for error in page.errors)  # type: ignore[attr-defined]  # the refused grant
 
 
+def test_an_operator_prices_a_tenant_s_recorded_traffic_on_other_hardware(
+    console: Console, operator: str, page: Any
+) -> None:
+    _operator_sign_in(page, console, operator)
+    page.get_by_role("link", name="Tenants").click()
+    page.get_by_role("link", name="Acme Robotics").click()
+    page.get_by_role("heading", name="Acme Robotics").wait_for()
+    page.get_by_role("link", name="Capacity: what its recorded traffic would cost on other hardware").click()
+    page.get_by_role("heading", name="Capacity: Acme Robotics").wait_for()
+    assert page.locator("#current-deployment").inner_text().startswith(f"Today {MODELS[0]} runs on")
+    assert page.get_by_label("Model").locator("option", has_text=MODELS[0]).count() == 1  # the module's chats
+    assert page.get_by_role("checkbox", name=re.compile(r"^trn2\.48xlarge ")).is_checked()  # where it runs today
+    page.get_by_role("checkbox", name=re.compile(r"^trn3-gen1-ultraserver ")).check()
+    page.get_by_label("Assumed price of trn3-gen1-ultraserver (USD an hour)").fill("150")
+    page.get_by_label("TP degrees").fill("4,8")
+    page.get_by_label("Replicas").fill("1")
+    page.get_by_role("button", name="Run the search").click()
+
+    page.get_by_role("heading", name="Cheapest configuration per instance type").wait_for()
+    assert page.locator("#workload").get_by_text(MODELS[0]).is_visible()  # the most used model by default
+    assert int(page.locator("#workload-requests").inner_text().replace(",", "")) >= 3  # its chats, and its run
+    assert "(as today)" in page.locator("#slo-ttft").inner_text()
+    rows = page.locator("#best-per-instance tbody tr[data-instance]")
+    assert rows.count() >= 1, page.locator("#best-per-instance").inner_text()
+    cheapest = rows.first
+    instance = cheapest.get_attribute("data-instance")
+    assert instance in ("trn2.48xlarge", "trn3-gen1-ultraserver")
+    cost = cheapest.locator("td[data-label='Cost per million output tokens']").inner_text()
+    assert re.fullmatch(r"\$\d+\.\d{4}", cost), cost
+    assert float(cost[1:]) > 0
+    assert cheapest.locator("td[data-label='Max rate']").inner_text().endswith(" req/s")
+    assert page.locator("#pareto tbody tr[data-instance]").count() >= 1
+    assert page.get_by_label("Assumed price of trn3-gen1-ultraserver (USD an hour)").input_value() == "150"  # kept
+    page.screenshot(path=str(console.shots / "operator_capacity.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_a_member_signed_in_is_sent_to_the_operator_sign_in(console: Console, operator: str, page: Any) -> None:
     from tests.platform.console.browser.served import sign_in
 
@@ -144,6 +181,7 @@ def test_operator_pages_fit_the_screen_and_name_every_control(
     for path, heading in [
         ("/console/operator/", "Tenants"),
         (tenant_path, "Acme Robotics"),
+        (f"{tenant_path}/capacity", "Capacity: Acme Robotics"),
         ("/console/operator/rate-cards", "Rate cards"),
         ("/console/operator/fleet", "Fleet"),
         ("/console/operator/audit", "Operator audit log"),

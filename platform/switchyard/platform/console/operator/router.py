@@ -6,6 +6,7 @@ from litestar import Router
 
 from switchyard.platform.console.operator.audit import OperatorAuditPageController
 from switchyard.platform.console.operator.auth import OperatorSignInController
+from switchyard.platform.console.operator.capacity import CapacityPageController
 from switchyard.platform.console.operator.edge import OperatorSessionMiddleware
 from switchyard.platform.console.operator.pages import FleetPageController, RateCardPagesController
 from switchyard.platform.console.operator.tenants import TenantPagesController
@@ -17,6 +18,7 @@ operator_router = Router(
     route_handlers=[
         OperatorSignInController,
         TenantPagesController,
+        CapacityPageController,
         RateCardPagesController,
         FleetPageController,
         OperatorAuditPageController,
