@@ -25,7 +25,8 @@ Parsing rules (first failing check wins, in this order):
   type ("Trainium 3 (instance not named in file ...)") is skipped.
 - tp: the cell's first integer. "DP=N" with N > 1 is skipped (the bench runs one replica, the rows measure N
   behind a proxy); "LNC=1" on a chip whose default is LNC=2 is skipped (the simulator's ranks are LNC=2 logical
-  cores). "EP=N"/"moe_ep" with N > 1 runs as plain TP (simulate_bench has no expert parallelism): flagged "EP".
+  cores). "EP=N"/"moe_ep" with N > 1 runs expert-parallel (the experts whole on the TP ranks); an EP degree other
+  than the TP degree is flagged "EP degree".
 - load: "static" in `concurrency_or_static` makes a static batch (its "batch=N", else the `batch` cell's leading
   integer), run with simulate_point. Otherwise the row is a closed loop: guidellm "synchronous", "single
   stream" and "single request" at concurrency 1; "concurrency=N", "batch/concurrency N (vLLM serving)",
@@ -102,6 +103,7 @@ class FidelityRow:
     tpot_ms: float | None
     output_tok_s: float | None
     tok_s_per_request: bool  # the notes say output_tok_s is one request's rate, not the aggregate
+    expert_parallel: bool  # EP=N (N > 1): the experts whole on the TP ranks
     approximations: tuple[str, ...]
 
 
@@ -207,8 +209,9 @@ def parse_row(raw: dict[str, str], label: str, *, unpinned: bool = False) -> Fid
     if lnc and int(lnc.group(1)) == 1 and inst.chip.lnc > 1:
         return skip("LNC=1 (the simulator's Trainium ranks are LNC=2)", tp_text)
     ep = re.search(r"(?:\bEP|moe_ep)=(\d+)", tp_text)
-    if ep and int(ep.group(1)) > 1:
-        approx.append("EP")
+    expert_parallel = bool(ep and int(ep.group(1)) > 1)
+    if ep and expert_parallel and int(ep.group(1)) != tp:
+        approx.append("EP degree")  # the simulator's expert parallelism spreads the experts over all TP ranks
     load = classify_load(raw["concurrency_or_static"], raw["batch"])
     if isinstance(load, str):
         return skip(load, raw["concurrency_or_static"])
@@ -248,6 +251,7 @@ def parse_row(raw: dict[str, str], label: str, *, unpinned: bool = False) -> Fid
         tpot_ms=tpot,
         output_tok_s=tok_s,
         tok_s_per_request=bool(_PER_REQUEST.search(raw["notes"])),
+        expert_parallel=expert_parallel,
         approximations=tuple(approx),
     )
 
@@ -284,7 +288,15 @@ def predict(row: FidelityRow, coefficients: Coefficients | None = None) -> Predi
     try:
         if not row.closed_loop:
             p = simulate_point(
-                row.model, row.instance, row.tp, row.load, row.input_len, row.output_len, row.weights, coefficients
+                row.model,
+                row.instance,
+                row.tp,
+                row.load,
+                row.input_len,
+                row.output_len,
+                row.weights,
+                coefficients,
+                expert_parallel=row.expert_parallel,
             )
             return Prediction(p.ttft_ms, p.tpot_ms, p.output_tokens_per_s / share)
         b = simulate_bench(
@@ -298,6 +310,7 @@ def predict(row: FidelityRow, coefficients: Coefficients | None = None) -> Predi
             weights=row.weights,
             config=EngineConfig(max_batch=max(1, row.max_batch), prefix_caching=False),
             coefficients=coefficients,
+            expert_parallel=row.expert_parallel,
         )
     except SimulatorError as e:
         return Skipped(row.label, f"deployment rejected ({type(e).__name__})", str(e)[:120])
@@ -313,9 +326,12 @@ def calibration_row(row: FidelityRow) -> BenchmarkRow | None:
     A static batch is itself; a closed loop at concurrency 1 is a batch of one whose decode graph is compiled for
     the engine's max_batch (vLLM's max-num-seqs). Closed loops at higher concurrency are not (their TTFT queues
     and their ITL carries the other requests' prefills: only the engine predicts them), nor are p99 rows,
-    unpinned rows (kept as cross-checks) or rows without a TTFT or TPOT.
+    unpinned rows (kept as cross-checks), expert-parallel rows (calibration rows are tensor-parallel) or rows
+    without a TTFT or TPOT.
     """
     if row.group.endswith("(unpinned)") or row.statistic == "p99" or (row.ttft_ms is None and row.tpot_ms is None):
+        return None
+    if row.expert_parallel:
         return None
     if row.closed_loop and row.load != 1:
         return None

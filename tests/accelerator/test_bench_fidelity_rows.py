@@ -121,7 +121,8 @@ def test_a_trainium3_row_runs_on_the_instance_type_it_names() -> None:
     raw = SERVING_ROW | {"model": "Qwen/Qwen3-30B-A3B", "instance": "trn3.48xlarge (16 NeuronCores)", "tp": "8 (EP=8)"}
     row = parse_row(raw, "x:1")
     assert isinstance(row, FidelityRow)
-    assert (row.instance, row.group, row.approximations) == ("trn3.48xlarge", "trn3", ("EP",))
+    assert (row.instance, row.group, row.approximations) == ("trn3.48xlarge", "trn3", ())
+    assert row.expert_parallel  # TP8/EP8: the experts whole on the eight ranks
     small = parse_row(SERVING_ROW | {"instance": "trn3pd98.3xlarge", "tp": "4 (LNC=2, EP=1)"}, "x:2")
     assert isinstance(small, FidelityRow)
     assert (small.instance, small.group) == ("trn3pd98.3xlarge", "trn3")

@@ -128,6 +128,25 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens_and_reports_its_dtype() -> None:
     assert r.kv_dtype == "fp8"
 
 
+def test_expert_parallelism_places_a_mixture_of_experts_models_experts_whole_on_the_ranks() -> None:
+    moe, args = "Qwen/Qwen3-30B-A3B", {"concurrency": 4, "requests": 12, "input_len": IN, "output_len": OUT}
+    tp = simulate_bench(moe, "trn2.48xlarge", 8, **args)  # type: ignore[arg-type]
+    ep = simulate_bench(moe, "trn2.48xlarge", 8, expert_parallel=True, **args)  # type: ignore[arg-type]
+    assert (tp.expert_parallel, ep.expert_parallel) == (False, True)
+    assert ep.itl_ms != tp.itl_ms  # whole experts and two all-to-alls a layer cost otherwise than TP slices
+    with pytest.raises(ConfigurationError, match="mixture-of-experts"):
+        simulate_bench(MODEL, INSTANCE, TP, expert_parallel=True, **args)  # type: ignore[arg-type]
+    result = CliRunner().invoke(
+        simulate,
+        [
+            *("bench", "--model", moe, "--instance", "trn2.48xlarge", "--tp", "8", "--input-len", str(IN)),
+            *("--output-len", str(OUT), "--concurrency", "2", "--requests", "4", "--parallelism", "ep", "--json", "-"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["expert_parallel"] is True
+
+
 def test_the_cli_writes_the_documented_json_keys(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(simulate, ["bench", *ARGS, "--concurrency", "2", "--requests", "6", "--json", str(out)])

@@ -185,6 +185,13 @@ def point(
 )
 @click.option("--weights", type=_WEIGHTS, default="bf16", show_default=True)
 @click.option("--kv-dtype", type=click.Choice([d.value for d in KvCacheDtype]), default="bf16", show_default=True)
+@click.option(
+    "--parallelism",
+    type=click.Choice(list(PARALLELISMS)),
+    default="tp",
+    show_default=True,
+    help="ep: a mixture-of-experts model's experts whole on the --tp ranks (expert parallelism)",
+)
 @click.option("--max-batch", type=int, default=EngineConfig().max_batch, show_default=True, help="max_num_seqs")
 @_JSON_FILE
 def bench(
@@ -202,6 +209,7 @@ def bench(
     warmup: int | None,
     weights: str,
     kv_dtype: str,
+    parallelism: str,
     max_batch: int,
     json_out: Path | None,
 ) -> None:
@@ -230,6 +238,7 @@ def bench(
             weights=weights,
             kv_dtype=kv_dtype,
             config=EngineConfig(max_batch=max_batch),
+            expert_parallel=parallelism == "ep",
         )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -242,8 +251,9 @@ def bench(
 def _bench_table(r: BenchResult) -> str:
     load = f"concurrency {r.concurrency}" if r.rate_per_s is None else f"{r.arrivals} {r.rate_per_s:g} req/s"
     rows = [
-        f"{r.model} on {r.instance} tp={r.tp} ({r.chips} chips), {load}, {r.input_len}->{r.output_len}, "
-        f"kv {r.kv_dtype}: {r.measured} of {r.requests} requests measured (warm-up {r.warmup})",
+        f"{r.model} on {r.instance} tp={r.tp}{' (EP)' if r.expert_parallel else ''} ({r.chips} chips), {load}, "
+        f"{r.input_len}->{r.output_len}, kv {r.kv_dtype}: {r.measured} of {r.requests} requests measured "
+        f"(warm-up {r.warmup})",
         f"  {'ms':8} {'p50':>9} {'p90':>9} {'p99':>9}",
     ]
     for label, pcts in (("TTFT", r.ttft_ms), ("ITL", r.itl_ms), ("E2E", r.e2e_ms)):

@@ -48,6 +48,7 @@ class BenchResult:
     chips: int
     weights: str
     kv_dtype: str
+    expert_parallel: bool  # a mixture-of-experts model's experts whole on the ranks (else sliced TP ways)
     concurrency: int | None  # closed loop; None in open loop
     rate_per_s: float | None  # open loop; None in closed loop
     arrivals: str | None  # open loop: "poisson" or "constant"
@@ -130,11 +131,13 @@ def simulate_bench(
     kv_dtype: KvCacheDtype | str = KvCacheDtype.BF16,
     config: EngineConfig | None = None,
     coefficients: Coefficients | None = None,
+    expert_parallel: bool = False,
 ) -> BenchResult:
     """Run a closed-loop (`concurrency`) or open-loop (`rate_per_s`) benchmark on one replica and measure it.
 
     `warmup`: finished requests left out of the statistics (default: default_warmup()); `coefficients`: a cost
-    model other than the instance's committed calibration (reported as group "custom").
+    model other than the instance's committed calibration (reported as group "custom"); `expert_parallel`: a
+    mixture-of-experts model's experts placed whole on the `tp` ranks (make_deployment).
     """
     if (concurrency is None) == (rate_per_s is None):
         raise ConfigurationError("give exactly one of concurrency (closed loop) or rate_per_s (open loop)")
@@ -147,7 +150,7 @@ def simulate_bench(
     skip = default_warmup(requests, concurrency) if warmup is None else warmup
     if not 0 <= skip < requests:
         raise ConfigurationError(f"warmup must be in 0..{requests - 1} (fewer than the requests), got {skip}")
-    dep = make_deployment(model, instance, tp, weights, kv_dtype=kv_dtype)
+    dep = make_deployment(model, instance, tp, weights, kv_dtype=kv_dtype, expert_parallel=expert_parallel)
     cluster = Cluster(dep, 1, config=config, coefficients=coefficients)
     if concurrency is not None:
         finished = closed_loop(cluster, concurrency, requests, input_len, output_len)
@@ -166,6 +169,7 @@ def simulate_bench(
         chips=dep.chips,
         weights=dep.weights.value,
         kv_dtype=dep.kv_dtype.value,
+        expert_parallel=dep.expert_parallel,
         concurrency=concurrency,
         rate_per_s=rate_per_s,
         arrivals=None if rate_per_s is None else ("poisson" if poisson else "constant"),
