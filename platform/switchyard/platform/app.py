@@ -73,7 +73,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         if settings.uses_sqlite:
             settings.ensure_data_dir()
         app.state.database = Database(settings.database_url)
-        app.state.key_cache = KeyCache(settings.auth_cache_seconds)
+        app.state.key_cache = KeyCache(settings.auth_cache_seconds, app.state.database)
         app.state.key_uses = KeyUseRecorder(app.state.database)
         await start_gateway(app.state, settings, app.state.database)
         freeze_startup_heap()  # full collections then walk only what requests allocate (a schema bomb's dicts)

@@ -1,8 +1,9 @@
 """Budget holds: an admitted call holds its estimated maximum cost against every budget that applies.
 
 The hold is taken last, after the rates and the request slot, and only for tenants that have a budget at all:
-whether one has is cached for ``BUDGET_CACHE_S`` per process, so a call of a tenant without budgets costs no
-database round trip (a new budget applies within that time). Whoever bills the call settles its hold (the
+whether one has is cached for ``BUDGET_CACHE_S`` per process (refreshed ahead while the tenant calls, one read
+however many calls ask: ``RefreshAheadCache``), so a call of a tenant without budgets costs no database round trip
+(a new budget applies within that time). Whoever bills the call settles its hold (the
 gateway's metering, the run checkpoint that bills the step); a call that ends unbilled releases it; a process
 that dies leaves it to expire (``billing.budgets.RESERVATION_TTL``).
 
@@ -16,7 +17,6 @@ is the check that says so in the logs if one ever does (a backend that did not c
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from switchyard.platform.admission.calls import ModelCall
@@ -24,6 +24,7 @@ from switchyard.platform.admission.refusals import NoRateCard
 from switchyard.platform.billing import budgets
 from switchyard.platform.billing.errors import NoApplicablePrice
 from switchyard.platform.db import Database, TenantScope
+from switchyard.platform.refresh_ahead import RefreshAheadCache
 
 __all__ = ["BUDGET_CACHE_S", "BudgetHolds", "exceeds_hold", "held_chip_us"]
 
@@ -37,7 +38,7 @@ class BudgetHolds:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        self._budgeted: dict[str, tuple[bool, float]] = {}  # tenant id -> (has budgets, until)
+        self._budgeted: RefreshAheadCache[TenantScope, bool] = RefreshAheadCache(BUDGET_CACHE_S, self._read_budgeted)
 
     async def hold(self, call: ModelCall) -> str | None:
         """Hold the call's estimated maximum cost; the reservation id, or ``None`` when the tenant has no budget.
@@ -85,14 +86,11 @@ class BudgetHolds:
             log.warning("could not release budget hold %s; it expires by itself", reservation_id, exc_info=True)
 
     async def _has_budgets(self, scope: TenantScope) -> bool:
-        now = time.monotonic()
-        cached = self._budgeted.get(scope.tenant_id)
-        if cached is not None and cached[1] > now:
-            return cached[0]
+        return await self._budgeted.get(scope)
+
+    async def _read_budgeted(self, scope: TenantScope) -> bool:
         async with self.database.unit_of_work(scope) as session:
-            found = await budgets.tenant_has_budgets(session, scope=scope)
-        self._budgeted[scope.tenant_id] = (found, now + BUDGET_CACHE_S)
-        return found
+            return await budgets.tenant_has_budgets(session, scope=scope)
 
 
 def _no_rate_card(exc: NoApplicablePrice) -> NoRateCard:

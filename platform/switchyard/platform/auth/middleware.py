@@ -9,17 +9,13 @@ from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
-from sqlalchemy import select
-from sqlmodel import col
 
 from switchyard.platform.auth.key_cache import KeyCache
 from switchyard.platform.auth.keys import parse_key, secret_matches
 from switchyard.platform.auth.last_use import KeyUseRecorder
 from switchyard.platform.auth.principal import Principal
-from switchyard.platform.auth.roles import Role
-from switchyard.platform.db import UNSCOPED, TenantScope, scope_session
 from switchyard.platform.http.errors import AuthenticationFailed
-from switchyard.platform.models import ApiKey, OperatorKey, Tenant, utc_now
+from switchyard.platform.models import utc_now
 
 __all__ = ["ApiKeyAuthentication"]
 
@@ -34,35 +30,16 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
         if parsed is None:
             raise AuthenticationFailed("malformed API key")
         cache: KeyCache = connection.app.state.key_cache
-        cached = cache.get(parsed.short_id)
-        if cached is not None:
-            if not secret_matches(parsed.secret, cached.secret_sha256):
-                raise AuthenticationFailed("invalid API key")
-            if cached.expires_at is not None and cached.expires_at <= utc_now():
-                raise AuthenticationFailed("API key has expired")
-            return self._verified(connection, cached.principal)
-        database = connection.app.state.database
-        async with database.session() as session:
-            scope_session(session, UNSCOPED)  # the key decides the tenant, so the lookup cannot be scoped
-            table = OperatorKey if parsed.short_id.startswith("op") else ApiKey
-            row = (
-                await session.execute(select(table).where(col(table.short_id) == parsed.short_id))
-            ).scalar_one_or_none()
-            tenant = await session.get(Tenant, row.tenant_id) if isinstance(row, ApiKey) else None
-        if row is None or not secret_matches(parsed.secret, row.secret_sha256):
+        record = await cache.get(parsed.short_id)
+        if record is None or not secret_matches(parsed.secret, record.secret_sha256):
             raise AuthenticationFailed("invalid API key")
-        if row.revoked_at is not None:
+        if record.revoked:
             raise AuthenticationFailed("API key has been revoked")
-        if row.expires_at is not None and row.expires_at <= utc_now():
+        if record.expires_at is not None and record.expires_at <= utc_now():
             raise AuthenticationFailed("API key has expired")
-        if tenant is not None and tenant.suspended_at is not None:  # within the key cache's lifetime, as a revocation
+        if record.tenant_suspended:  # within the key cache's lifetime, as a revocation
             raise AuthenticationFailed("the API key's tenant is suspended: ask the platform's operator")
-        if isinstance(row, ApiKey):
-            principal = Principal(key_id=row.id, scope=TenantScope(row.tenant_id), role=Role(row.role))
-        else:
-            principal = Principal(key_id=row.id, scope=None, role=None)
-        cache.put(parsed.short_id, principal, row.secret_sha256, row.expires_at)
-        return self._verified(connection, principal)
+        return self._verified(connection, record.principal)
 
     @staticmethod
     def _verified(connection: ASGIConnection[Any, Any, Any, Any], principal: Principal) -> AuthenticationResult:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Connection, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,10 +19,20 @@ from switchyard.platform.billing.sql import dialect_name
 from switchyard.platform.db import new_id
 from switchyard.platform.models import FleetBusy, FleetReceipt, utc_now
 
-__all__ = ["ReceiptRow", "minute_of", "record_fleet_busy", "record_fleet_receipts"]
+__all__ = [
+    "BusyIncrement",
+    "ReceiptRow",
+    "minute_of",
+    "record_fleet_busy",
+    "record_fleet_receipts",
+    "record_fleet_sync",
+]
 
 ReceiptRow = tuple[str, str, str, str, int, datetime]
 """``(tenant_id, request_id, replica, instance_type, chip_us, finished_at)``: one issued compute receipt."""
+
+BusyIncrement = tuple[str, str, int]
+"""``(replica, instance_type, chip_us)``: busy chip-µs of a replica to add to the current minute's slice."""
 
 
 def minute_of(moment: datetime) -> datetime:
@@ -34,9 +45,30 @@ async def record_fleet_busy(
 ) -> None:
     """Add ``chip_us`` busy chip-µs of ``replica`` to its slice starting ``period_start``. Reconciliation sums
     slices by ``period_start`` month."""
+    await session.execute(_busy_upsert(dialect_name(session), replica, instance_type, chip_us, period_start))
+
+
+async def record_fleet_receipts(session: AsyncSession, receipts: Sequence[ReceiptRow]) -> None:
+    """Store issued receipts (each once: the caller records a batch in one transaction, or retries it whole)."""
+    if receipts:
+        await session.execute(insert(FleetReceipt), _receipt_rows(receipts))
+
+
+def record_fleet_sync(
+    connection: Connection, busy: Sequence[BusyIncrement], receipts: Sequence[ReceiptRow], period_start: datetime
+) -> None:
+    """``record_fleet_busy`` for each increment and ``record_fleet_receipts``, on a synchronous connection (the
+    inline SQLite writes of ``db.inline``, in one short transaction on the event loop's thread)."""
+    for replica, instance_type, chip_us in busy:
+        connection.execute(_busy_upsert(connection.dialect.name, replica, instance_type, chip_us, period_start))
+    if receipts:
+        connection.execute(insert(FleetReceipt), _receipt_rows(receipts))
+
+
+def _busy_upsert(dialect: str, replica: str, instance_type: str, chip_us: int, period_start: datetime) -> Any:
     if chip_us < 0:
         raise ValueError("chip_us must be >= 0")
-    module = postgresql if dialect_name(session) == "postgresql" else sqlite
+    module = postgresql if dialect == "postgresql" else sqlite
     statement = module.insert(FleetBusy).values(
         id=new_id("fb"),
         replica=replica,
@@ -46,19 +78,14 @@ async def record_fleet_busy(
         recorded_at=utc_now(),
     )
     table = FleetBusy.__table__.c  # type: ignore[attr-defined]
-    await session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["replica", "period_start"],
-            set_={"chip_us": table.chip_us + statement.excluded.chip_us, "recorded_at": statement.excluded.recorded_at},
-        )
+    return statement.on_conflict_do_update(
+        index_elements=["replica", "period_start"],
+        set_={"chip_us": table.chip_us + statement.excluded.chip_us, "recorded_at": statement.excluded.recorded_at},
     )
 
 
-async def record_fleet_receipts(session: AsyncSession, receipts: Sequence[ReceiptRow]) -> None:
-    """Store issued receipts (each once: the caller records a batch in one transaction, or retries it whole)."""
-    if not receipts:
-        return
-    rows = [
+def _receipt_rows(receipts: Sequence[ReceiptRow]) -> list[dict[str, object]]:
+    return [
         {
             "id": new_id("fr"),
             "tenant_id": tenant_id,
@@ -70,4 +97,3 @@ async def record_fleet_receipts(session: AsyncSession, receipts: Sequence[Receip
         }
         for tenant_id, request_id, replica, instance_type, chip_us, finished_at in receipts
     ]
-    await session.execute(insert(FleetReceipt), rows)

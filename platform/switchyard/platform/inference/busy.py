@@ -5,7 +5,9 @@ Every process that runs replicas records their busy chip-µs and the receipts th
 (and for simulated deployments only when no fleet process is configured: tests, one-process use). Busy counters
 are cumulative in memory; ``FleetBusyRecorder.flush`` adds the increase since its last successful flush to the
 row of the current UTC minute (``billing.fleet.record_fleet_busy``) and stores the receipts issued meanwhile, in
-one transaction: everything is stored once or, when the transaction fails, carried to the next flush. A process
+one transaction: everything is stored once or, when the transaction fails, carried to the next flush. On SQLite
+that transaction runs inline on the loop's thread (``db.inline``), as the gateway's metering does, so it never holds
+the write lock while the loop serves requests. A process
 killed with ``kill -9`` loses at most what it computed and issued since its last flush (one second).
 """
 
@@ -18,7 +20,14 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from switchyard.accelerator.pool import AcceleratorPool, ComputeReceipt
-from switchyard.platform.billing.fleet import ReceiptRow, minute_of, record_fleet_busy, record_fleet_receipts
+from switchyard.platform.billing.fleet import (
+    BusyIncrement,
+    ReceiptRow,
+    minute_of,
+    record_fleet_busy,
+    record_fleet_receipts,
+    record_fleet_sync,
+)
 from switchyard.platform.db import UNSCOPED, Database
 from switchyard.platform.models import utc_now
 
@@ -91,16 +100,26 @@ class FleetBusyRecorder:
             if not increments and not self._receipts:
                 return 0
             minute = minute_of(self._clock())
-            async with self._database.unit_of_work(UNSCOPED) as session:
-                for _key, replica, instance_type, chip_us, _total in increments:
-                    await record_fleet_busy(
-                        session, replica=replica, instance_type=instance_type, chip_us=chip_us, period_start=minute
-                    )
-                await record_fleet_receipts(session, self._receipts)
+            busy = [(replica, instance_type, chip_us) for _key, replica, instance_type, chip_us, _total in increments]
+            if not self._write_inline(busy, minute):
+                async with self._database.unit_of_work(UNSCOPED) as session:
+                    for replica, instance_type, chip_us in busy:
+                        await record_fleet_busy(
+                            session, replica=replica, instance_type=instance_type, chip_us=chip_us, period_start=minute
+                        )
+                    await record_fleet_receipts(session, self._receipts)
             self._receipts = []
             for key, *_rest, total in increments:
                 self._recorded[key] = total
             return sum(chip_us for _key, _replica, _instance, chip_us, _total in increments)
+
+    def _write_inline(self, busy: list[BusyIncrement], minute: datetime) -> bool:
+        """On SQLite, record in one short transaction on the loop's thread (``db.inline``): a transaction through
+        aiosqlite's thread would hold the database's write lock across turns of a busy loop, and every request
+        metered meanwhile would wait for it. ``False``: not written (another process holds the lock, or not SQLite)."""
+        inline = self._database.inline
+        receipts = self._receipts
+        return inline is not None and inline.write(lambda c: record_fleet_sync(c, busy, receipts, minute))
 
     def _increments(self) -> Iterable[tuple[tuple[int, str], str, str, int, int]]:
         for owner_id, (_owner, busy, _receipts) in self._watched.items():
