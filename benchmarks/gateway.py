@@ -7,8 +7,9 @@ fleet process (`switchyard fleet`, one HTTP hop more), which is how several API 
     .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16] [--api-processes 1,2]
 
 Every server is a separate process on 127.0.0.1; the load generator (aiohttp) runs here. It
-measures added latency at concurrency 1 and throughput at a fixed concurrency, with metering on (usage events,
-budget reservations), and each server's CPU time per request in the throughput phase (its processes' user and
+measures added latency at concurrency 1 and throughput at a fixed concurrency (with the latency at that concurrency:
+p50, p99 and their ratio, the tail), with metering on (usage events, budget reservations), and each server's CPU
+time per request in the throughput phase (its processes' user and
 system time from /proc: what a request costs the server whatever else shares the cores), and prints ratios,
 which are what is comparable on a shared, noisy machine. The LiteLLM
 column appears when `litellm[proxy]` is installed here, or when `--litellm` names the `litellm` command of another
@@ -80,6 +81,8 @@ class Result:
     p99_ms: float
     errors: int
     cpu_us: float | None = None  # CPU time of the server's processes per request in the throughput phase
+    loaded_p50_ms: float = 0.0  # latency in the throughput phase, `--concurrency` requests in flight
+    loaded_p99_ms: float = 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -117,13 +120,14 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
         latencies = [await _one(session, target) for _ in range(serial_requests)]
         done = 0
         errors = 0
+        loaded: list[float] = []
         deadline = time.perf_counter() + seconds
 
         async def worker() -> None:
             nonlocal done, errors
             while time.perf_counter() < deadline:
                 try:
-                    await _one(session, target)
+                    loaded.append(await _one(session, target))
                     done += 1
                 except Exception:
                     errors += 1
@@ -133,9 +137,16 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
         cpu_us = (cpu_seconds(target.pid) - cpu_before) * 1e6 / max(1, done) if target.pid else None
-    latencies.sort()
-    p99 = latencies[int(len(latencies) * 0.99) - 1]
-    return Result(done / elapsed, statistics.median(latencies), p99, errors, cpu_us)
+    return Result(done / elapsed, statistics.median(latencies), _p99(latencies), errors, cpu_us, *_loaded(loaded))
+
+
+def _p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)]
+
+
+def _loaded(latencies: list[float]) -> tuple[float, float]:
+    return (statistics.median(latencies), _p99(latencies)) if latencies else (0.0, 0.0)
 
 
 def _local_litellm_proxy(bin_dir: Path) -> str | None:
@@ -289,9 +300,10 @@ def main() -> None:
         f"non-streaming chat completions, {args.concurrency} connections for {args.seconds:.0f} s; "
         f"latency at concurrency 1 over {args.serial} requests\n"
     )
+    loaded = f"@{args.concurrency}"
     header = (
         f"{'target':<22} {'req/s':>9} {'x direct':>9} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} "
-        f"{'CPU us/req':>11} {'errors':>7}"
+        f"{'p50' + loaded:>8} {'p99' + loaded:>8} {'p99/p50':>8} {'CPU us/req':>11} {'errors':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -299,7 +311,8 @@ def main() -> None:
         cpu = "" if r.cpu_us is None else f"{r.cpu_us:.0f}"
         print(
             f"{name:<22} {r.rps:>9.0f} {r.rps / direct.rps:>9.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
-            f"{r.p50_ms - direct.p50_ms:>8.2f} {cpu:>11} {r.errors:>7}"
+            f"{r.p50_ms - direct.p50_ms:>8.2f} {r.loaded_p50_ms:>8.2f} {r.loaded_p99_ms:>8.2f} "
+            f"{r.loaded_p99_ms / r.loaded_p50_ms if r.loaded_p50_ms else 0:>8.1f} {cpu:>11} {r.errors:>7}"
         )
     one, floor = results["switchyard x1"], results["litestar pass-through"]
     print(f"\nswitchyard x1 / litestar pass-through throughput: {one.rps / floor.rps:.2f}x")
