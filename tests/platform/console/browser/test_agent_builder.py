@@ -209,6 +209,7 @@ def test_an_agent_built_in_the_console_runs_in_the_playground_and_its_trace_read
     answer = json.loads(page.locator("#chat li.msg.assistant p.text").last.inner_text())
     assert set(answer) == {"order_id", "status"}  # the structured output
 
+    page.locator("#result:not([data-stream])").wait_for()  # the stream ended and the final result was swapped in
     page.locator("#run-compute a").click()  # the run's trace
     page.wait_for_url(re.compile(r"/console/runs/run_\w+$"))
     trace = page.locator("main").inner_text()
