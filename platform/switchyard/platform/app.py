@@ -36,6 +36,7 @@ from switchyard.platform.http.json_body import JsonBodyRequest
 from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
+from switchyard.platform.http.tenant_turns import TenantTurns, Turns
 from switchyard.platform.idempotency import IdempotencyMiddleware
 from switchyard.platform.identity.passwords import configure_password_hashing
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         middleware=[
             BodyReadTimeout(settings.request_body_timeout_seconds),  # outermost: it bounds every reader of the body
             DefineMiddleware(ApiKeyAuthentication, exclude=["^/schema"]),
+            TenantTurns(),  # after authentication, which names the tenant
             IdempotencyMiddleware(),
         ],
         exception_handlers=exception_handlers,
@@ -132,7 +134,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         before_send=[add_request_id_header, list_allowed_methods],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],
-        state=State({"settings": settings}),
+        state=State({"settings": settings, "turns": Turns(settings.tenant_turns)}),
         plugins=[
             Observability(log_level=settings.log_level, otlp_endpoint=settings.otlp_endpoint),  # also JSON logs
             ValidateAsDeclared(),

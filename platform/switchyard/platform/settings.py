@@ -130,6 +130,13 @@ class Settings(BaseSettings):
         "while still reporting simulated timings.",
     )
     tenant_max_concurrency: int = Field(default=64, ge=1, description="Inference requests in flight per tenant.")
+    tenant_turns: int = Field(
+        default=4,
+        ge=1,
+        description="Requests of one tenant working at once on one API process's event loop; the tenant's others "
+        "wait in its own line, so that one tenant's burst does not slow another's requests (a request gives its "
+        "turn back once its model call is handed to the fleet, its response starts or 0.25 s have passed).",
+    )
     tenant_tokens_per_minute: int = Field(
         default=2_000_000, ge=1, description="Prompt + requested output tokens per tenant per minute."
     )

@@ -48,6 +48,7 @@ from switchyard.platform.auth.principal import Principal
 from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.http.errors import ServiceUnavailable
+from switchyard.platform.http.tenant_turns import give_back_turn
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.rating import RatingNudge
 from switchyard.platform.inference.schemas import ChatCompletionCreate
@@ -200,7 +201,9 @@ class InferenceGateway:
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     def run(self, admitted: Admitted) -> RequestEvents:
-        """Start the request on the pool; iterate the returned events (they end after the receipt)."""
+        """Start the request on the pool; iterate the returned events (they end after the receipt). The request's
+        turn on the loop is given back: waiting for the pool is not work on it."""
+        give_back_turn()
         events = RequestEvents()
         task = asyncio.get_running_loop().create_task(self._execute(admitted, events))
         self._tasks.add(task)
