@@ -24,7 +24,7 @@ noise falls on both sides) is reported with the slowest calls (a run's time queu
 completion's simulated time in the fleet); over every window (``all``) it must stay under 3x for each kind of call:
 the goal is 2x (past it is reported), asserted loosely since a 2-core machine runs every process of the layout and
 both tenants' clients (A's in a process of its own), where a p99 of ~100 calls is a few calls. Measured there:
-~1.3-1.9x over all windows, at most ~2.1x beside one attack.
+~1.3-1.8x over all windows, at most ~2.3x beside one attack.
 ``SWITCHYARD_SYSTEM_TEST_ATTACKS`` runs only some attacks.
 ``benchmarks/noisy_neighbour.py`` prints the same ratios per attack.
 """
