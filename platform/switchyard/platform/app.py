@@ -33,10 +33,10 @@ from switchyard.platform.http.bodies import ValidateAsDeclared
 from switchyard.platform.http.body_timeout import BodyReadTimeout
 from switchyard.platform.http.errors import exception_handlers
 from switchyard.platform.http.json_body import JsonBodyRequest
+from switchyard.platform.http.loop_turns import TakeLoopTurns, Turns
 from switchyard.platform.http.openapi import ApiContract
 from switchyard.platform.http.request_checks import check_request
 from switchyard.platform.http.request_id import add_request_id_header
-from switchyard.platform.http.tenant_turns import TenantTurns, Turns
 from switchyard.platform.idempotency import IdempotencyMiddleware
 from switchyard.platform.identity.passwords import configure_password_hashing
 from switchyard.platform.inference.controllers import ChatController, FleetController, ModelController
@@ -125,7 +125,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         middleware=[
             BodyReadTimeout(settings.request_body_timeout_seconds),  # outermost: it bounds every reader of the body
             DefineMiddleware(ApiKeyAuthentication, exclude=["^/schema"]),
-            TenantTurns(),  # after authentication, which names the tenant
+            TakeLoopTurns(),  # after authentication, which names the tenant
             IdempotencyMiddleware(),
         ],
         exception_handlers=exception_handlers,
@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         before_send=[add_request_id_header, list_allowed_methods],
         request_max_body_size=settings.max_request_body_bytes,
         lifespan=[lifespan],
-        state=State({"settings": settings, "turns": Turns(settings.tenant_turns)}),
+        state=State({"settings": settings, "loop_turns": Turns(settings.tenant_loop_turns)}),
         plugins=[
             Observability(log_level=settings.log_level, otlp_endpoint=settings.otlp_endpoint),  # also JSON logs
             ValidateAsDeclared(),

@@ -130,7 +130,7 @@ class Settings(BaseSettings):
         "while still reporting simulated timings.",
     )
     tenant_max_concurrency: int = Field(default=64, ge=1, description="Inference requests in flight per tenant.")
-    tenant_turns: int = Field(
+    tenant_loop_turns: int = Field(
         default=4,
         ge=1,
         description="Requests of one tenant working at once on one API process's event loop; the tenant's others "

@@ -20,9 +20,7 @@ import pytest
 import uvicorn
 
 from switchyard.platform.app import create_app
-from switchyard.platform.bootstrap import CLI_ACTOR
-from switchyard.platform.db import UNSCOPED, Database
-from switchyard.platform.tenants.service import create_operator_key
+from tests.support.operators import operator_key
 
 TIMEOUT_S = 0.5
 
@@ -48,7 +46,7 @@ def server(settings: Any) -> Iterator[Server]:
         time.sleep(0.02)
     assert runner.started
     try:
-        operator = _operator_key(settings.database_url)
+        operator = operator_key(settings.database_url)
         created = httpx.post(
             f"http://127.0.0.1:{port}/v1/admin/tenants",
             json={"name": "slow clients"},
@@ -59,20 +57,6 @@ def server(settings: Any) -> Iterator[Server]:
     finally:
         runner.should_exit = True
         thread.join(timeout=10)
-
-
-def _operator_key(database_url: str) -> str:
-    import asyncio
-
-    async def make() -> str:
-        database = Database(database_url)
-        try:
-            async with database.unit_of_work(UNSCOPED) as session:
-                return await create_operator_key(session, actor=CLI_ACTOR, name="tests")
-        finally:
-            await database.dispose()
-
-    return asyncio.run(make())
 
 
 def _request_head(server: Server, content_length: int, extra: str = "") -> bytes:

@@ -48,7 +48,7 @@ from switchyard.platform.auth.principal import Principal
 from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.http.errors import ServiceUnavailable
-from switchyard.platform.http.tenant_turns import give_back_turn
+from switchyard.platform.http.loop_turns import give_back_turn
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.rating import RatingNudge
 from switchyard.platform.inference.schemas import ChatCompletionCreate

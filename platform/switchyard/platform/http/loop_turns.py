@@ -5,7 +5,7 @@ An API process serves every tenant on one event loop, so a request's work there 
 reads and writes, its answer) runs between the steps of every other request in flight. Ninety background
 responses sent at once by one tenant are ~45 requests' work on each of two processes, and another tenant's chat
 completion that arrives with them waits for most of it: hundreds of milliseconds. So a tenant's requests take
-one of that tenant's turns (``SWITCHYARD_TENANT_TURNS`` per process) before the route runs, and wait in the
+one of that tenant's turns (``SWITCHYARD_TENANT_LOOP_TURNS`` per process) before the route runs, and wait in the
 tenant's own line, first come first served, while all of them are taken. Turns are the tenant's own, never a
 shared pool: no tenant's requests wait for another's.
 
@@ -32,12 +32,12 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from switchyard.platform.http.errors import RateLimited
 
-__all__ = ["TURN_S", "WAITING_PER_TENANT", "TenantTurns", "Turns", "give_back_turn"]
+__all__ = ["TURN_S", "WAITING_PER_TENANT", "TakeLoopTurns", "Turns", "give_back_turn"]
 
 TURN_S = 0.25
 WAITING_PER_TENANT = 1_000
 
-_current: ContextVar[Turn | None] = ContextVar("switchyard_tenant_turn", default=None)
+_current: ContextVar[Turn | None] = ContextVar("switchyard_loop_turn", default=None)
 
 
 class Turn:
@@ -124,7 +124,7 @@ def give_back_turn() -> None:
         turn.give_back()
 
 
-class TenantTurns(ASGIMiddleware):
+class TakeLoopTurns(ASGIMiddleware):
     """Run a tenant's request in one of its turns (after authentication, which names the tenant)."""
 
     scopes = (ScopeType.HTTP,)
@@ -135,7 +135,7 @@ class TenantTurns(ASGIMiddleware):
         if tenant is None:
             await next_app(scope, receive, send)
             return
-        turns: Turns = scope["litestar_app"].state.turns
+        turns: Turns = scope["litestar_app"].state.loop_turns
         turn = await turns.take(tenant)
         token = _current.set(turn)
 

@@ -1,4 +1,4 @@
-"""A tenant's requests take turns on an API process's event loop (``http.tenant_turns``): past its turns a tenant's
+"""A tenant's requests take turns on an API process's event loop (``http.loop_turns``): past its turns a tenant's
 requests wait in its own line while another tenant's go straight through; a model call handed to the pool, a
 response that starts and ``TURN_S`` give the turn back.
 
@@ -19,12 +19,10 @@ import httpx
 import pytest
 
 from switchyard.platform.app import create_app
-from switchyard.platform.bootstrap import CLI_ACTOR
-from switchyard.platform.db import UNSCOPED, Database
-from switchyard.platform.http import tenant_turns
+from switchyard.platform.http import loop_turns
 from switchyard.platform.http.errors import RateLimited
-from switchyard.platform.http.tenant_turns import Turns
-from switchyard.platform.tenants.service import create_operator_key
+from switchyard.platform.http.loop_turns import Turns
+from tests.support.operators import operator_key
 from tests.support.served import port_of, served
 
 
@@ -42,28 +40,19 @@ class Server:
     b: Tenant
 
     def waiting(self, tenant: Tenant) -> int:
-        turns: Turns = self.app.state.turns
+        turns: Turns = self.app.state.loop_turns
         return turns.waiting(tenant.id)
 
 
 @pytest.fixture
 def server(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     """One turn a tenant, held until given back (no ``TURN_S`` backstop within a test's time), a slow model."""
-    monkeypatch.setattr(tenant_turns, "TURN_S", 600.0)
-    app = create_app(settings.model_copy(update={"tenant_turns": 1, "time_scale": 1.0}))
+    monkeypatch.setattr(loop_turns, "TURN_S", 600.0)
+    app = create_app(settings.model_copy(update={"tenant_loop_turns": 1, "time_scale": 1.0}))
     with served(app, lifespan="on") as url:
-        operator = asyncio.run(_operator_key(settings.database_url))
+        operator = operator_key(settings.database_url)
         a, b = (_tenant(url, operator, name) for name in ("bursty", "steady"))
         yield Server(url, app, a, b)
-
-
-async def _operator_key(database_url: str) -> str:
-    database = Database(database_url)
-    try:
-        async with database.unit_of_work(UNSCOPED) as session:
-            return await create_operator_key(session, actor=CLI_ACTOR, name="tests")
-    finally:
-        await database.dispose()
 
 
 def _tenant(url: str, operator: str, name: str) -> Tenant:
@@ -113,7 +102,7 @@ def test_a_tenants_requests_past_its_turns_wait_in_its_own_line_and_another_tena
 ) -> None:
     held = _hold_mid_body(server, server.a)
     try:
-        _until(lambda: server.app.state.turns.free(server.a.id) == 0, "the held request takes A's turn")
+        _until(lambda: server.app.state.loop_turns.free(server.a.id) == 0, "the held request takes A's turn")
         second, answer = _in_thread(lambda: _models(server, server.a))
         _until(lambda: server.waiting(server.a) == 1, "A's next request waits in A's line")
 
@@ -121,7 +110,7 @@ def test_a_tenants_requests_past_its_turns_wait_in_its_own_line_and_another_tena
         assert second.is_alive()
         assert server.waiting(server.a) == 1
 
-        monkeypatch.setattr(tenant_turns, "WAITING_PER_TENANT", 1)
+        monkeypatch.setattr(loop_turns, "WAITING_PER_TENANT", 1)
         refused = _models(server, server.a)  # a line is bounded
         assert refused.status_code == 429, refused.text
         assert refused.json()["error"]["code"] == "too_many_waiting"
@@ -163,7 +152,7 @@ def test_a_model_call_handed_to_the_pool_gives_its_turn_back(server: Server) -> 
 async def test_a_turn_goes_to_the_first_in_line_and_comes_back_by_itself_after_TURN_S(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tenant_turns, "TURN_S", 0.05)
+    monkeypatch.setattr(loop_turns, "TURN_S", 0.05)
     turns = Turns(1)
     first = await turns.take("a")
     later = [asyncio.create_task(turns.take("a")) for _ in range(2)]
@@ -195,7 +184,7 @@ async def test_a_request_that_leaves_the_line_passes_on_a_turn_it_was_handed() -
 
 
 async def test_a_line_past_its_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tenant_turns, "WAITING_PER_TENANT", 1)
+    monkeypatch.setattr(loop_turns, "WAITING_PER_TENANT", 1)
     turns = Turns(1)
     await turns.take("a")
     waiting = asyncio.create_task(turns.take("a"))
