@@ -63,6 +63,8 @@ PACE_S = {"chat": 1.5, "embeddings": 1.5, "run": 3.0}
 KINDS = ("chat", "embeddings", "run")
 IDLE_POLL_S = 0.5  # how often A's leftover work is looked for
 DRAIN_POLL_S = 0.05  # how often B's calls in flight are counted between windows
+LAG_TICK_S = 0.01  # how often B's client checks that its own event loop runs on time
+LAG_NOTED_S = 0.1  # a tick this late is noted (``Ordinary.stalls``): B's client, not the installation, was slow
 
 
 @dataclass
@@ -148,6 +150,7 @@ class Ordinary:
         self._tasks: list[asyncio.Task[None]] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._agent_id = ""
+        self.stalls: list[tuple[str, float]] = []  # (window, seconds) the client's own event loop was late
 
     async def start(self) -> None:
         sdk = self._sdk(self.tenant.owner_key, 0)
@@ -165,6 +168,16 @@ class Ordinary:
                 key = await api_key(self.tenant, f"b-{kind}-{n}")
                 loop = {"chat": self._chat_loop, "embeddings": self._embedding_loop, "run": self._run_loop}[kind]
                 self._tasks.append(asyncio.create_task(loop(key, next(index))))
+        self._tasks.append(asyncio.create_task(self._watch_own_loop()))
+
+    async def _watch_own_loop(self) -> None:
+        """Note when this client's event loop runs late: a stall of B's own would look like the attack's."""
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(LAG_TICK_S)
+            late = time.perf_counter() - started - LAG_TICK_S
+            if late >= LAG_NOTED_S:
+                self.stalls.append((self.window, late))
 
     def describe(self, index: int) -> str:
         """B's calls started in window ``index``: how many, p50 and p99 per kind."""
@@ -609,6 +622,34 @@ def worker_backlog(broker: Any) -> int:
     unacked = broker.hvals("unacked")
     taken = sum(1 for raw in unacked if json.loads(raw)[-1] == RUNS_QUEUE)
     return queued + taken
+
+
+SLOW_REQUEST_S = "1.0"  # a bucket bound of the HTTP duration histogram (``observability.metrics``)
+
+
+def slow_requests(exposition: str, over_s: str = SLOW_REQUEST_S, routes: tuple[str, ...] = ()) -> int:
+    """Requests a process's ``GET /metrics`` counts as longer than ``over_s`` seconds (of ``routes``, or all)."""
+    total = within = 0.0
+    for line in exposition.splitlines():
+        if routes and not any(f'route="{route}"' in line for route in routes):
+            continue
+        if line.startswith("switchyard_http_request_duration_seconds_count"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("switchyard_http_request_duration_seconds_bucket") and f'le="{over_s}"' in line:
+            within += float(line.rsplit(" ", 1)[1])
+    return int(total - within)
+
+
+async def slow_requests_by_process(ports: dict[str, int], routes: tuple[str, ...] = ()) -> dict[str, int]:
+    """``slow_requests`` of each process named in ``ports`` (name: port on 127.0.0.1); -1 where unreadable."""
+    found = {}
+    async with httpx.AsyncClient(timeout=10) as client:
+        for name, port in ports.items():
+            try:
+                found[name] = slow_requests((await client.get(f"http://127.0.0.1:{port}/metrics")).text, routes=routes)
+            except httpx.HTTPError:
+                found[name] = -1
+    return found
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from benchmarks.neighbours import (
     p99,
     rows,
     run_windows,
+    slow_requests_by_process,
     worker_backlog,
 )
 from tests.system.installation import Installation
@@ -93,6 +94,7 @@ def test_a_noisy_neighbour_cannot_fail_bill_or_outspend_into_another_tenant(
             report.append(f"ONLY these attacks ({ONLY}): {only}")
         skipped = asyncio.run(run_windows(ordinary, attacker, PLAN, _busy(inst, a), attacks=only, log=report))
         _settle(inst, [a.id, b.id], report)
+        _where_slow(inst, ordinary, report)
         failures = _failures(ordinary, report)
         if skipped:
             failures.append(
@@ -186,6 +188,18 @@ def _failures(ordinary: Ordinary, report: list[str]) -> list[str]:
     kinds = {row.kind for row in rows(ordinary) if row.attack == "all"}
     failures += [f"B's {kind}: no calls both alone and beside A" for kind in KINDS if kind not in kinds]
     return failures
+
+
+def _where_slow(inst: Installation, ordinary: Ordinary, report: list[str]) -> None:
+    """Where B's slowest calls may have waited: B's own client, the fleet, or which API process."""
+    api = {f"api-{i}": port for i, port in enumerate(inst.api_ports)}
+    routes = ("/v1/chat/completions", "/v1/embeddings")
+    slow = asyncio.run(slow_requests_by_process(api, routes)) | asyncio.run(
+        slow_requests_by_process({"fleet": inst.fleet_port})
+    )
+    report.append(f"chat completions and embeddings over 1 s (GET /metrics of each process, A's too): {slow}")
+    stalls = ", ".join(f"{late * 1e3:.0f} ms beside {window}" for window, late in ordinary.stalls) or "never"
+    report.append(f"B's client's own event loop 100 ms late or more: {stalls}")
 
 
 def _slow(sample: Sample) -> str:
