@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -83,6 +83,21 @@ class Result:
     cpu_us: float | None = None  # CPU time of the server's processes per request in the throughput phase
     loaded_p50_ms: float = 0.0  # latency in the throughput phase, `--concurrency` requests in flight
     loaded_p99_ms: float = 0.0
+    serial_cpu_us: float | None = None  # CPU time per request at concurrency 1
+    stages: dict[str, Stage] = field(default_factory=dict)  # from Switchyard's server-timing, at concurrency 1
+
+
+@dataclass
+class Stage:
+    """One stage of the server-timing header, summed over the requests at concurrency 1."""
+
+    wall_ms: float = 0.0
+    cpu_ms: float = 0.0
+
+    def add(self, entry: str) -> None:
+        values = dict(part.split("=", 1) for part in entry.split(";")[1:])
+        self.wall_ms += float(values["dur"])
+        self.cpu_ms += float(values["desc"].strip('"').removeprefix("cpu "))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -101,7 +116,7 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-async def _one(session: aiohttp.ClientSession, target: Target) -> float:
+async def _one(session: aiohttp.ClientSession, target: Target, stages: dict[str, Stage] | None = None) -> float:
     started = time.perf_counter()
     async with session.post(
         target.url, json=target.body, headers={"Authorization": f"Bearer {target.key}"}
@@ -109,6 +124,9 @@ async def _one(session: aiohttp.ClientSession, target: Target) -> float:
         await response.read()
         if response.status != 200:
             raise RuntimeError(f"{target.name}: HTTP {response.status}")
+        if stages is not None and "server-timing" in response.headers:
+            for entry in response.headers["server-timing"].split(", "):
+                stages.setdefault(entry.split(";", 1)[0], Stage()).add(entry)
     return (time.perf_counter() - started) * 1e3
 
 
@@ -117,7 +135,10 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
     async with aiohttp.ClientSession(connector=connector) as session:
         for _ in range(50):  # warm up connections and caches
             await _one(session, target)
-        latencies = [await _one(session, target) for _ in range(serial_requests)]
+        stages: dict[str, Stage] = {}
+        serial_cpu_before = cpu_seconds(target.pid) if target.pid else 0.0
+        latencies = [await _one(session, target, stages) for _ in range(serial_requests)]
+        serial_cpu_us = (cpu_seconds(target.pid) - serial_cpu_before) * 1e6 / serial_requests if target.pid else None
         done = 0
         errors = 0
         loaded: list[float] = []
@@ -137,7 +158,17 @@ async def measure(target: Target, seconds: float, concurrency: int, serial_reque
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
         cpu_us = (cpu_seconds(target.pid) - cpu_before) * 1e6 / max(1, done) if target.pid else None
-    return Result(done / elapsed, statistics.median(latencies), _p99(latencies), errors, cpu_us, *_loaded(loaded))
+    per_request = {name: Stage(s.wall_ms / serial_requests, s.cpu_ms / serial_requests) for name, s in stages.items()}
+    return Result(
+        done / elapsed,
+        statistics.median(latencies),
+        _p99(latencies),
+        errors,
+        cpu_us,
+        *_loaded(loaded),
+        serial_cpu_us,
+        per_request,
+    )
 
 
 def _p99(latencies: list[float]) -> float:
@@ -321,6 +352,7 @@ def main() -> None:
             f"switchyard x1 spends {one.cpu_us:.0f} us of CPU per request, the bare framework {floor.cpu_us:.0f} "
             f"({one.cpu_us / floor.cpu_us:.1f}x): the gateway adds {one.cpu_us - floor.cpu_us:.0f} us"
         )
+    print_budget(one, floor, args.serial)
     for name, r in results.items():
         if name.startswith("switchyard x") and name != "switchyard x1":
             print(f"\n{name} / switchyard x1 throughput: {r.rps / one.rps:.2f}x")
@@ -331,6 +363,24 @@ def main() -> None:
     if "litellm proxy" in results:
         ratio = one.rps / results["litellm proxy"].rps
         print(f"\nswitchyard x1 / litellm proxy throughput: {ratio:.1f}x")
+
+
+def print_budget(one: Result, floor: Result, requests: int) -> None:
+    """Where switchyard x1's CPU goes per request at concurrency 1: its server-timing stages, what lies outside
+    them (the server's HTTP parsing, routing, sending), against the bare framework's whole request."""
+    if not one.stages or one.serial_cpu_us is None:
+        return
+    print(f"\nthe overhead budget of switchyard x1: CPU us per request at concurrency 1, over {requests} requests")
+    print(f"{'stage':<34} {'CPU us':>8} {'wall us':>8}")
+    for name, stage in one.stages.items():
+        print(f"{name:<34} {stage.cpu_ms * 1e3:>8.0f} {stage.wall_ms * 1e3:>8.0f}")
+    in_stages = sum(stage.cpu_ms for stage in one.stages.values()) * 1e3
+    print(f"{'outside the stages (server, routing)':<34} {one.serial_cpu_us - in_stages:>8.0f}")
+    print(f"{'total (the process, from /proc)':<34} {one.serial_cpu_us:>8.0f}")
+    if "metering" in one.stages:
+        print(f"{'total without metering':<34} {one.serial_cpu_us - one.stages['metering'].cpu_ms * 1e3:>8.0f}")
+    if floor.serial_cpu_us is not None:
+        print(f"{'litestar pass-through, total':<34} {floor.serial_cpu_us:>8.0f}")
 
 
 if __name__ == "__main__":

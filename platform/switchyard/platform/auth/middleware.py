@@ -15,6 +15,7 @@ from switchyard.platform.auth.keys import parse_key, secret_matches
 from switchyard.platform.auth.last_use import KeyUseRecorder
 from switchyard.platform.auth.principal import Principal
 from switchyard.platform.http.errors import AuthenticationFailed
+from switchyard.platform.http.server_timing import mark_stage
 from switchyard.platform.models import utc_now
 
 __all__ = ["ApiKeyAuthentication"]
@@ -45,4 +46,5 @@ class ApiKeyAuthentication(AbstractAuthenticationMiddleware):
     def _verified(connection: ASGIConnection[Any, Any, Any, Any], principal: Principal) -> AuthenticationResult:
         key_uses: KeyUseRecorder = connection.app.state.key_uses
         key_uses.note(principal)
+        mark_stage("auth")
         return AuthenticationResult(user=principal, auth=principal)

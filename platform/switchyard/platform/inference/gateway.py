@@ -49,6 +49,7 @@ from switchyard.platform.billing.ledger import UsageEventCreate
 from switchyard.platform.db import Database, TenantScope
 from switchyard.platform.http.errors import ServiceUnavailable
 from switchyard.platform.http.loop_turns import give_back_turn
+from switchyard.platform.http.server_timing import mark_stage
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.inference.rating import RatingNudge
 from switchyard.platform.inference.schemas import ChatCompletionCreate
@@ -122,6 +123,7 @@ class InferenceGateway:
         self.meter = MeterBatcher(database, on_commit=rating.usage_committed if rating is not None else None)
 
     async def admit(self, *, principal: Principal, body: ChatCompletionCreate, request_id: str) -> Admitted:
+        mark_stage("parse")
         scope = principal.scope
         assert scope is not None  # the route's guard admits tenant keys only
         backend = model_backend(self.pool, body.model, scope.tenant_id, task="chat")
@@ -146,6 +148,7 @@ class InferenceGateway:
         request = self._request(
             body, request_id, scope, backend, messages, tools, output_cap, call.output_tokens, compute_ceiling
         )
+        mark_stage("admission")
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     @staticmethod
@@ -184,6 +187,7 @@ class InferenceGateway:
     async def admit_embeddings(self, *, principal: Principal, backend: Backend, request: EmbeddingRequest) -> Admitted:
         """Admit an embedding call on ``backend`` (its inputs already checked against the model) as a chat
         completion is admitted: its prompt tokens, and no output."""
+        mark_stage("parse")
         scope = principal.scope
         assert scope is not None  # the route's guard admits tenant keys only
         call = ModelCall(
@@ -198,6 +202,7 @@ class InferenceGateway:
         holds = await self.admission.admit(call)
         if holds.reservation_id is not None:  # it bills no more compute than its hold covers
             request = replace(request, compute_ceiling_chip_us=held_chip_us(call))
+        mark_stage("admission")
         return Admitted(request, backend, scope, principal.key_id, holds, holds.rate_limit_headers())
 
     def run(self, admitted: Admitted) -> RequestEvents:
@@ -228,7 +233,9 @@ class InferenceGateway:
             calls = self.pool.embed(request) if isinstance(request, EmbeddingRequest) else self.pool.submit(request)
             async for event in calls:
                 if isinstance(event, ComputeReceipt):
+                    mark_stage("upstream")
                     await self._meter(admitted, event)  # durable before the client sees the end of the answer
+                    mark_stage("metering")
                     metered = True
                 events.put(event)
         except UpstreamError as exc:
@@ -239,6 +246,7 @@ class InferenceGateway:
         finally:
             try:  # the slot back first, so the client's next request finds it free; never raises
                 await self.admission.finish(admitted.holds, billed=metered)
+                mark_stage("admission")
             finally:
                 events.put(None)  # the answer always ends, whatever failed above
 

@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from switchyard.platform.http.request_id import request_id_of
+from switchyard.platform.http.server_timing import start_stage_clock
 from switchyard.platform.observability.logs import bind_http_scope, logging_config, unbind_http_scope
 from switchyard.platform.observability.metrics import CONTENT_TYPE_LATEST, HTTP_REQUEST_SECONDS, Snapshot, exposition
 from switchyard.platform.observability.tracing import (
@@ -81,13 +82,19 @@ class ObservedApp:
         method = scope["method"]
         status = 500  # unless a response starts
         trace_id = trace_id_of(span) if span is not None else None
+        clock = start_stage_clock()
 
         async def observed_send(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                headers = [*message.get("headers", ())]
+                if clock.stages:  # the request reached a stage: its time, stage by stage
+                    clock.mark("respond")
+                    headers.append((b"server-timing", clock.header()))
                 if trace_id is not None:
-                    message["headers"] = [*message.get("headers", ()), (b"x-trace-id", trace_id.encode())]
+                    headers.append((b"x-trace-id", trace_id.encode()))
+                message["headers"] = headers
             await send(message)
 
         log_token = bind_http_scope(scope)
