@@ -172,6 +172,7 @@ def test_coefficients_are_physical(result: CalibrationResult) -> None:
             assert 0 <= phase.step_overhead_s < 0.05
             assert 0 <= phase.prompt_overhead_s < 0.01
             assert 0 <= phase.host_sampling_s_per_logit < 1e-7
+            assert phase.expert_gather_inv_mbu >= 0  # a gather is no faster than a streaming read
 
 
 def test_committed_coefficients_are_the_output_of_the_fit(result: CalibrationResult) -> None:

@@ -88,7 +88,7 @@ def test_a_coefficient_taken_from_the_parent_set_charges_the_columns_tied_to_it(
     rng = np.random.default_rng(1)
     parent = PhaseCoefficients(inv_mfu=5.0, inv_mfu_attention=9.0, layer_overhead_s=0.0, step_overhead_s=0.0)
     layer_s = 2e-4
-    feats = [rng.random(len(COEFFICIENT_NAMES)) * np.array([1, 1, 1, 1, 80, 1, 1, 0]) * 0.01 for _ in range(6)]
+    feats = [rng.random(len(COEFFICIENT_NAMES)) * np.array([1, 1, 1, 1, 80, 1, 1, 0, 0]) * 0.01 for _ in range(6)]
     truth = parent.as_array().copy()
     truth[COEFFICIENT_NAMES.index("inv_mfu_attention")] = parent.inv_mfu
     truth[COEFFICIENT_NAMES.index("layer_overhead_s")] = layer_s

@@ -18,11 +18,14 @@ from switchyard.accelerator.sim.serving_calibration import (
 )
 
 SHAPES = [(1, 128, 128), (1, 2048, 512), (4, 512, 256)]  # (batch, prompt, output)
-MODELS = [  # (model, instance, tp): dense models of three architectures on one generation (trn2)
+MODELS = [  # (model, instance, tp): dense models of three architectures on one generation (trn2), then MoE ones
     ("meta-llama/Llama-3.1-8B-Instruct", "trn2.3xlarge", 4),
     ("mistralai/Mistral-7B-Instruct-v0.3", "trn2.3xlarge", 4),
     ("mistralai/Ministral-3-14B-Instruct-2512", "trn2.3xlarge", 4),
     ("meta-llama/Llama-3.3-70B-Instruct", "trn2.48xlarge", 32),
+    # batch 1 gathers 2 of 8 experts, batch 4 runs every expert; 4 of 128 experts at every shape
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "trn2.48xlarge", 8),
+    ("mistralai/Mistral-Small-4-119B-2603", "trn2.48xlarge", 16),
 ]
 
 
@@ -32,6 +35,7 @@ def _truth() -> Coefficients:
     prefill = replace(committed.prefill, inv_mfu=2.5, inv_mfu_attention=2.5, step_overhead_s=0.03)
     prefill = replace(prefill, layer_overhead_s=4e-4, prompt_overhead_s=1e-3)
     decode = replace(committed.decode, inv_mbu=1.4, inv_mfu_attention=3.0, layer_overhead_s=1e-4, step_overhead_s=2e-3)
+    decode = replace(decode, expert_gather_inv_mbu=3.5)
     return Coefficients(prefill=prefill, decode=decode, moe_nxd=True)
 
 
@@ -52,6 +56,7 @@ def test_a_fit_on_rows_measured_with_known_coefficients_reproduces_them() -> Non
         assert e.ttft_err == pytest.approx(0.0, abs=1e-6)
         assert e.tpot_err == pytest.approx(0.0, abs=1e-6)
     assert fitted.decode.inv_mbu == pytest.approx(1.4, rel=1e-4)  # a chip property the rows determine
+    assert fitted.decode.expert_gather_inv_mbu == pytest.approx(3.5, rel=1e-4)  # what the MoE decodes add
     assert fitted.moe_nxd
 
 

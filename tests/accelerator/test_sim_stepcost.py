@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,27 @@ def test_moe_decode_on_nxd_inference_loads_each_tokens_experts_then_runs_every_e
     else:
         everything = forward_features(dep, batch, 0.0, 0.0, moe=MoeDispatch.ALL_EXPERTS)
         assert forward_features(dep, batch, 0.0, 0.0, moe=moe)[0] == pytest.approx(everything[0])
+
+
+@pytest.mark.parametrize("batch", [1, 15, 16])  # 16 x 8 / 128 = 1: every expert runs, nothing is gathered
+def test_gathering_each_tokens_experts_costs_their_bytes_beyond_reading_them_until_every_expert_runs(
+    batch: int,
+) -> None:
+    dep = make_deployment("Qwen/Qwen3-30B-A3B", "p4de.24xlarge", 1)  # no padding: the batch is exact
+    _, committed = coefficients_for(get_instance("trn2.48xlarge"))
+    gather = 3.0
+    coeffs = replace(committed, decode=replace(committed.decode, expert_gather_inv_mbu=gather))
+    cost, plain = StepCost(dep, coeffs), StepCost(dep, committed)
+    contexts = [1000 + 7 * i for i in range(batch)]
+    moe = coeffs.moe_dispatch("decode")
+    expected = float(forward_time_s(dep, coeffs.decode, batch, sum(contexts), sum(contexts), moe=moe))
+    assert cost.iteration_s(0, 0.0, 0.0, contexts) == pytest.approx(expected, rel=1e-12)
+    jump = cost.decode_jump_s(contexts, 20)
+    singles = np.cumsum([cost.iteration_s(0, 0.0, 0.0, [c + j for c in contexts]) for j in range(20)])
+    np.testing.assert_allclose(jump, singles, rtol=1e-12)
+    m = dep.model
+    gathered = dep.routed_weight_bytes * batch * m.experts_per_token / m.num_experts if batch < 16 else 0.0
+    extra = cost.iteration_s(0, 0.0, 0.0, contexts) - plain.iteration_s(0, 0.0, 0.0, contexts)
+    assert extra == pytest.approx(gather * gathered / dep.hbm_bandwidth_bytes_per_s, rel=1e-9, abs=1e-15)
+    # prompts run every expert in one batched pass: nothing is gathered
+    assert cost.iteration_s(512, 512.0**2, 512.0, [], 1) == plain.iteration_s(512, 512.0**2, 512.0, [], 1)

@@ -44,9 +44,10 @@ __all__ = [
     "write_result",
 ]
 
-# Physical floors: utilisations cannot exceed 100 %, overheads cannot be negative, and collectives
-# cannot run faster than a quarter of the catalog's ideal latency (leaves room for catalog error).
-LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0, 0.0])
+# Physical floors: utilisations cannot exceed 100 %, overheads cannot be negative, collectives cannot run
+# faster than a quarter of the catalog's ideal latency (leaves room for catalog error), and gathering an
+# expert's weights cannot beat reading them (its added inverse utilisation is >= 0).
+LOWER_BOUNDS = np.array([1.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 # Coefficients that may differ between software stacks of one hardware generation. Everything else
 # (matmul and HBM efficiency, collectives, per-layer, per-step and per-prompt overheads) belongs to the hardware

@@ -5,6 +5,7 @@ time = step_overhead + layers * layer_overhead + prompts * prompt_overhead
      + (weights read + KV read) bytes / (HBM bandwidth * MBU)
      + collective_scale * (per-layer all-reduce latency by topology + bytes / link bandwidth)
      + logits sampled on the host * host_sampling_s_per_logit
+     + expert weight bytes gathered token by token / HBM bandwidth * expert_gather_inv_mbu
 
 The terms are added, not overlapped (a conservative serial model); every coefficient multiplies a
 physical quantity, so the model is linear in its coefficients and is fitted by bounded least squares.
@@ -53,6 +54,9 @@ class PhaseCoefficients:
     prompt_overhead_s: float = 0.0  # per prompt (or prompt chunk) encoded in the forward
     # per logit copied to the host and sampled there (0 logits when the stack samples on the device)
     host_sampling_s_per_logit: float = 0.0
+    # Added to inv_mbu for the expert weights NxD Inference's decode loads token by token (selective loading:
+    # a gather indexed by the router's choice, not a streaming read of whole tensors); 0 elsewhere.
+    expert_gather_inv_mbu: float = 0.0
 
     def as_array(self) -> FloatArray:
         return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
@@ -72,6 +76,7 @@ class PhaseCoefficients:
             "step_overhead_us": self.step_overhead_s * 1e6,
             "prompt_overhead_us": self.prompt_overhead_s * 1e6,
             "host_sampling_ns_per_logit": self.host_sampling_s_per_logit * 1e9,
+            "mbu_expert_gather": 1 / (self.inv_mbu + self.expert_gather_inv_mbu),
         }
 
 
@@ -112,7 +117,8 @@ class MoeDispatch(enum.StrEnum):
     # context encoding (modules/moe/expert_mlps.py); dropless MoE prefill without a grouped kernel.
     ALL_EXPERTS = "all_experts"
     # Token generation: while tokens x k / experts < 1 (DEFAULT_SELECTIVE_LOADING_THRESHOLD) each token
-    # loads its own k experts (tokens x k expert weights read, repeats included), else every expert runs.
+    # loads its own k experts (tokens x k expert weights read, repeats included, by a gather the
+    # expert_gather_inv_mbu coefficient charges), else every expert runs.
     SELECTIVE = "selective"
 
 
@@ -148,7 +154,7 @@ def forward_features(
     *,
     moe: MoeDispatch = MoeDispatch.ROUTED,
 ) -> FloatArray:
-    """Physical quantities of one forward pass, shape (8, *broadcast shape), in seconds at 100 % efficiency.
+    """Physical quantities of one forward pass, shape (9, *broadcast shape), in seconds at 100 % efficiency.
 
     tokens: query tokens computed (prefill chunk tokens + one per decoding sequence), already padded;
     attention_qk: sum over sequences of query tokens x key tokens attended;
@@ -167,6 +173,7 @@ def forward_features(
     m = dep.model
     routed = dep.routed_weight_bytes
     flops_per_token: FloatArray | float = dep.linear_flops_per_token
+    gathered: FloatArray | float = 0.0  # expert weight bytes loaded token by token (selective loading)
     if routed:
         k_over_e = m.experts_per_token / m.num_experts
         if moe is MoeDispatch.ALL_EXPERTS:
@@ -176,6 +183,7 @@ def forward_features(
             load = t * k_over_e
             frac = np.minimum(load, 1.0)
             flops_per_token = np.where(load >= 1.0, all_expert_flops_per_token(dep), dep.linear_flops_per_token)
+            gathered = np.where(load >= 1.0, 0.0, routed * frac)
         else:
             # Expected share of experts touched when `t` tokens each pick k of E experts.
             frac = 1.0 - (1.0 - k_over_e) ** t
@@ -187,7 +195,8 @@ def forward_features(
     memory = (weight_bytes + kv * dep.kv_bytes_per_token) / dep.hbm_bandwidth_bytes_per_s
     layers = float(m.num_layers)
     collective = layers * (dep.collective_latency_s_per_layer + t * dep.collective_s_per_layer_token)
-    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t), n, lg])
+    gather = np.broadcast_to(np.asarray(gathered, dtype=np.float64) / dep.hbm_bandwidth_bytes_per_s, t.shape)
+    return np.stack([matmul, attention, memory, collective, np.full_like(t, layers), np.ones_like(t), n, lg, gather])
 
 
 def forward_time_s(

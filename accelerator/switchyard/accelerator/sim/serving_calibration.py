@@ -37,11 +37,12 @@ __all__ = ["MIN_ARCHITECTURES", "SERVING_FREE", "ServingFit", "architecture", "f
 # What serving rows of one generation determine, per phase. Prefill: the matmul efficiency (flash attention
 # shares it, NEW_STACK_TIED) and the fixed costs per layer, pass and prompt. Decode: HBM bandwidth utilisation
 # (batch-1 decode is a weight read: the chip's own number, which the committed set borrows from trn1/inf2),
-# attention efficiency and the per-layer and per-step costs. Collectives and host sampling stay committed:
-# every row runs one tensor-parallel degree per model and samples on the device.
+# attention efficiency, the per-layer and per-step costs, and the cost of gathering each token's experts in a
+# mixture-of-experts decode (selective loading), which batch-1 MoE rows measure beside dense ones. Collectives
+# and host sampling stay committed: every row runs one tensor-parallel degree per model and samples on the device.
 SERVING_FREE: dict[str, tuple[str, ...]] = {
     "prefill": ("inv_mfu", "layer_overhead_s", "step_overhead_s", "prompt_overhead_s"),
-    "decode": ("inv_mbu", "inv_mfu_attention", "layer_overhead_s", "step_overhead_s"),
+    "decode": ("inv_mbu", "inv_mfu_attention", "layer_overhead_s", "step_overhead_s", "expert_gather_inv_mbu"),
 }
 
 # A generation is fitted only on rows of at least this many architectures: with fewer, every leave-one-out refit

@@ -23,7 +23,8 @@ class StepCost:
     On static-shape hardware (Neuron) prefill tokens and the decode batch/context are padded to
     power-of-two buckets, as the compiled graphs are. On a stack that runs every expert on every prompt
     token (Coefficients.moe_nxd) prefill-carrying iterations pay every expert's FLOPs and weights, and
-    decode-only ones load each token's experts (or run every expert once tokens x k reach the experts).
+    decode-only ones load each token's experts, gathered at the decode set's expert_gather_inv_mbu (or run
+    every expert once tokens x k reach the experts).
     Sampling is on the device (no host-sampling term).
     """
 
@@ -41,6 +42,8 @@ class StepCost:
         self._p = self._phase(dep, coeffs.prefill, every if self._nxd else None)
         self._d = self._phase(dep, coeffs.decode)
         self._d_every = self._phase(dep, coeffs.decode, every)
+        # seconds per expert weight byte a decode gathers token by token, beyond reading it (selective loading)
+        self._gather_s_per_byte = coeffs.decode.expert_gather_inv_mbu / dep.hbm_bandwidth_bytes_per_s
         self._per_prompt = coeffs.prefill.prompt_overhead_s
         self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
@@ -72,6 +75,12 @@ class StepCost:
     def _decode_phase(self, tokens: float) -> tuple[float, float, float, float]:
         return self._d_every if self._nxd and tokens * self._k_over_e >= 1.0 else self._d
 
+    def _gather_s(self, tokens: float) -> float:
+        """Seconds a decode of `tokens` spends gathering its experts' weights beyond reading them."""
+        if not self._nxd or tokens * self._k_over_e >= 1.0:
+            return 0.0
+        return self._routed * tokens * self._k_over_e * self._gather_s_per_byte
+
     def iteration_s(
         self, prefill_tokens: int, prefill_qk: float, prefill_kv: float, decode_ctx: list[int], prompts: int = 0
     ) -> float:
@@ -101,7 +110,8 @@ class StepCost:
                 + prompts * self._per_prompt
             )
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        return b_tokens * per_token + dq * per_qk + (self._weights(b_tokens, False) + dq * self._kvb) * per_byte + fixed
+        bytes_read = self._weights(b_tokens, False) + dq * self._kvb
+        return b_tokens * per_token + dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(b_tokens)
 
     def decode_jump_s(self, decode_ctx: list[int], steps: int) -> FloatArray:
         """Cumulative seconds after each of `steps` decode-only iterations (every context grows by 1)."""
@@ -118,5 +128,6 @@ class StepCost:
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
         weights = self._weights(b_tokens, False)
         step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + weights * per_byte + fixed
+        step = step + self._gather_s(b_tokens)
         out: FloatArray = np.cumsum(np.broadcast_to(step, j.shape))
         return out
