@@ -1,7 +1,8 @@
 """How faithful is `simulate bench` on the published 2026 Neuron rows? Predicted vs measured, per row and per group.
 
     .venv/bin/python benchmarks/bench_fidelity.py            # the committed coefficients, every usable row
-    .venv/bin/python benchmarks/bench_fidelity.py --refit    # a per-generation refit, cross-validated (read-only)
+    .venv/bin/python benchmarks/bench_fidelity.py --refit    # the per-generation fit, cross-validated (read-only)
+    .venv/bin/python benchmarks/bench_fidelity.py --write-serving-rows   # the typed table `calibrate` fits it on
 
 Reads `benchmarks/data/neuron_2026/neuron_benchmarks_2026.csv` and `neuron_benchmarks_unpinned_2026.csv`
 (`benchmarks/data/README.md`), parses each row's free-text columns into a FidelityRow, or a Skipped with the first
@@ -16,7 +17,10 @@ rows or queued closed loops) with `sim/serving_calibration.py`, refits once per 
 and prints the refit's coefficients, its in-sample and leave-one-architecture-out errors on those rows, and the
 whole table again with every row run on the refit that never saw its architecture (unpinned rows on the full
 refit, which never saw them; generations with fewer than MIN_ARCHITECTURES architectures are not fitted and keep
-the committed coefficients). It writes nothing.
+the committed coefficients). It writes nothing. The fit is the one `calibrate` makes when given these rows:
+`--write-serving-rows` writes the rows of the fitted generations, typed, to `sim/data/nxd_serving_rows_2026.csv`
+(SERVING_ROWS; `fit` = "generation"), which `calibrate --data` reads beside the 2024-25 tables (the committed
+calibration does not include it yet: docs/simulator.md, "Refit on the 2026 rows").
 
 Parsing rules (first failing check wins, in this order):
 - model: the id as published must resolve through the simulator's catalog or alias table (sim/models.py).
@@ -74,6 +78,10 @@ from switchyard.accelerator.sim.serving_calibration import MIN_ARCHITECTURES, Se
 
 # Apart from the calibration tables in data/: not every model of these rows is in the catalog.
 DATA = Path(__file__).resolve().parent / "data" / "neuron_2026"
+# The typed point-mode rows `calibrate` fits NxD Inference per generation on (--write-serving-rows).
+SERVING_ROWS = (
+    Path(__file__).resolve().parents[1] / "accelerator/switchyard/accelerator/sim/data/nxd_serving_rows_2026.csv"
+)
 FILES = {"neuron_benchmarks_2026.csv": False, "neuron_benchmarks_unpinned_2026.csv": True}  # name -> unpinned
 _LENGTH = re.compile(r"^~?\s*(\d+(?:\.\d+)?)\s*([kK])?(?:-token)?(?![\d.]*\s*-\s*\d)")
 _NOT_A_PROMPT = ("seq_len", "cte", "max_context_length", "dataset", "not stated", "bucket")
@@ -351,6 +359,48 @@ def calibration_row(row: FidelityRow) -> BenchmarkRow | None:
     )
 
 
+def serving_rows(usable: list[FidelityRow]) -> list[tuple[FidelityRow, BenchmarkRow]]:
+    """The point-mode rows (calibration_row) of the generations whose rows cover MIN_ARCHITECTURES architectures."""
+    pairs = [(r, c) for r in usable if (c := calibration_row(r)) is not None]
+    archs: dict[str, set[str]] = {}
+    for _, c in pairs:
+        archs.setdefault(c.generation, set()).add(architecture(c.model))
+    return [(r, c) for r, c in pairs if len(archs[c.generation]) >= MIN_ARCHITECTURES]
+
+
+def write_serving_rows(usable: list[FidelityRow], path: Path = SERVING_ROWS) -> int:
+    """Write serving_rows() in the columns calibration.read_benchmarks reads, `fit` = "generation"; the row count."""
+    columns = [
+        *("model", "instance", "tp", "batch", "input_len", "output_len", "weights", "ttft_p50_ms", "tpot_p50_ms"),
+        *("output_tok_s", "stack", "source", "compiled_batch", "fit"),
+    ]
+    rows = serving_rows(usable)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for r, c in rows:
+            name, _, line = r.label.partition(":")
+            writer.writerow(
+                {
+                    "model": c.model,
+                    "instance": c.instance,
+                    "tp": c.tp,
+                    "batch": c.batch,
+                    "input_len": c.input_len,
+                    "output_len": c.output_len,
+                    "weights": c.weights,
+                    "ttft_p50_ms": "" if r.ttft_ms is None else r.ttft_ms,
+                    "tpot_p50_ms": "" if r.tpot_ms is None else r.tpot_ms,
+                    "output_tok_s": "" if r.output_tok_s is None else r.output_tok_s,
+                    "stack": c.stack,
+                    "source": f"benchmarks/data/neuron_2026/{name}.csv line {line} (its source column)",
+                    "compiled_batch": c.compiled_batch,
+                    "fit": "generation",
+                }
+            )
+    return len(rows)
+
+
 def signed_error_pct(predicted: float, measured: float | None) -> float | None:
     """(predicted - measured) / measured in %, or None without a measurement."""
     return None if measured is None or measured <= 0 else 100.0 * (predicted - measured) / measured
@@ -499,9 +549,17 @@ def refit(usable: list[FidelityRow]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--refit", action="store_true", help="refit NxD Inference on these rows, cross-validated")
+    parser.add_argument(
+        "--write-serving-rows",
+        action="store_true",
+        help=f"write the typed rows calibrate fits NxD Inference per generation on to {SERVING_ROWS.name}",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     usable, skipped = read_rows()
+    if args.write_serving_rows:
+        print(f"wrote {write_serving_rows(usable)} rows to {SERVING_ROWS}")
+        return
     if args.refit:
         refit(usable)
         print(f"\n({time.perf_counter() - started:.1f} s)", file=sys.stderr)

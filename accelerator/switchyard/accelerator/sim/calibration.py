@@ -25,21 +25,26 @@ from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, Coefficients
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.fitting import bounded_lstsq
 from switchyard.accelerator.sim.hardware import get_instance, list_instances
+from switchyard.accelerator.sim.models import model_aliases
 from switchyard.accelerator.sim.point import point_features, prompt_encoding
 
 __all__ = [
     "GPU_FIT_CHIPS",
     "GPU_STACK_SCOPED",
     "LOWER_BOUNDS",
+    "MIN_ARCHITECTURES",
     "NEW_STACK_SOFTWARE",
     "NEW_STACK_TIED",
     "REPORT_GROUPS",
+    "SERVING_FREE",
     "STACK_SCOPED",
     "BenchmarkRow",
     "CalibrationResult",
     "RowError",
+    "architecture",
     "calibrate",
     "fit_coefficients",
+    "fit_generation",
     "read_benchmarks",
     "write_result",
 ]
@@ -74,6 +79,23 @@ GPU_STACK_SCOPED: tuple[str, ...] = ()
 # GPU chips the GPU set is fitted on; rows on other GPUs (H100) are predicted by transfer, never fitted.
 GPU_FIT_CHIPS = frozenset({"A100-80GB", "A100-40GB"})
 
+# Serving rows (BenchmarkRow.per_generation: the 2026 collection) measure NxD Inference on many models and shapes of
+# one generation. What they determine, per phase, on top of the cross-generation set. Decode: HBM bandwidth
+# utilisation (batch-1 decode is a weight read: the chip's own number, which the cross-generation set borrows from
+# trn1/inf2), attention efficiency, the per-layer and per-step costs, and the cost of gathering each token's experts
+# in a mixture-of-experts decode (selective loading), which batch-1 MoE rows measure beside dense ones. Prefill:
+# nothing. The trn2 rows fit it only with a fixed cost of 80-140 ms a pass (TP4-16), which the dense TP64 rows of the
+# same generation contradict (Llama-3.3-70B's prefix-caching pairs start at 90 ms in all; docs/simulator.md), and
+# the matmul efficiency alone fits them worse than the cross-generation set. Collectives and host sampling stay
+# cross-generation: every row runs one tensor-parallel degree per model and samples on the device.
+SERVING_FREE: dict[str, tuple[str, ...]] = {
+    "prefill": (),
+    "decode": ("inv_mbu", "inv_mfu_attention", "layer_overhead_s", "step_overhead_s", "expert_gather_inv_mbu"),
+}
+# A generation is fitted on its serving rows only when they cover at least this many architectures: with fewer,
+# every leave-one-out refit is one model's coefficients extrapolated to another (inf2 and trn3 in the 2026 rows).
+MIN_ARCHITECTURES = 3
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkRow:
@@ -95,6 +117,9 @@ class BenchmarkRow:
     stack: str = ""
     compiled_batch: int = 0  # batch the decode graph was compiled for (0: the batch's own bucket)
     published_stack: str = ""
+    # A serving row (NxD Inference): fits its generation's own set (SERVING_FREE) on top of the cross-generation
+    # one, which it does not enter; the table's optional `fit` column says "generation".
+    per_generation: bool = False
 
     @property
     def generation(self) -> str:
@@ -138,7 +163,8 @@ def _number(text: str | None) -> float:
 def read_benchmarks(*paths: str | Path) -> list[BenchmarkRow]:
     """Rows of benchmark CSVs with the columns of benchmarks/data/neuron_benchmarks.csv.
 
-    Optional columns: `compiled_batch`; an empty ttft_p50_ms or tpot_p50_ms is read as NaN.
+    Optional columns: `compiled_batch`, `fit` ("generation": BenchmarkRow.per_generation); an empty ttft_p50_ms or
+    tpot_p50_ms is read as NaN.
     """
     rows = []
     for path in paths:
@@ -157,6 +183,7 @@ def read_benchmarks(*paths: str | Path) -> list[BenchmarkRow]:
                     stack=canonical_stack(r.get("stack", "")),
                     compiled_batch=int(r.get("compiled_batch") or 0),
                     published_stack=r.get("stack", ""),
+                    per_generation=(r.get("fit") or "") == "generation",
                 )
                 for r in csv.DictReader(fh)
             ]
@@ -301,15 +328,57 @@ def _hardware_parents(old: dict[str, Coefficients], pooled: Coefficients) -> dic
         gen = inst.calibration_group
         if not inst.chip.static_shapes or gen in out:
             continue
-        stacks = {k.partition("/")[2]: c for k, c in old.items() if k.partition("/")[0] == gen}
+        stacks = {}
+        for key, coeffs in old.items():
+            generation, _, stack = key.partition("/")
+            if generation == gen and stack != NXD_INFERENCE:  # an NxD Inference set is software, not hardware
+                stacks[stack] = coeffs
         out[gen] = stacks[newest_stack(stacks)] if stacks else pooled
     return out
+
+
+def architecture(model_id: str) -> str:
+    """The catalog architecture a published id resolves to (an alias's base, else the id itself)."""
+    return model_aliases().get(model_id, model_id)
+
+
+def fit_generation(rows: Sequence[BenchmarkRow], parent: Coefficients) -> Coefficients:
+    """SERVING_FREE fitted on one generation's NxD Inference rows (squared relative error), the rest from `parent`.
+
+    A phase with no free coefficient or without a single measurement keeps the parent's coefficients.
+    """
+    feats = [_features(r) for r in rows]
+    phases: dict[str, PhaseCoefficients] = {}
+    for k, phase in enumerate(PHASES):
+        measured = [_measured(r, phase) for r in rows]
+        if not SERVING_FREE[phase] or not any(np.isfinite(m) for m in measured):
+            phases[phase] = getattr(parent, phase)
+            continue
+        fitted = _fit_phase(
+            [f[k] for f in feats],
+            measured,
+            [NXD_INFERENCE] * len(rows),
+            [NXD_INFERENCE],
+            free=SERVING_FREE[phase],
+            tied=NEW_STACK_TIED[phase],
+            parents=[getattr(parent, phase)] * len(rows),
+        )
+        phases[phase] = fitted[NXD_INFERENCE]
+    return Coefficients(**phases, moe_nxd=True)
+
+
+def _serving_generations(rows: Sequence[BenchmarkRow]) -> frozenset[str]:
+    """Generations whose serving rows cover at least MIN_ARCHITECTURES architectures (fitted on their own)."""
+    serving = [r for r in rows if r.new_stack and r.per_generation]
+    archs = {(r.generation, architecture(r.model)) for r in serving}
+    gens = {gen for gen, _ in archs}
+    return frozenset(g for g in gens if sum(gen == g for gen, _ in archs) >= MIN_ARCHITECTURES)
 
 
 def _fit_all(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
     old_rows = [r for r in rows if not r.new_stack and get_instance(r.instance).chip.static_shapes]
     gpu_rows = [r for r in rows if get_instance(r.instance).chip.name in GPU_FIT_CHIPS]
-    new_rows = [r for r in rows if r.new_stack]
+    new_rows = [r for r in rows if r.new_stack and not r.per_generation]
     out: dict[str, Coefficients] = {}
     for gen in sorted({r.generation for r in old_rows}):
         fitted = _fit_stacks([r for r in old_rows if r.generation == gen])
@@ -321,6 +390,9 @@ def _fit_all(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
         parents = _hardware_parents(out, out.get(POOLED_GROUP, Coefficients()))
         software = _fit_new_stack(new_rows, parents)
         out |= {group_name(gen, NXD_INFERENCE): _with_software(hw, software) for gen, hw in parents.items()}
+        for gen in sorted(_serving_generations(rows)):
+            unit = [r for r in rows if r.per_generation and r.new_stack and r.generation == gen]
+            out[group_name(gen, NXD_INFERENCE)] = fit_generation(unit, out[group_name(gen, NXD_INFERENCE)])
     for gen in sorted({r.generation for r in gpu_rows}):
         fitted = _fit_stacks([r for r in gpu_rows if r.generation == gen], GPU_STACK_SCOPED)
         out |= {group_name(gen, st): c for st, c in fitted.items()}
@@ -332,7 +404,8 @@ def fit_coefficients(rows: Sequence[BenchmarkRow]) -> dict[str, Coefficients]:
 
     transformers-neuronx and GPU engines: each generation fitted on its own rows; NxD Inference: software
     coefficients fitted across generations on the chips' hardware coefficients (see NEW_STACK_SOFTWARE),
-    one group per Neuron generation of the catalog, Trainium2/3 included.
+    one group per Neuron generation of the catalog, Trainium2/3 included, then refitted (SERVING_FREE) on a
+    generation's own serving rows (BenchmarkRow.per_generation) where they cover MIN_ARCHITECTURES architectures.
     """
     return {k: v for k, v in _fit_all(rows).items() if k != POOLED_GROUP}
 
@@ -439,18 +512,29 @@ class CalibrationResult:
 def _cross_validate(rows: Sequence[BenchmarkRow], fitted: dict[str, Coefficients]) -> list[RowError]:
     """Leave one model out of the fit its rows belong to, refit, and predict its rows."""
     cv: list[RowError] = []
+    serving = [r for r in rows if r.new_stack and r.per_generation]
+    own_fit = _serving_generations(rows)
+    parents = _hardware_parents(fitted, fitted.get(POOLED_GROUP, Coefficients()))
     for model in sorted({r.model for r in rows}):
         test = [r for r in rows if r.model == model]
         train = [r for r in rows if r.model != model]
+        nxd: dict[str, Coefficients] = {}  # generation -> NxD Inference set that never saw the model
         for r in test:
             # The fit unit of the row: its generation's rows for transformers-neuronx and GPU engines, every
-            # generation's NxD Inference rows (on the full hardware fit) for the new stack.
+            # generation's NxD Inference rows (on the full hardware fit) for the new stack, then, where its
+            # generation has its own serving fit, that generation's serving rows of the other architectures.
             if r.new_stack:
-                unit = [t for t in train if t.new_stack]
+                unit = [t for t in train if t.new_stack and not t.per_generation]
                 if not unit:
                     continue
-                parents = _hardware_parents(fitted, fitted.get(POOLED_GROUP, Coefficients()))
-                coeffs = _with_software(parents[r.generation], _fit_new_stack(unit, parents))
+                if r.generation not in nxd:
+                    coeffs = _with_software(parents[r.generation], _fit_new_stack(unit, parents))
+                    if r.generation in own_fit:
+                        arch = architecture(model)
+                        own = [t for t in serving if t.generation == r.generation and architecture(t.model) != arch]
+                        coeffs = fit_generation(own, coeffs)
+                    nxd[r.generation] = coeffs
+                coeffs = nxd[r.generation]
             else:
                 unit = [t for t in train if t.generation == r.generation and not t.new_stack]
                 if gpu_row := not get_instance(r.instance).chip.static_shapes:
