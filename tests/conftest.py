@@ -131,21 +131,27 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         _truncate_all(url)
 
 
+@pytest.fixture(scope="session")
+def shared_apps() -> Any:
+    """This worker's app on the default settings, reset for each test (tests/support/shared_app.py)."""
+    from tests.support.shared_app import SharedApps
+
+    return SharedApps()
+
+
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Any:
-    from switchyard.platform.settings import Settings
-
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0)
+def settings(database_url: str, tmp_path: Path, shared_apps: Any) -> Any:
+    """The default settings (time scale 0) on the test's database and a data directory of its own."""
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url)
 
 
 @pytest.fixture
-async def client(settings: Any) -> AsyncIterator[Any]:
-    """An HTTP client of the app, with its lifespan (database) running."""
+async def client(settings: Any, shared_apps: Any) -> AsyncIterator[Any]:
+    """An HTTP client of the app on ``settings``, with its lifespan (database) running: the worker's shared app,
+    reset, on the default settings; a new app on any others."""
     from litestar.testing import AsyncTestClient
 
-    from switchyard.platform.app import create_app
-
-    async with AsyncTestClient(app=create_app(settings), base_url="http://switchyard.test") as test_client:
+    async with AsyncTestClient(app=shared_apps.app(settings), base_url="http://switchyard.test") as test_client:
         yield test_client
 
 
