@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 
 
+@pytest.mark.slow  # starts a process
 def test_quickstart_example_runs() -> None:
     text = DOC.read_text()
     match = re.search(r"<!-- example: quickstart -->\n```python\n(.*?)```\n\nprints `(.*?)`", text, re.S)

@@ -28,6 +28,7 @@ def test_the_run_loop_api_is_exported() -> None:
         assert name in tools.__all__
 
 
+@pytest.mark.slow  # starts a process
 def test_package_imports_without_platform_or_server_code() -> None:
     code = (
         "import sys, switchyard.agents; "

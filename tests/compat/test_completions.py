@@ -100,6 +100,7 @@ def llama_index_python() -> Path:
     return client_python("llama_index")
 
 
+@pytest.mark.slow  # starts a process
 def test_llama_index_openai_like_with_default_flags(llama_index_python: Path, live_server: Any, api_key: str) -> None:
     client = Path(__file__).parent / "clients" / "llama_index_completions.py"
     results = {

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from tests.support.client_venvs import client_python, run_client
 
+pytestmark = pytest.mark.slow  # each test reads what a client script run in instructor's own venv printed
+
 CLIENT = Path(__file__).parent / "clients" / "instructor_modes.py"
 ALIAS = "llama-3.1-8b-instruct"
 

@@ -59,6 +59,7 @@ def test_the_names_the_readme_gives_turn_tracing_off(monkeypatch: pytest.MonkeyP
     assert callable(set_tracing_disabled)
 
 
+@pytest.mark.slow  # starts a process
 def test_the_readmes_openai_agents_example_runs_unchanged_against_the_server(live_server: Any) -> None:
     """The README's example, with only the address and the key of this server, in a fresh interpreter (it sets
     the SDK's process-wide defaults)."""

@@ -236,6 +236,7 @@ async def test_a_switchyard_agent_calls_another_as_a_tool_on_the_server(
     assert result.final_output.startswith(f"Result of researcher: {call.output}")  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # starts a process
 def test_an_exported_workflow_runs_with_openai_agents(live_server: Any, api_key: str, tmp_path: Any) -> None:
     """``GET /v1/workflows/{id}/export?format=agents-sdk`` is a module that runs as written: the graph runs in it,
     each agent node asks the server's agent through openai-agents, and a person's approval is asked on stdin."""

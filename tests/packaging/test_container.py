@@ -62,6 +62,7 @@ def test_dockerfile_passes_hadolint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_compose_file_validates_against_the_compose_spec() -> None:
     result = subprocess.run(
         [_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", "compose.yaml"],
@@ -72,6 +73,7 @@ def test_compose_file_validates_against_the_compose_spec() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # starts a process
 def test_hadolint_and_the_schema_check_catch_what_they_should(tmp_path: Path) -> None:
     """The two checks above can fail: a root image with an unpinned apt-get, a service with an unknown key."""
     bad_dockerfile = tmp_path / "Dockerfile"
@@ -232,6 +234,7 @@ def _context(root: Path) -> Iterator[str]:
             yield rel
 
 
+@pytest.mark.slow  # starts a process
 def test_the_build_context_holds_what_the_image_needs_and_nothing_else(tmp_path: Path) -> None:
     context = list(_context(ROOT))
     tops = {rel.split("/")[0] for rel in context}

@@ -20,6 +20,7 @@ def test_no_package_shadows_the_standard_library() -> None:
         assert not (ROOT / part / "switchyard" / "__init__.py").exists(), "switchyard/ must stay a namespace"
 
 
+@pytest.mark.slow  # starts a process
 def test_stdlib_platform_imports_from_the_repository_root() -> None:
     """From the repository root, `platform` is the standard library's and the `agents/` folder is no package: an
     installed `agents` (openai-agents, a dev dependency) is the one imported, as it would be anywhere else."""

@@ -71,6 +71,7 @@ def test_autogenerate_finds_no_difference(empty_database: str) -> None:
     assert diff == []
 
 
+@pytest.mark.slow  # starts a process
 def test_the_alembic_command_line_migrates_the_database_switchyard_database_url_names(tmp_path: Path) -> None:
     """`migrations/README.md`'s way to write a revision: `alembic -c migrations/alembic.ini ...` with
     `SWITCHYARD_DATABASE_URL` set (the ini file holds no URL)."""

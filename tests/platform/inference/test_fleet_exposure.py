@@ -20,6 +20,7 @@ from tests.support.ports import free_port
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow  # starts a process
 def test_switchyard_fleet_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SWITCHYARD_FLEET_TOKEN"}
     env |= {"SWITCHYARD_DATA_DIR": str(tmp_path), "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{free_port()}"}

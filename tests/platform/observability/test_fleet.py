@@ -27,6 +27,8 @@ from switchyard.platform.settings import Settings
 from tests.platform.conftest import bearer
 from tests.support.ports import free_port
 
+pytestmark = pytest.mark.slow  # a `switchyard fleet` process
+
 SMALL = {"name": "small", "model": "meta-llama/Llama-3.1-8B", "instance": "trn2.3xlarge", "tp": 4, "replicas": 2}
 BGE = {"name": "bge", "model": "BAAI/bge-large-en-v1.5", "task": "embeddings", "tp": 1}
 
