@@ -4,7 +4,6 @@ own OpenAPI schema (so a renamed field fails here, not in a user's program)."""
 from __future__ import annotations
 
 import inspect
-import tempfile
 from typing import Any
 
 import pytest
@@ -95,10 +94,9 @@ def test_the_async_client_has_every_method_of_the_blocking_one_with_the_same_par
 
 
 def test_models_read_fields_the_api_documents() -> None:
-    from switchyard.platform.app import create_app
-    from switchyard.platform.settings import Settings
+    from tests.support.api_schema import openapi_document
 
-    schema = create_app(Settings(data_dir=tempfile.mkdtemp())).openapi_schema.to_schema()["components"]["schemas"]
+    schema = openapi_document()["components"]["schemas"]
     for model_name, component in COMPONENTS.items():
         model = getattr(sdk_models, model_name)
         documented = set(schema[component]["properties"])

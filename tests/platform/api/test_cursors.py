@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 
-from switchyard.platform.app import create_app
-from switchyard.platform.settings import Settings
 from tests.platform.api.test_isolation_matrix import FACTORIES
 from tests.platform.billing.factories import make_budget, make_invoice
+from tests.support.api_schema import openapi_document, routes_app
 
-_APP = create_app(Settings())
-_SCHEMA = _APP.openapi_schema.to_schema()
+_APP = routes_app()
+_SCHEMA = openapi_document()
 
 
 def _operator_paths() -> set[str]:

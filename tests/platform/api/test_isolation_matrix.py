@@ -17,18 +17,17 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.db import UNSCOPED
 from switchyard.platform.models import ApiKey, OperatorKey
-from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import AGENT_FACTORIES
 from tests.platform.billing.factories import BILLING_FACTORIES
 from tests.platform.knowledge.vector_stores_factories import VECTOR_STORE_FACTORIES
 from tests.platform.responses.factories import RESPONSE_FACTORIES
+from tests.support.api_schema import openapi_document, routes_app
 
-_APP = create_app(Settings())
-_SCHEMA = _APP.openapi_schema.to_schema()
+_APP = routes_app()
+_SCHEMA = openapi_document()
 _DOCS_PATH = "/schema"
 _ROLES = [Role.VIEWER, Role.DEVELOPER, Role.ADMIN, Role.OWNER]
 

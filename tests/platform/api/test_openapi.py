@@ -7,17 +7,15 @@ these tests pin the rules that produce it, each on a route where the rule matter
 from __future__ import annotations
 
 import json
-import tempfile
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from switchyard.platform.app import create_app
-from switchyard.platform.settings import Settings
+from tests.support.api_schema import openapi_document
 
-_DOCUMENT: dict[str, Any] = create_app(Settings(data_dir=tempfile.mkdtemp())).openapi_schema.to_schema()
+_DOCUMENT: dict[str, Any] = openapi_document()
 _ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 
 

@@ -16,17 +16,16 @@ from typing import Any
 
 import pytest
 
-from switchyard.platform.app import create_app
 from switchyard.platform.auth import Role
 from switchyard.platform.db import TenantScope
 from switchyard.platform.identity.invitations import invite_member
-from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import run_inline, scripted_model, wait_for_run
 from tests.platform.billing.factories import BILLING_FACTORIES
 from tests.platform.console.factories import PASSWORD, TEST_ACTOR, ConsoleTenant, page_csrf, sign_in
 from tests.platform.knowledge.vector_stores_factories import VECTOR_STORE_FACTORIES
+from tests.support.api_schema import routes_app
 
-_APP = create_app(Settings())
+_APP = routes_app()
 _emails = itertools.count()
 _LEVELS = {"public", "signed_in", *(r.value for r in Role)}
 
