@@ -8,8 +8,10 @@ Reads `benchmarks/data/neuron_2026/neuron_benchmarks_2026.csv` and `neuron_bench
 (`benchmarks/data/README.md`), parses each row's free-text columns into a FidelityRow, or a Skipped with the first
 reason it cannot be run, runs every usable row once and prints the signed error (predicted - measured) / measured
 in % of TTFT, TPOT (the bench's ITL) and output tokens per second, then per group the rows used and the median and
-p90 of |error|, then the skipped rows counted per reason. Nothing is fitted: the simulator's committed
-coefficients are used as they are.
+p90 of |error|, then the skipped rows counted per reason. Nothing is fitted here: the simulator's committed
+coefficients are used as they are (their trn2 decode is fitted on this script's point-mode trn2 rows, below, so
+those rows' TPOT is in sample; tests/accelerator/test_fidelity_limits.py holds the summary per group to the limits
+docs/simulator.md states).
 
 `--refit` fits NxD Inference's coefficients per Neuron generation on the pinned rows that are point-mode
 measurements (`calibration_row`: static batches and closed loops at concurrency 1; never the unpinned file, p99
@@ -19,8 +21,8 @@ whole table again with every row run on the refit that never saw its architectur
 refit, which never saw them; generations with fewer than MIN_ARCHITECTURES architectures are not fitted and keep
 the committed coefficients). It writes nothing. The fit is the one `calibrate` makes when given these rows:
 `--write-serving-rows` writes the rows of the fitted generations, typed, to `sim/data/nxd_serving_rows_2026.csv`
-(SERVING_ROWS; `fit` = "generation"), which `calibrate --data` reads beside the 2024-25 tables (the committed
-calibration does not include it yet: docs/simulator.md, "Refit on the 2026 rows").
+(SERVING_ROWS; `fit` = "generation"), which `calibrate --data` reads beside the 2024-25 tables: the committed
+calibration (docs/simulator.md, "Calibration" and "Refit on the 2026 rows").
 
 Parsing rules (first failing check wins, in this order):
 - model: the id as published must resolve through the simulator's catalog or alias table (sim/models.py).
@@ -418,8 +420,8 @@ def _stats(errors: list[float]) -> str:
     """n, median and p90 of |error| (in %), 21 characters wide."""
     if not errors:
         return f"{0:>7} {'-':>6} {'-':>6}"
-    a = np.abs(np.asarray(errors))
-    return f"{len(a):>7} {np.median(a):>6.0f} {np.percentile(a, 90):>6.0f}"
+    median, p90 = median_p90(errors)
+    return f"{len(errors):>7} {median:>6.0f} {p90:>6.0f}"
 
 
 Errors = dict[str, dict[str, list[float]]]  # group -> measurement -> signed errors in %
@@ -464,15 +466,27 @@ def print_rows(done: list[tuple[FidelityRow, dict[str, float | None]]]) -> None:
         )
 
 
-def print_summary(done: list[tuple[FidelityRow, dict[str, float | None]]], title: str) -> None:
-    """Per group: rows used, then n, median and p90 of |error| for TTFT, TPOT and output tok/s."""
-    used: Counter[str] = Counter(row.group for row, _ in done)
+def errors_by_group(done: list[tuple[FidelityRow, dict[str, float | None]]]) -> Errors:
+    """Signed errors of `evaluate`'s rows per group and measurement (ttft, tpot, tok_s); unmeasured ones left out."""
     errors: Errors = {}
     for row, errs in done:
         group = errors.setdefault(row.group, {"ttft": [], "tpot": [], "tok_s": []})
         for k, v in errs.items():
             if v is not None:
                 group[k].append(v)
+    return errors
+
+
+def median_p90(errors: list[float]) -> tuple[float, float]:
+    """Median and p90 of |error| (in %, as the summary prints them)."""
+    a = np.abs(np.asarray(errors))
+    return float(np.median(a)), float(np.percentile(a, 90))
+
+
+def print_summary(done: list[tuple[FidelityRow, dict[str, float | None]]], title: str) -> None:
+    """Per group: rows used, then n, median and p90 of |error| for TTFT, TPOT and output tok/s."""
+    used: Counter[str] = Counter(row.group for row, _ in done)
+    errors = errors_by_group(done)
     print(f"\n{title}")
     header = "  ".join(f"{f'{name} n':>7} {'med':>6} {'p90':>6}" for name in ("TTFT", "TPOT", "tok/s"))
     print(f"{'group':<24} {'rows':>4}  {header}")

@@ -1,6 +1,9 @@
-"""Calibration errors per hardware group: fit the simulator to every published table in benchmarks/data and print
+"""Calibration errors per hardware group: fit the simulator as the committed calibration is fitted (the three
+published tables in benchmarks/data and the 2026 serving rows, sim/data/nxd_serving_rows_2026.csv) and print
 in-sample and leave-one-model-out errors (median and p90 of |predicted - measured| / measured, TTFT and TPOT) as
-the markdown tables of docs/simulator.md, then every row's errors.
+the markdown tables of docs/simulator.md: every group over the three tables' rows, then the serving rows apart
+(their decode is fitted per generation and cross-validated by architecture; their prompts fit nothing), then every
+row's errors.
 
     .venv/bin/python benchmarks/calibration_errors.py [--rows] [--prefill-extrapolation]
 
@@ -15,6 +18,7 @@ The refits use calibration.py's internals (the same features and estimator as th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,9 @@ from switchyard.accelerator.sim.point import PromptEncoding, point_features, pro
 
 DATA = Path(__file__).resolve().parent / "data"
 TABLES = ("neuron_benchmarks.csv", "neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")
+SERVING_ROWS = (
+    Path(__file__).resolve().parents[1] / "accelerator/switchyard/accelerator/sim/data/nxd_serving_rows_2026.csv"
+)
 
 
 def _pct(x: float) -> str:
@@ -58,13 +65,23 @@ def main() -> None:
     if args.prefill_extrapolation:
         print_prefill_extrapolation(rows)
         return
-    result = calibrate(rows)
+    fit = calibrate([*rows, *read_benchmarks(SERVING_ROWS)])
+    result = dataclasses.replace(
+        fit,
+        in_sample=[e for e in fit.in_sample if not e.row.per_generation],
+        cross_validation=[e for e in fit.cross_validation if not e.row.per_generation],
+    )
+    serving = dataclasses.replace(
+        fit,
+        in_sample=[e for e in fit.in_sample if e.row.per_generation],
+        cross_validation=[e for e in fit.cross_validation if e.row.per_generation],
+    )
     print(
         "| group | rows (TTFT/TPOT) | TTFT median | TTFT p90 | TPOT median | TPOT p90 | CV TTFT median | CV TTFT p90 |"
         " CV TPOT median | CV TPOT p90 |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    groups = {"all rows": result.summary()} | result.summary_by_group()
+    groups = {"all rows": result.summary()} | result.summary_by_group() | {"2026 serving rows": serving.summary()}
     for name, s in groups.items():
         i, c = s["in_sample"], s["leave_one_model_out"]
         cells = [
@@ -80,13 +97,13 @@ def main() -> None:
         ]
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.rows:
-        cv = {e.row: e for e in result.cross_validation}
+        cv = {e.row: e for e in fit.cross_validation}
         print()
         print(
             f"{'model':40} {'instance':14} {'stack':28} {'B':>2} {'in':>5} {'out':>5} "
             f"{'TTFT':>8} {'err%':>6} {'CV%':>6} {'TPOT':>6} {'err%':>6} {'CV%':>6}"
         )
-        for e in result.in_sample:
+        for e in fit.in_sample:
             r, held_out = e.row, cv.get(e.row)
             print(
                 f"{r.model[:40]:40} {r.instance:14} {r.stack[:28]:28} {r.batch:>2} {r.input_len:>5} {r.output_len:>5} "

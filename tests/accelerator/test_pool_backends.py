@@ -279,10 +279,11 @@ async def test_on_the_wall_clock_no_replica_runs_ahead_of_the_clock() -> None:
         if still == 20:
             break
     assert still == 20
-    assert 0.5 <= backend.dispatcher.now < 0.5 + 0.05  # an iteration is ~20 ms
+    assert 0.5 <= backend.dispatcher.now < 0.5 + 0.05  # an iteration is ~8 ms
     progress = backend.cluster.progress()
     assert len(progress) == 3
-    assert all(0 < generated < 40 for generated in progress.values())
+    alone = simulate_point(DEFAULT_8B.model, DEFAULT_8B.instance, DEFAULT_8B.tp, 1, 16, 400)
+    assert all(0 < generated < 550 / alone.tpot_ms for generated in progress.values())  # the tokens of 0.55 s
     wall[0] = 1e6
     receipts = list(await asyncio.gather(*runs))
     assert sorted(r.replica[-1] for r in receipts) == ["0", "0", "1"]

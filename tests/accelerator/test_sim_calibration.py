@@ -35,8 +35,9 @@ from switchyard.accelerator.sim.point import simulate_point
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 CALIBRATION_CSVS = [DATA / "neuron_benchmarks.csv", DATA / "neuron_benchmarks_2025.csv", DATA / "gpu_benchmarks.csv"]
-# The 2026 serving rows calibrate can fit NxD Inference's decode on per generation (bench_fidelity.py
-# --write-serving-rows); not in the committed calibration (docs/simulator.md, "Refit on the 2026 rows").
+# The 2026 serving rows calibrate fits NxD Inference's decode on per generation (bench_fidelity.py
+# --write-serving-rows); the committed calibration is the fit of the three tables and these (docs/simulator.md,
+# "Calibration" and "Refit on the 2026 rows").
 SERVING_ROWS = (
     Path(__file__).resolve().parents[2] / "accelerator/switchyard/accelerator/sim/data/nxd_serving_rows_2026.csv"
 )
@@ -66,9 +67,11 @@ def test_every_published_row_is_predicted_in_sample_and_cross_validated(result: 
     assert s["in_sample"]["tpot_rows"] == 86  # four GPU rows publish no TPOT
 
 
-def test_errors_over_every_row_stay_at_the_measured_levels(result: CalibrationResult) -> None:
-    s = result.summary()
-    # measured 9.7 / 25.3 % TTFT, 4.4 / 11.8 % TPOT in sample; CV 15.2 / 38.8 % and 7.8 / 23.1 %
+def test_errors_over_every_row_stay_at_the_measured_levels(committed_tables: CalibrationResult) -> None:
+    s = committed_tables.summary()
+    assert s["in_sample"]["rows"] == 90
+    # measured 9.7 / 25.3 % TTFT, 4.4 / 12.3 % TPOT in sample; CV 15.2 / 38.8 % and 7.8 / 25.6 % (23.1 % before the
+    # serving rows refitted trn2's decode: Qwen3-30B-A3B on trn2.3xlarge, +1.3 -> -29 %)
     assert s["in_sample"]["ttft_median_abs_pct"] <= 11
     assert s["in_sample"]["ttft_p90_abs_pct"] <= 27
     assert s["in_sample"]["tpot_median_abs_pct"] <= 6
@@ -76,7 +79,7 @@ def test_errors_over_every_row_stay_at_the_measured_levels(result: CalibrationRe
     assert s["leave_one_model_out"]["ttft_median_abs_pct"] <= 17
     assert s["leave_one_model_out"]["ttft_p90_abs_pct"] <= 41
     assert s["leave_one_model_out"]["tpot_median_abs_pct"] <= 9
-    assert s["leave_one_model_out"]["tpot_p90_abs_pct"] <= 25
+    assert s["leave_one_model_out"]["tpot_p90_abs_pct"] <= 28
 
 
 def test_the_2024_stack_keeps_its_fidelity_targets(result: CalibrationResult) -> None:
@@ -100,8 +103,8 @@ GROUP_LIMITS = {
     "Inferentia2": ((9, 22, 6, 15), (12, 27, 11, 50)),
     # 14.2 / 67.9, 3.4 / 8.9; CV 21.5 / 68.2, 4.1 / 12.1 (the four trn1 13B batch-1 long-prompt rows: -68..-72 %)
     "Trainium1": ((16, 70, 5, 11), (23, 71, 6, 14)),
-    # one row (Qwen3-30B-A3B): 7.5, 1.3; CV 17.8, 0.4
-    "Trainium2": ((10, 10, 4, 4), (20, 20, 3, 3)),
+    # one row (Qwen3-30B-A3B): 7.5, 29.1; CV 17.8, 29.1 (TPOT 1.3 / 0.4 before the serving rows refitted the decode)
+    "Trainium2": ((10, 10, 31, 31), (20, 20, 31, 31)),
     # A100 rows fitted: 10.2 / 23.5, 5.6 / 11.9; CV 15.6 / 38.8, 11.9 / 23.3
     "GPU / A100-80GB": ((12, 26, 7, 14), (17, 41, 14, 26)),
     # NxD Inference on inf2: 3.8 / 13.6, 0.8 / 12.0; CV 4.4 / 19.9, 4.3 / 27.3
@@ -112,6 +115,22 @@ GROUP_LIMITS = {
 @pytest.fixture(scope="module")
 def serving_rows() -> list[BenchmarkRow]:
     return read_benchmarks(SERVING_ROWS)
+
+
+@pytest.fixture(scope="module")
+def committed_fit(rows: list[BenchmarkRow], serving_rows: list[BenchmarkRow]) -> CalibrationResult:
+    """The fit the committed coefficients come from: the three tables and the 2026 serving rows."""
+    return calibrate([*rows, *serving_rows])
+
+
+@pytest.fixture(scope="module")
+def committed_tables(committed_fit: CalibrationResult) -> CalibrationResult:
+    """The committed fit's errors on the three tables' 90 rows (docs/simulator.md, "Errors per group")."""
+    return dataclasses.replace(
+        committed_fit,
+        in_sample=[e for e in committed_fit.in_sample if not e.row.per_generation],
+        cross_validation=[e for e in committed_fit.cross_validation if not e.row.per_generation],
+    )
 
 
 def test_serving_rows_refit_their_generations_decode_and_leave_every_other_group_alone(
@@ -135,22 +154,23 @@ def _abs_pct(errors: list[RowError], pct: float) -> float:
 
 
 def test_the_serving_rows_decode_at_their_measured_levels(
-    rows: list[BenchmarkRow], serving_rows: list[BenchmarkRow]
+    committed_fit: CalibrationResult, serving_rows: list[BenchmarkRow]
 ) -> None:
-    result = calibrate([*rows, *serving_rows])
     # TPOT measured 4.3 / 24.4 % in sample, CV (each architecture left out) 8.5 / 30.6 %; Mistral-Small-4 (MLA) is
-    # the p90 (-30 to -40 %). On the committed cross-generation set: 78 / 183 %.
-    for errors, limits in ((result.in_sample, (6, 26)), (result.cross_validation, (10, 32))):
+    # the p90 (-30 to -40 %). On the cross-generation set alone (the calibration before these rows): 78 / 183 %.
+    for errors, limits in ((committed_fit.in_sample, (6, 26)), (committed_fit.cross_validation, (10, 32))):
         serving = [e for e in errors if e.row.per_generation]
         assert len(serving) == 35
         assert _abs_pct(serving, 50) <= limits[0]
         assert _abs_pct(serving, 90) <= limits[1]
-    assert _abs_pct(_predict(serving_rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"]), 50) > 50
+    committed = _predict(serving_rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"])
+    assert _abs_pct(committed, 50) <= 6
+    assert _abs_pct(committed, 90) <= 26
 
 
 @pytest.mark.parametrize("group", sorted(GROUP_LIMITS))
-def test_errors_per_group_stay_at_the_measured_levels(result: CalibrationResult, group: str) -> None:
-    by_group = result.summary_by_group()
+def test_errors_per_group_stay_at_the_measured_levels(committed_tables: CalibrationResult, group: str) -> None:
+    by_group = committed_tables.summary_by_group()
     for kind, limits in zip(("in_sample", "leave_one_model_out"), GROUP_LIMITS[group], strict=True):
         s = by_group[group][kind]
         got = (s["ttft_median_abs_pct"], s["ttft_p90_abs_pct"], s["tpot_median_abs_pct"], s["tpot_p90_abs_pct"])
@@ -222,10 +242,10 @@ def test_coefficients_are_physical(result: CalibrationResult) -> None:
             assert phase.expert_gather_inv_mbu >= 0  # a gather is no faster than a streaming read
 
 
-def test_committed_coefficients_are_the_output_of_the_fit(result: CalibrationResult) -> None:
+def test_committed_coefficients_are_the_output_of_the_fit(committed_fit: CalibrationResult) -> None:
     committed = load_coefficients()
-    assert set(committed) == set(result.coefficients)
-    for group, coeffs in result.coefficients.items():
+    assert set(committed) == set(committed_fit.coefficients)
+    for group, coeffs in committed_fit.coefficients.items():
         assert committed[group].moe_nxd == coeffs.moe_nxd, group
         for phase in ("prefill", "decode"):
             got = getattr(committed[group], phase).as_array()
@@ -293,10 +313,10 @@ def test_nnls_matches_unconstrained_solution_when_it_is_feasible() -> None:
     assert x[0] == 0.0  # the true value (-9.5) is infeasible: clamped at the bound
 
 
-def test_point_mode_reproduces_the_error_table(result: CalibrationResult) -> None:
+def test_point_mode_reproduces_the_error_table(committed_fit: CalibrationResult) -> None:
     """`switchyard simulate point` with the row's stack (and compiled batch, sampling) gives the table's predictions."""
     checked = 0
-    for e in result.in_sample:
+    for e in committed_fit.in_sample:
         r = e.row
         try:
             p = simulate_point(
@@ -319,4 +339,4 @@ def test_point_mode_reproduces_the_error_table(result: CalibrationResult) -> Non
         checked += 1
         assert p.ttft_ms == pytest.approx(e.ttft_pred_ms, rel=1e-9), r
         assert p.tpot_ms == pytest.approx(e.tpot_pred_ms, rel=1e-9), r
-    assert checked >= len(result.in_sample) - 2
+    assert checked >= len(committed_fit.in_sample) - 2

@@ -14,6 +14,11 @@ from switchyard.accelerator.cli import simulate
 from switchyard.accelerator.sim.calibration_data import load_coefficients
 from switchyard.accelerator.sim.point import simulate_point
 
+# The 2026 serving rows the committed calibration fits NxD Inference's decode on (docs/simulator.md, "Calibration")
+SERVING_ROWS = (
+    Path(__file__).resolve().parents[2] / "accelerator/switchyard/accelerator/sim/data/nxd_serving_rows_2026.csv"
+)
+
 
 def test_simulate_is_a_click_group_with_the_subcommands() -> None:
     assert isinstance(simulate, click.Group)
@@ -90,6 +95,7 @@ def test_calibrate_writes_the_committed_coefficients(benchmarks_csv: Path, tmp_p
     data = [
         benchmarks_csv,
         *(benchmarks_csv.with_name(n) for n in ("neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")),
+        SERVING_ROWS,
     ]
     args = ["calibrate", *(a for d in data for a in ("--data", str(d))), "--out", str(out)]
     result = CliRunner().invoke(simulate, args)
