@@ -69,7 +69,7 @@ import numpy as np
 
 from switchyard.accelerator.errors import SimulatorError, UnknownNameError
 from switchyard.accelerator.sim.bench import simulate_bench
-from switchyard.accelerator.sim.calibration import BenchmarkRow, _predict
+from switchyard.accelerator.sim.calibration import BenchmarkRow, predict_rows
 from switchyard.accelerator.sim.calibration_data import NXD_INFERENCE
 from switchyard.accelerator.sim.costmodel import Coefficients
 from switchyard.accelerator.sim.engine import EngineConfig
@@ -500,10 +500,10 @@ def _point_errors(fit: ServingFit, rows: list[BenchmarkRow], groups: list[str]) 
     table: dict[str, dict[str, list[float]]] = {}
     for r, name in zip(rows, groups, strict=True):
         g = table.setdefault(name, {"ttft": [], "tpot": [], "ttft_cv": [], "tpot_cv": []})
-        (full,) = _predict([r], fit.coefficients[r.generation])
+        (full,) = predict_rows([r], fit.coefficients[r.generation])
         held = fit.for_row(r.generation, r.model)
         assert held is not None  # every architecture of a fitted generation has its refit
-        (cv,) = _predict([r], held)
+        (cv,) = predict_rows([r], held)
         for k, e in (
             ("ttft", full.ttft_err),
             ("tpot", full.tpot_err),

@@ -12,7 +12,8 @@ coefficients file); this script only reads. `--prefill-extrapolation` prints the
 how prefill efficiency extrapolates from short to long prompts (issue 16): the transformers-neuronx rows refitted
 with an efficiency that grows with the tokens of a pass, and NxD Inference's prefill refitted in the variants of
 NXD_VARIANTS, with their predictions for dense 70B and 405B prefills of 10,000 tokens on trn2.48xlarge.
-The refits use calibration.py's internals (the same features and estimator as the committed fit).
+The refits use the calibration's own fitting (phase_fit.py, group_fit.py: the same features and estimator as the
+committed fit).
 """
 
 from __future__ import annotations
@@ -30,17 +31,15 @@ from switchyard.accelerator.sim.calibration import (
     NEW_STACK_TIED,
     STACK_SCOPED,
     BenchmarkRow,
-    _features,
-    _fit_all,
-    _fit_phase,
-    _hardware_parents,
     calibrate,
     read_benchmarks,
 )
 from switchyard.accelerator.sim.calibration_data import NXD_INFERENCE, POOLED_GROUP
 from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, Coefficients, PhaseCoefficients
 from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.group_fit import fit_all, hardware_parents
 from switchyard.accelerator.sim.models import get_model
+from switchyard.accelerator.sim.phase_fit import fit_phase, row_features
 from switchyard.accelerator.sim.point import PromptEncoding, point_features, prompt_encoding
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -159,13 +158,13 @@ def saturating_mfu_check(rows: list[BenchmarkRow], n_half: float) -> dict[str, A
         unit = [r for r in old if r.generation == gen]
         feats = []
         for r in unit:
-            f = _features(r)[0].copy()
+            f = row_features(r)[0].copy()
             dep = make_deployment(r.model, r.instance, r.tp, r.weights)
             passes = r.batch if prompt_encoding(r.stack) is PromptEncoding.PER_PROMPT else 1
             f[0] += passes * n_half * dep.linear_flops_per_token / dep.peak_flops
             feats.append(f)
         stacks = sorted({r.stack for r in unit})
-        fitted = _fit_phase(feats, [r.ttft_ms for r in unit], [r.stack for r in unit], stacks, scoped=STACK_SCOPED)
+        fitted = fit_phase(feats, [r.ttft_ms for r in unit], [r.stack for r in unit], stacks, scoped=STACK_SCOPED)
         errors += [
             float(fitted[r.stack].as_array() @ f) * 1e3 / r.ttft_ms - 1 for r, f in zip(unit, feats, strict=True)
         ]
@@ -174,7 +173,7 @@ def saturating_mfu_check(rows: list[BenchmarkRow], n_half: float) -> dict[str, A
     return {"n_half": n_half, "ttft_median": median, "ttft_p90": p90, "mfu_max": mfu_max}
 
 
-# How the NxD Inference prefill software coefficients are fitted in each variant: "fitted" is calibration.py's
+# How the NxD Inference prefill software coefficients are fitted in each variant: "fitted" is group_fit.py's
 # (the committed coefficients); "old-stack MFU" holds the matmul (and tied attention) efficiency at each chip's
 # transformers-neuronx value and fits only the per-layer and per-step costs (candidate a); "MoE own MFU" gives the
 # mixture-of-experts rows (every expert computes every token) an efficiency of their own.
@@ -192,8 +191,8 @@ def _fit_nxd_prefill(
     free = NEW_STACK_SOFTWARE["prefill"]
     if variant == "old-stack MFU":
         free = tuple(n for n in free if n != "inv_mfu")
-    return _fit_phase(
-        [_features(r)[0] for r in unit],
+    return fit_phase(
+        [row_features(r)[0] for r in unit],
         [r.ttft_ms for r in unit],
         kinds,
         sorted(set(kinds)),
@@ -218,14 +217,14 @@ def _nxd_prefill(
 def nxd_prefill_variant(rows: list[BenchmarkRow], variant: str) -> dict[str, Any]:
     """NxD Inference prefill refitted as `variant` (NXD_VARIANTS): TTFT errors per generation in sample and leave one
     model out, the trn2 dense coefficients, and the long-prompt predictions on trn2.48xlarge TP64."""
-    old_stack = {g: c for g, c in _fit_all(rows).items() if not g.endswith(NXD_INFERENCE)}
-    hardware = _hardware_parents(old_stack, old_stack[POOLED_GROUP])
+    old_stack = {g: c for g, c in fit_all(rows).items() if not g.endswith(NXD_INFERENCE)}
+    hardware = hardware_parents(old_stack, old_stack[POOLED_GROUP])
     new = [r for r in rows if r.new_stack]
     fitted = _fit_nxd_prefill(new, hardware, variant)
 
     def predict(r: BenchmarkRow, fit: dict[str, PhaseCoefficients]) -> float:
         kind = _nxd_kind(r, variant)
-        return float(_nxd_prefill(fit, hardware[r.generation], kind, variant).as_array() @ _features(r)[0]) * 1e3
+        return float(_nxd_prefill(fit, hardware[r.generation], kind, variant).as_array() @ row_features(r)[0]) * 1e3
 
     errors: dict[str, dict[str, list[float]]] = {}
     for r in new:

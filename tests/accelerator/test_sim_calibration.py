@@ -15,10 +15,10 @@ from switchyard.accelerator.sim.calibration import (
     BenchmarkRow,
     CalibrationResult,
     RowError,
-    _predict,
     calibrate,
     fit_coefficients,
     fit_generation,
+    predict_rows,
     read_benchmarks,
 )
 from switchyard.accelerator.sim.calibration_data import (
@@ -163,7 +163,7 @@ def test_the_serving_rows_decode_at_their_measured_levels(
         assert len(serving) == 35
         assert _abs_pct(serving, 50) <= limits[0]
         assert _abs_pct(serving, 90) <= limits[1]
-    committed = _predict(serving_rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"])
+    committed = predict_rows(serving_rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"])
     assert _abs_pct(committed, 50) <= 6
     assert _abs_pct(committed, 90) <= 26
 

@@ -11,10 +11,11 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from switchyard.accelerator.sim.calibration import BenchmarkRow, _fit_phase, read_benchmarks
+from switchyard.accelerator.sim.calibration import BenchmarkRow, read_benchmarks
 from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.costmodel import COEFFICIENT_NAMES, PhaseCoefficients
 from switchyard.accelerator.sim.hardware import get_instance
+from switchyard.accelerator.sim.phase_fit import fit_phase
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 TABLES = ("neuron_benchmarks.csv", "neuron_benchmarks_2025.csv", "gpu_benchmarks.csv")
@@ -93,7 +94,7 @@ def test_a_coefficient_taken_from_the_parent_set_charges_the_columns_tied_to_it(
     truth[COEFFICIENT_NAMES.index("inv_mfu_attention")] = parent.inv_mfu
     truth[COEFFICIENT_NAMES.index("layer_overhead_s")] = layer_s
     measured_ms = [float(truth @ f) * 1e3 for f in feats]
-    fitted = _fit_phase(
+    fitted = fit_phase(
         feats,
         measured_ms,
         ["s"] * 6,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from switchyard.accelerator.sim.calibration import BenchmarkRow, _predict
+from switchyard.accelerator.sim.calibration import BenchmarkRow, predict_rows
 from switchyard.accelerator.sim.calibration_data import NXD_INFERENCE, load_coefficients
 from switchyard.accelerator.sim.costmodel import Coefficients
 from switchyard.accelerator.sim.serving_calibration import (
@@ -34,7 +34,7 @@ def _truth() -> Coefficients:
     committed = load_coefficients()[f"trn2/{NXD_INFERENCE}"]
     decode = replace(committed.decode, inv_mbu=1.4, inv_mfu_attention=3.0, layer_overhead_s=1e-4, step_overhead_s=2e-3)
     decode = replace(decode, expert_gather_inv_mbu=3.5)
-    assert not SERVING_FREE["prefill"]  # prefill keeps the parent's set (calibration.SERVING_FREE says why)
+    assert not SERVING_FREE["prefill"]  # prefill keeps the parent's set (group_fit.SERVING_FREE says why)
     return Coefficients(prefill=committed.prefill, decode=decode, moe_nxd=True)
 
 
@@ -45,13 +45,13 @@ def _rows(models: list[tuple[str, str, int]]) -> list[BenchmarkRow]:
         for m, inst, tp in models
         for b, i, o in SHAPES
     ]
-    return [replace(e.row, ttft_ms=e.ttft_pred_ms, tpot_ms=e.tpot_pred_ms) for e in _predict(blank, _truth())]
+    return [replace(e.row, ttft_ms=e.ttft_pred_ms, tpot_ms=e.tpot_pred_ms) for e in predict_rows(blank, _truth())]
 
 
 def test_a_fit_on_rows_measured_with_known_coefficients_reproduces_them() -> None:
     rows = _rows(MODELS)
     fitted = fit_generation(rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"])
-    for e in _predict(rows, fitted):
+    for e in predict_rows(rows, fitted):
         assert e.ttft_err == pytest.approx(0.0, abs=1e-6)
         assert e.tpot_err == pytest.approx(0.0, abs=1e-6)
     assert fitted.decode.inv_mbu == pytest.approx(1.4, rel=1e-4)  # a chip property the rows determine
