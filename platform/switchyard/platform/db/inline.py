@@ -5,8 +5,10 @@ each far longer than the write itself (SQLite is a library: an insert into a WAL
 microseconds). ``InlineWriter.write`` runs a unit of work inline instead, on one dedicated connection that
 never waits for a lock (``busy_timeout=0``): when another writer holds the lock it returns ``False`` having
 written nothing, and the caller takes the ordinary (threaded, waiting) path. The connection never
-checkpoints the WAL itself (an fsync on the loop would stall every request); a worker thread runs a passive
-checkpoint every ``CHECKPOINT_EVERY`` inline commits.
+checkpoints the WAL itself (an fsync on the loop would stall every request); a worker thread checkpoints it every
+``CHECKPOINT_EVERY`` inline commits, and restarts it: a passive checkpoint alone never catches up while requests
+keep writing, so the WAL would grow without bound on disk, and the cost of every write with it (measured alone
+here: ~140 us a receipt with the WAL restarted every 200 commits, ~280 us after 2,000 commits without).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = ["CHECKPOINT_EVERY", "InlineWriter"]
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 500
+RESTART_WAIT_MS = 2_000  # how long the restart waits for readers of the old WAL (inline writes meanwhile fall back)
 
 
 def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -70,10 +73,18 @@ class InlineWriter:
         self._checkpointing = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
 
     def _checkpoint(self) -> None:
+        """Copy the WAL into the database while writers go on (``PASSIVE``), then the frames they added meanwhile
+        with writers held off (``RESTART``: an inline write finds the lock taken and takes the ordinary path,
+        which waits), so that the next write starts the WAL from its beginning."""
         try:
             with self._engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-        except Exception:  # a failed passive checkpoint loses nothing; the next one catches up
+                connection.exec_driver_sql(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
+                try:
+                    connection.exec_driver_sql("PRAGMA wal_checkpoint(RESTART)")
+                finally:  # the pool's connections never wait (the next might be the loop's)
+                    connection.exec_driver_sql("PRAGMA busy_timeout=0")
+        except Exception:  # a failed checkpoint loses nothing; the next one catches up
             log.warning("WAL checkpoint failed", exc_info=True)
 
     def close(self) -> None:
