@@ -104,15 +104,18 @@ def postgres_database(postgres_url: str) -> Iterator[str]:
         admin.dispose()
 
 
-def _truncate_all(url: str) -> None:
+def _delete_all_rows(url: str) -> None:
+    """Empty every table, children before their parents, in one transaction. A DELETE of the few rows a test
+    leaves takes ~20 ms; ``TRUNCATE`` of the 41 tables (new files for each table and index, synced at commit) took
+    1.2-2.4 s after every PostgreSQL test here."""
     from sqlmodel import SQLModel
 
     from switchyard.platform.db import sync_url
 
-    names = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
     engine = create_engine(sync_url(url))
     with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {names} CASCADE"))
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            connection.execute(text(f'DELETE FROM "{table.name}"'))
     engine.dispose()
 
 
@@ -128,7 +131,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     try:
         yield url
     finally:
-        _truncate_all(url)
+        _delete_all_rows(url)
 
 
 @pytest.fixture(scope="session")
