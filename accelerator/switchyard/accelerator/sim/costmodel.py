@@ -33,6 +33,7 @@ __all__ = [
     "bucket",
     "forward_features",
     "forward_time_s",
+    "windowed",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -122,6 +123,13 @@ class MoeDispatch(enum.StrEnum):
     SELECTIVE = "selective"
 
 
+def windowed(context: ArrayLike, window: int) -> FloatArray:
+    """Keys a query attends to in a sliding-window layer: the context, cut to the window (0: no window)."""
+    c = np.asarray(context, dtype=np.float64)
+    out: FloatArray = np.minimum(c, float(window)) if window else c
+    return out
+
+
 def bucket(n: ArrayLike, minimum: int = MIN_BUCKET) -> FloatArray:
     """Smallest power of two >= n (and >= minimum): the compiled shape Neuron pads a dimension to."""
     x = np.maximum(np.asarray(n, dtype=np.float64), float(minimum))
@@ -153,6 +161,9 @@ def forward_features(
     host_logits: ArrayLike = 0.0,
     *,
     moe: MoeDispatch = MoeDispatch.ROUTED,
+    window_qk: ArrayLike | None = None,
+    window_kv: ArrayLike | None = None,
+    sequences: ArrayLike = 0.0,
 ) -> FloatArray:
     """Physical quantities of one forward pass, shape (9, *broadcast shape), in seconds at 100 % efficiency.
 
@@ -161,14 +172,26 @@ def forward_features(
     kv_read_tokens: KV-cache tokens read from HBM (context of the sequences in the pass);
     prompts: prompts (or prompt chunks) encoded in the pass;
     host_logits: logits copied to the host and sampled there (0 when sampling runs on the device);
-    moe: how mixture-of-experts layers run (MoeDispatch).
+    moe: how mixture-of-experts layers run (MoeDispatch);
+    window_qk, window_kv: attention_qk and kv_read_tokens with each query's keys cut to the deployment's sliding
+    window (what its sliding-window layers compute and read; default: the same as the full layers');
+    sequences: sequences whose linear-attention state the pass reads (prompts encoded plus sequences decoded).
     Row i is multiplied by coefficient i of Coefficients.
     """
     t = np.asarray(tokens, dtype=np.float64)
     qk = np.asarray(attention_qk, dtype=np.float64)
     kv = np.asarray(kv_read_tokens, dtype=np.float64)
-    t, qk, kv, n, lg = np.broadcast_arrays(
-        t, qk, kv, np.asarray(prompts, dtype=np.float64), np.asarray(host_logits, dtype=np.float64)
+    wqk = qk if window_qk is None else np.asarray(window_qk, dtype=np.float64)
+    wkv = kv if window_kv is None else np.asarray(window_kv, dtype=np.float64)
+    t, qk, kv, n, lg, wqk, wkv, seqs = np.broadcast_arrays(
+        t,
+        qk,
+        kv,
+        np.asarray(prompts, dtype=np.float64),
+        np.asarray(host_logits, dtype=np.float64),
+        wqk,
+        wkv,
+        np.asarray(sequences, dtype=np.float64),
     )
     m = dep.model
     routed = dep.routed_weight_bytes
@@ -191,8 +214,13 @@ def forward_features(
     else:
         weight_bytes = np.full_like(t, dep.always_weight_bytes)
     matmul = t * flops_per_token / dep.peak_flops
-    attention = qk * dep.attention_flops_per_qk / dep.peak_flops
-    memory = (weight_bytes + kv * dep.kv_bytes_per_token) / dep.hbm_bandwidth_bytes_per_s
+    full_qk, full_kv = (
+        dep.attention_flops_per_qk - dep.window_attention_flops_per_qk,
+        dep.kv_bytes_per_token - dep.window_kv_bytes_per_token,
+    )
+    attention = (qk * full_qk + wqk * dep.window_attention_flops_per_qk) / dep.peak_flops
+    kv_bytes = kv * full_kv + wkv * dep.window_kv_bytes_per_token + seqs * dep.state_bytes_per_sequence
+    memory = (weight_bytes + kv_bytes) / dep.hbm_bandwidth_bytes_per_s
     layers = float(m.num_layers)
     collective = layers * (dep.collective_latency_s_per_layer + t * dep.collective_s_per_layer_token)
     gather = np.broadcast_to(np.asarray(gathered, dtype=np.float64) / dep.hbm_bandwidth_bytes_per_s, t.shape)
@@ -209,7 +237,21 @@ def forward_time_s(
     host_logits: ArrayLike = 0.0,
     *,
     moe: MoeDispatch = MoeDispatch.ROUTED,
+    window_qk: ArrayLike | None = None,
+    window_kv: ArrayLike | None = None,
+    sequences: ArrayLike = 0.0,
 ) -> FloatArray:
     """Seconds one forward pass takes (see forward_features for the arguments)."""
-    feats = forward_features(dep, tokens, attention_qk, kv_read_tokens, prompts, host_logits, moe=moe)
+    feats = forward_features(
+        dep,
+        tokens,
+        attention_qk,
+        kv_read_tokens,
+        prompts,
+        host_logits,
+        moe=moe,
+        window_qk=window_qk,
+        window_kv=window_kv,
+        sequences=sequences,
+    )
     return np.tensordot(coeffs.as_array(), feats, axes=1)

@@ -15,6 +15,8 @@ __all__ = ["HBM_USABLE_FRACTION", "Deployment", "KvCacheDtype", "Precision", "ma
 # Share of device memory the runtime lets weights + KV use (the rest: runtime, activations, scratch).
 HBM_USABLE_FRACTION = 0.9
 GIB = 1024**3
+# A linear-attention state element: FP32, as aws-samples/sample-qwen3.5-qwen3.6-dense-trainium keeps it.
+STATE_BYTES = 4.0
 
 
 class Precision(enum.StrEnum):
@@ -60,15 +62,23 @@ class Deployment:
     always_weight_bytes: float  # read on every forward pass
     routed_weight_bytes: float  # MoE experts: read only for the experts a forward touches
     weight_bytes: float
-    kv_bytes_per_token: float
-    linear_flops_per_token: float
-    attention_flops_per_qk: float  # FLOPs per (query token, key token) pair over all layers
+    kv_bytes_per_token: float  # over every layer with a KV cache (full and sliding-window attention)
+    linear_flops_per_token: float  # matmuls, plus linear-attention layers' recurrences (constant per token)
+    attention_flops_per_qk: float  # FLOPs per (query token, key token) pair over all attention layers
     collective_s_per_layer_token: float  # bandwidth part of the per-layer all-reduces, per token
     collective_latency_s_per_layer: float  # latency part of the two all-reduces of one layer
     hbm_bytes: float
     kv_capacity_tokens: int
     expert_parallel: bool = False  # MoE experts whole on ranks, tokens moved by all-to-all
     kv_dtype: KvCacheDtype = KvCacheDtype.BF16
+    # Sliding-window layers (ModelConfig.layer_types): their share of kv_bytes_per_token and of
+    # attention_flops_per_qk, which apply to the last `window_tokens` keys of a query only (0: no such layers).
+    window_tokens: int = 0
+    window_kv_bytes_per_token: float = 0.0
+    window_attention_flops_per_qk: float = 0.0
+    # Linear-attention layers' recurrent state, read by every pass that computes the sequence (FP32, as the NxD
+    # Inference ports of Gated DeltaNet keep it).
+    state_bytes_per_sequence: float = 0.0
 
     @property
     def chip_name(self) -> str:
@@ -178,6 +188,8 @@ def make_deployment(
     always, _ = m.layer_params(heads, kv_heads)
     head = m.lm_head_params()
     kv_per_token = m.kv_elements_per_token(kv_heads) * float(kv_type.bytes)
+    if not kv_per_token:
+        raise ConfigurationError(f"{m.name} has no layer with a KV cache; the engine allocates KV blocks per token")
     hbm = chip.hbm_bytes * rank_share
     free = hbm * HBM_USABLE_FRACTION - weight_bytes
     if free <= 0:
@@ -228,12 +240,16 @@ def make_deployment(
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
-        linear_flops_per_token=2.0 * (always + head + expert_flops),
-        attention_flops_per_qk=4.0 * heads * m.head_dim * m.num_layers,
+        linear_flops_per_token=2.0 * (always + head + expert_flops) + m.linear_attention_flops_per_token(),
+        attention_flops_per_qk=4.0 * heads * m.head_dim * m.attention_layers,
         collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
         collective_latency_s_per_layer=latency_per_layer,
         hbm_bytes=hbm,
         kv_capacity_tokens=int(free // kv_per_token),
         expert_parallel=expert_parallel,
         kv_dtype=kv_type,
+        window_tokens=m.sliding_window,
+        window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads) * float(kv_type.bytes),
+        window_attention_flops_per_qk=4.0 * heads * m.head_dim * m.sliding_attention_layers,
+        state_bytes_per_sequence=m.linear_attention_state_elements() * STATE_BYTES,
     )

@@ -26,6 +26,16 @@ from switchyard.accelerator.sim.wait_queue import WaitQueue
 __all__ = ["EngineConfig", "ReplicaEngine"]
 
 
+def _causal_band(cached: int, n: int, window: int) -> float:
+    """Keys `n` new queries after `cached` tokens attend to in a sliding-window layer, summed (causal)."""
+    full = n * (cached + n / 2)
+    if cached + n <= window:
+        return full
+    # queries at positions cached+1 .. cached+n each see min(position, window) keys
+    inside = max(0, min(n, window - cached))
+    return inside * (cached + inside / 2) + (n - inside) * window
+
+
 class ReplicaEngine:
     """Serve requests on one replica. Feed with submit(), advance with step_until(), drain with collect()."""
 
@@ -321,6 +331,8 @@ class ReplicaEngine:
         short: list[SeqState] = []  # decoders whose next token starts a KV block
         ctx: list[int] = []
         qk = kv_read = 0.0
+        window = self.cost.window  # sliding-window layers: the chunks' keys cut to the window
+        wqk = wkv = 0.0
         tokens = surcharge = loading = 0
         layout = False
         add_decoder, add_ctx = decoders.append, ctx.append
@@ -334,6 +346,9 @@ class ReplicaEngine:
                     tokens += n
                     qk += n * (kv + n) if static else n * (kv + n / 2)
                     kv_read += kv
+                    if window:
+                        wqk += n * min(kv + n, window) if static else _causal_band(kv, n, window)
+                        wkv += min(kv, window)
                     surcharge += s.surcharge
                     loading += s.loading
                     s.surcharge = s.loading = 0
@@ -354,7 +369,10 @@ class ReplicaEngine:
             self.free_blocks -= len(short)
             for s in short:
                 s.blocks += 1
-        duration = self.cost.iteration_s(tokens, qk, kv_read, ctx, len(chunks))
+        if window:
+            duration = self.cost.iteration_s(tokens, qk, kv_read, ctx, len(chunks), wqk, wkv)
+        else:
+            duration = self.cost.iteration_s(tokens, qk, kv_read, ctx, len(chunks))
         if layout:
             duration *= self._prefill_scale
         if surcharge:

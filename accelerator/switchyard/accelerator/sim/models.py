@@ -42,6 +42,19 @@ class ModelConfig:
     encoder: bool = False  # a BERT-family encoder: bidirectional attention, a plain two-matrix MLP
     pooling: str = ""  # embedding models: "cls" (first token) or "last_token"; "" for a language model
     gated_mlp: bool = True  # gate, up and down projections (Llama); False: up and down only (BERT, GPT-J)
+    # Per-layer attention (Hugging Face `layer_types`): "full_attention", "sliding_attention" (attends to the last
+    # `sliding_window` tokens only) or "linear_attention" (a Gated DeltaNet layer: a recurrent state of constant size
+    # per sequence instead of a KV cache). Empty: every layer is full attention.
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int = 0
+    # Gated DeltaNet (Qwen3-Next, Qwen3.5/3.6) linear-attention layers: key/value heads and their widths, and the
+    # causal convolution's kernel over the projected q, k and v.
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 0
+    attn_output_gate: bool = False  # q_proj also projects a sigmoid gate on the attention output (Qwen3.5)
 
     @property
     def is_embedding(self) -> bool:
@@ -50,6 +63,24 @@ class ModelConfig:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    def _layers_of(self, kind: str) -> int:
+        return sum(t == kind for t in self.layer_types)
+
+    @property
+    def sliding_attention_layers(self) -> int:
+        """Layers that attend to the last `sliding_window` tokens only (their KV read and attention stop growing)."""
+        return self._layers_of(SLIDING_ATTENTION)
+
+    @property
+    def linear_attention_layers(self) -> int:
+        """Layers with a recurrent state of constant size per sequence (no KV cache)."""
+        return self._layers_of(LINEAR_ATTENTION)
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with a KV cache and softmax attention: full and sliding-window ones."""
+        return self.num_layers - self.linear_attention_layers
 
     def attention_params(self, heads: int | None = None, kv_heads: int | None = None) -> int:
         """Parameters of one attention block; `heads`/`kv_heads` override for padded layouts."""
@@ -63,7 +94,33 @@ class ModelConfig:
                 self.head_dim + self.v_head_dim
             )
             return q + kv_p + h * self.v_head_dim * d
-        return d * h * self.head_dim * 2 + 2 * d * kv * self.head_dim
+        q_and_out = (3 if self.attn_output_gate else 2) * d * h * self.head_dim  # the gate doubles q_proj
+        return q_and_out + 2 * d * kv * self.head_dim
+
+    def linear_attention_params(self) -> int:
+        """Parameters of one Gated DeltaNet layer: the q, k, v and output-gate (z) projections, the per-head beta
+        and decay (a) projections, the depthwise convolution over q, k and v, and the output projection."""
+        key_dim = self.linear_num_key_heads * self.linear_key_head_dim
+        value_dim = self.linear_num_value_heads * self.linear_value_head_dim
+        d = self.hidden_size
+        projections = d * (2 * key_dim + 2 * value_dim) + d * 2 * self.linear_num_value_heads + value_dim * d
+        return projections + (2 * key_dim + value_dim) * self.linear_conv_kernel_dim
+
+    def linear_attention_state_elements(self) -> int:
+        """Recurrent state one sequence keeps over all linear-attention layers: a key x value matrix per value head
+        and the convolution's last kernel - 1 inputs."""
+        key_dim = self.linear_num_key_heads * self.linear_key_head_dim
+        value_dim = self.linear_num_value_heads * self.linear_value_head_dim
+        matrix = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        conv = (2 * key_dim + value_dim) * max(self.linear_conv_kernel_dim - 1, 0)
+        return self.linear_attention_layers * (matrix + conv)
+
+    def linear_attention_flops_per_token(self) -> int:
+        """FLOPs of the delta rule per token over all linear-attention layers, beside their projections: per value
+        head, S k, the rank-one update of S and the read-out q S (2 x key x value FLOPs each); constant in the
+        sequence's length."""
+        per_head = 6 * self.linear_key_head_dim * self.linear_value_head_dim
+        return self.linear_attention_layers * self.linear_num_value_heads * per_head
 
     def expert_params(self) -> int:
         """Parameters of one routed expert (gated MLP)."""
@@ -75,7 +132,10 @@ class ModelConfig:
 
     def layer_params(self, heads: int | None = None, kv_heads: int | None = None) -> tuple[int, int]:
         """(always-read parameters, routed-expert parameters) summed over all layers."""
-        attn = self.attention_params(heads, kv_heads) * self.num_layers
+        attn = (
+            self.attention_params(heads, kv_heads) * self.attention_layers
+            + self.linear_attention_params() * self.linear_attention_layers
+        )
         dense_layers = self.num_layers - self.moe_layers
         always = attn + dense_layers * self.dense_mlp_params()
         routed = 0
@@ -102,13 +162,23 @@ class ModelConfig:
         return 0 if self.is_embedding else self.vocab_size * self.hidden_size
 
     def kv_elements_per_token(self, kv_heads: int | None = None) -> int:
-        """KV-cache elements stored per token over all layers."""
+        """KV-cache elements stored per token over all layers with a KV cache (full and sliding-window attention)."""
         if self.kv_lora_rank:
             return self.num_layers * (self.kv_lora_rank + self.rope_head_dim)
         kv = self.num_kv_heads if kv_heads is None else kv_heads
-        return 2 * self.num_layers * kv * self.head_dim
+        return 2 * self.attention_layers * kv * self.head_dim
+
+    def window_kv_elements_per_token(self, kv_heads: int | None = None) -> int:
+        """The part of kv_elements_per_token in sliding-window layers (read for the last `sliding_window` only)."""
+        kv = self.num_kv_heads if kv_heads is None else kv_heads
+        return 2 * self.sliding_attention_layers * kv * self.head_dim
 
 
+FULL_ATTENTION = "full_attention"
+SLIDING_ATTENTION = "sliding_attention"
+LINEAR_ATTENTION = "linear_attention"
+LAYER_TYPES = frozenset({FULL_ATTENTION, SLIDING_ATTENTION, LINEAR_ATTENTION})
+_LINEAR_HEAD_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
 ENCODER_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 # Decoders whose MLP is fc_in/fc_out with no gate (their configs' MLP width is `n_inner`, default 4 x hidden).
 UNGATED_MODEL_TYPES = ENCODER_MODEL_TYPES | {"gptj", "gpt2", "gpt_neox", "gpt_bigcode", "opt", "falcon"}
@@ -152,6 +222,9 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         first_dense = int(c.get("first_k_dense_replace") or 0)
         moe_layers = len([i for i in range(first_dense, layers) if (i + 1) % step == 0])
     mla = int(c.get("kv_lora_rank") or 0)
+    layer_types = _layer_types(name, c, layers)
+    if mla and layer_types:
+        raise ConfigurationError(f"{name!r}: per-layer attention types with latent attention (MLA) are not modelled")
     head_dim = int(c.get("qk_nope_head_dim") or 0) if mla else int(c.get("head_dim") or hidden // heads)
     return ModelConfig(
         name=name,
@@ -177,7 +250,37 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         encoder=c.get("model_type") in ENCODER_MODEL_TYPES,
         pooling=str(cfg.get("pooling") or ""),
         gated_mlp=c.get("model_type") not in UNGATED_MODEL_TYPES,
+        layer_types=layer_types,
+        sliding_window=int(c.get("sliding_window") or 0) if SLIDING_ATTENTION in layer_types else 0,
+        linear_num_key_heads=int(c.get("linear_num_key_heads") or 0),
+        linear_num_value_heads=int(c.get("linear_num_value_heads") or 0),
+        linear_key_head_dim=int(c.get("linear_key_head_dim") or 0),
+        linear_value_head_dim=int(c.get("linear_value_head_dim") or 0),
+        linear_conv_kernel_dim=int(c.get("linear_conv_kernel_dim") or 0),
+        attn_output_gate=bool(c.get("attn_output_gate", False)),
     )
+
+
+def _layer_types(name: str, c: dict[str, Any], layers: int) -> tuple[str, ...]:
+    """`layer_types` as Hugging Face configs give it, or Qwen3-Next's `full_attention_interval` (every n-th layer
+    full attention, the others linear); () when every layer is full attention. A config that names a sliding
+    window but no layer types (Mistral's `sliding_window`) keeps full attention everywhere, as before."""
+    raw = c.get("layer_types")
+    if raw is None and c.get("full_attention_interval") and c.get("linear_num_value_heads"):
+        step = int(c["full_attention_interval"])
+        raw = [FULL_ATTENTION if (i + 1) % step == 0 else LINEAR_ATTENTION for i in range(layers)]
+    if not raw:
+        return ()
+    types = tuple(str(t) for t in raw)
+    if len(types) != layers or not set(types) <= LAYER_TYPES:
+        raise ConfigurationError(
+            f"{name!r}: layer_types must give one of {sorted(LAYER_TYPES)} for each of its {layers} layers"
+        )
+    if SLIDING_ATTENTION in types and not int(c.get("sliding_window") or 0):
+        raise ConfigurationError(f"{name!r}: sliding_attention layers need a sliding_window")
+    if LINEAR_ATTENTION in types and not all(c.get(k) for k in _LINEAR_HEAD_FIELDS):
+        raise ConfigurationError(f"{name!r}: linear_attention layers need the linear_* head fields")
+    return () if set(types) == {FULL_ATTENTION} else types
 
 
 @cache

@@ -17,6 +17,7 @@ from switchyard.accelerator.sim.costmodel import (
     MoeDispatch,
     bucket,
     forward_features,
+    windowed,
 )
 from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.sim.hardware import Instance
@@ -94,29 +95,54 @@ def point_features(
     pm = MoeDispatch.ALL_EXPERTS if moe_nxd else MoeDispatch.ROUTED
     dm = MoeDispatch.SELECTIVE if moe_nxd else MoeDispatch.ROUTED
     static = dep.instance.chip.static_shapes
+    window = dep.window_tokens
     vocab = float(dep.model.vocab_size)
     lb = float(bucket(input_len)[()]) if static else float(input_len)
     logits = batch * vocab if host_sampling else 0.0
+    # Sliding-window layers: a padded prompt's query attends to at most `window` keys; causally, the first `window`
+    # queries see the triangle and the rest a band of `window`.
+    band = lb * min(lb, window) if window else lb * lb
+    causal_band = (lb * lb / 2.0 if lb <= window else window * lb - window * window / 2.0) if window else lb * lb / 2.0
     if encoding is PromptEncoding.PER_PROMPT:
-        ttft = batch * forward_features(dep, lb, batch * lb * lb, 0.0, 1.0, logits / batch, moe=pm)
+        ttft = batch * forward_features(
+            dep, lb, batch * lb * lb, 0.0, 1.0, logits / batch, moe=pm, window_qk=batch * band, sequences=1.0
+        )
         ttft[STEP_ROW] = 1.0  # host/step overhead is paid once for the batch, not per prompt
     elif static:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb, 0.0, batch, logits, moe=pm)
+        ttft = forward_features(
+            dep, batch * lb, batch * lb * lb, 0.0, batch, logits, moe=pm, window_qk=batch * band, sequences=batch
+        )
     else:
-        ttft = forward_features(dep, batch * lb, batch * lb * lb / 2.0, 0.0, batch, logits, moe=pm)
+        ttft = forward_features(
+            dep, batch * lb, batch * lb * lb / 2.0, 0.0, batch, logits, moe=pm, window_qk=batch * causal_band,
+            sequences=batch,
+        )  # fmt: skip
     pos = _decode_positions(input_len, output_len)
     if static:
         bb = max(float(bucket(batch, minimum=1)[()]), float(compiled_batch or 0))
         lg = bb * vocab if host_sampling else 0.0
         ctx = bucket(pos)
-        steps = forward_features(dep, bb, bb * ctx, bb * ctx, 0.0, lg, moe=dm)
+        w_ctx = windowed(ctx, window)
+        steps = forward_features(
+            dep, bb, bb * ctx, bb * ctx, 0.0, lg, moe=dm, window_qk=bb * w_ctx, window_kv=bb * w_ctx, sequences=bb
+        )
         mid: FloatArray | float = bucket(input_len + output_len / 2.0)
-        median = forward_features(dep, bb, bb * mid, bb * mid, 0.0, lg, moe=dm)
+        w_mid = windowed(mid, window)
+        median = forward_features(
+            dep, bb, bb * mid, bb * mid, 0.0, lg, moe=dm, window_qk=bb * w_mid, window_kv=bb * w_mid, sequences=bb
+        )
     else:
         lg = batch * vocab if host_sampling else 0.0
-        steps = forward_features(dep, float(batch), batch * pos, batch * pos, 0.0, lg, moe=dm)
+        b = float(batch)
+        w_pos = windowed(pos, window)
+        steps = forward_features(
+            dep, b, b * pos, b * pos, 0.0, lg, moe=dm, window_qk=b * w_pos, window_kv=b * w_pos, sequences=b
+        )
         mid = float(input_len + output_len / 2.0)
-        median = forward_features(dep, float(batch), batch * mid, batch * mid, 0.0, lg, moe=dm)
+        w_mid = windowed(mid, window)
+        median = forward_features(
+            dep, b, b * mid, b * mid, 0.0, lg, moe=dm, window_qk=b * w_mid, window_kv=b * w_mid, sequences=b
+        )
     return ttft, median, steps
 
 

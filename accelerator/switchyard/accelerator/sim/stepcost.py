@@ -16,6 +16,13 @@ def _pow2_at_least(n: float, minimum: int) -> float:
     return float(max(minimum, 1 << max(0, math.ceil(math.log2(max(n, 1.0))))))
 
 
+def _windowed_sum(decode_ctx: list[int], j: FloatArray, window: int) -> FloatArray:
+    """Sum over sequences of min(context + j, window), for each step j of a decode jump."""
+    ctx = np.asarray(decode_ctx, dtype=np.float64)[:, None] + j[None, :]
+    out: FloatArray = np.minimum(ctx, float(window)).sum(axis=0)
+    return out
+
+
 class StepCost:
     """Iteration times of one deployment; the same formulas as costmodel.forward_features, unrolled.
 
@@ -45,6 +52,16 @@ class StepCost:
         # seconds per expert weight byte a decode gathers token by token, beyond reading it (selective loading)
         self._gather_s_per_byte = coeffs.decode.expert_gather_inv_mbu / dep.hbm_bandwidth_bytes_per_s
         self._per_prompt = coeffs.prefill.prompt_overhead_s
+        # Sliding-window layers (Deployment.window_tokens): the seconds their share of the attention FLOPs and KV
+        # bytes would take over the keys past the window, taken back from the full-attention charge per phase.
+        self.window = dep.window_tokens
+        self._wkvb = dep.window_kv_bytes_per_token
+        self._w_flops = dep.window_attention_flops_per_qk / dep.peak_flops
+        self._w_qk_p, self._w_qk_d = (
+            coeffs.prefill.inv_mfu_attention * self._w_flops,
+            coeffs.decode.inv_mfu_attention * self._w_flops,
+        )
+        self._state = dep.state_bytes_per_sequence  # linear-attention state read per sequence and pass
         self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
     @staticmethod
@@ -82,36 +99,58 @@ class StepCost:
         return self._routed * tokens * self._k_over_e * self._gather_s_per_byte
 
     def iteration_s(
-        self, prefill_tokens: int, prefill_qk: float, prefill_kv: float, decode_ctx: list[int], prompts: int = 0
+        self,
+        prefill_tokens: int,
+        prefill_qk: float,
+        prefill_kv: float,
+        decode_ctx: list[int],
+        prompts: int = 0,
+        prefill_window_qk: float | None = None,
+        prefill_window_kv: float | None = None,
     ) -> float:
-        """Seconds of one iteration: `prompts` prefill chunks (tokens, attention pairs, KV read) plus decodes."""
+        """Seconds of one iteration: `prompts` prefill chunks (tokens, attention pairs, KV read) plus decodes.
+
+        `prefill_window_qk` and `prefill_window_kv` are the chunks' attention pairs and KV read with each query's keys
+        cut to the sliding window (default: the full ones, which overcharges a sliding-window model's prefill).
+        """
         b = len(decode_ctx)
+        w = self.window
         if b:
             if self.static:
                 bb = _pow2_at_least(b, 1)
                 ctx = _pow2_at_least(max(decode_ctx), 128)
                 dq = bb * ctx
                 b_tokens = bb
+                dq_w = bb * min(ctx, w) if w else dq
             else:
                 dq = float(sum(decode_ctx))
                 b_tokens = float(b)
+                dq_w = float(sum(min(c, w) for c in decode_ctx)) if w else dq
         else:
-            dq, b_tokens = 0.0, 0.0
+            dq, b_tokens, dq_w = 0.0, 0.0, 0.0
         if prefill_tokens:
             pt = _pow2_at_least(prefill_tokens, 128) if self.static else float(prefill_tokens)
             tokens = pt + b_tokens
             per_token, per_qk, per_byte, fixed = self._p
             kv = prefill_kv + dq
-            return (
+            seconds = (
                 tokens * per_token
                 + (prefill_qk + dq) * per_qk
-                + (self._weights(tokens, True) + kv * self._kvb) * per_byte
+                + (self._weights(tokens, True) + kv * self._kvb + (prompts + b_tokens) * self._state) * per_byte
                 + fixed
                 + prompts * self._per_prompt
             )
+            if w:
+                wqk = (prefill_qk if prefill_window_qk is None else prefill_window_qk) + dq_w
+                wkv = (prefill_kv if prefill_window_kv is None else prefill_window_kv) + dq_w
+                seconds -= (prefill_qk + dq - wqk) * self._w_qk_p + (kv - wkv) * self._wkvb * per_byte
+            return seconds
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        bytes_read = self._weights(b_tokens, False) + dq * self._kvb
-        return b_tokens * per_token + dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(b_tokens)
+        bytes_read = self._weights(b_tokens, False) + dq * self._kvb + b_tokens * self._state
+        seconds = b_tokens * per_token + dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(b_tokens)
+        if w:
+            seconds -= (dq - dq_w) * (self._w_qk_d + self._wkvb * per_byte)
+        return seconds
 
     def decode_jump_s(self, decode_ctx: list[int], steps: int) -> FloatArray:
         """Cumulative seconds after each of `steps` decode-only iterations (every context grows by 1)."""
@@ -126,8 +165,13 @@ class StepCost:
             dq = float(sum(decode_ctx)) + b * j
             b_tokens = float(b)
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        weights = self._weights(b_tokens, False)
+        weights = self._weights(b_tokens, False) + b_tokens * self._state
         step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + weights * per_byte + fixed
         step = step + self._gather_s(b_tokens)
+        if self.window:
+            past_window = dq - (
+                bb * np.minimum(ctx, self.window) if self.static else _windowed_sum(decode_ctx, j, self.window)
+            )
+            step = step - past_window * (self._w_qk_d + self._wkvb * per_byte)
         out: FloatArray = np.cumsum(np.broadcast_to(step, j.shape))
         return out
