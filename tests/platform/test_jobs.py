@@ -23,7 +23,7 @@ from switchyard.platform.http.errors import InvalidRequest, exception_handlers
 from switchyard.platform.jobs import BrokerSender, enqueue, jobs_for
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker import create_celery
-from switchyard.platform.worker.celery_app import MAINTENANCE_QUEUE, RUNS_QUEUE
+from switchyard.platform.worker.celery_app import MAINTENANCE_QUEUE, RUNS_QUEUE, SQLITE_BROKER_POLL_S
 
 
 def sent(settings: Settings, queue: str) -> list[tuple[str, list[Any]]]:
@@ -103,6 +103,16 @@ def test_every_periodic_job_names_a_task_the_worker_runs(tmp_path: Any) -> None:
     scheduled = {entry["task"] for entry in app.conf.beat_schedule.values()}
     assert scheduled - set(app.tasks) == set()
     assert {"files.expire", "vector_stores.recover", "runs.recover"} <= scheduled
+
+
+def test_a_worker_on_the_sqlite_broker_asks_for_messages_every_tenth_of_a_second(tmp_path: Any) -> None:
+    """kombu's SQLite transport polls; at its default (a second) every run started up to a second late per hop."""
+    app = create_celery(Settings(data_dir=tmp_path / "data"))
+    with app.connection_for_read() as connection:
+        assert connection.transport.polling_interval == SQLITE_BROKER_POLL_S <= 0.1
+        waiting = connection.SimpleQueue(RUNS_QUEUE)  # and it polls: nothing refused the setting
+        with pytest.raises(waiting.Empty):
+            waiting.get(block=True, timeout=0.3)
 
 
 def test_jobs_waiting_for_a_broker_that_is_away_are_bounded_the_rest_dropped_with_a_warning(

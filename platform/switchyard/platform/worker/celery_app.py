@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from celery import Celery
 from kombu.entity import Exchange, Queue
+from kombu.transport import sqlalchemy as sqlite_broker
 
 from switchyard.platform.observability.jobs import observe_jobs
 from switchyard.platform.settings import Settings, load_settings
@@ -26,6 +27,7 @@ __all__ = [
     "RECOVERY_QUEUE",
     "RUNS_QUEUE",
     "SIMULATE_QUEUE",
+    "SQLITE_BROKER_POLL_S",
     "TASK_PACKAGES",
     "create_celery",
     "declare_queues",
@@ -61,6 +63,12 @@ TASK_ROUTES = {
 }
 """Queues by task name; every other task goes to ``MAINTENANCE_QUEUE`` (the default queue)."""
 
+SQLITE_BROKER_POLL_S = 0.1
+"""How often a worker asks the SQLite broker for a message when its queues were empty. kombu's default, a second,
+delayed the start of every agent run by up to a second per message (on `switchyard up` runs started 1.6-2.9 s after
+they were created, 0.2-0.9 s at 0.1 on the same busy machine). Asking costs a query per queue: an idle `switchyard
+up` uses 4 % of a core instead of 1 %."""
+
 
 def create_celery(settings: Settings | None = None) -> Celery:
     settings = settings or load_settings()
@@ -82,6 +90,10 @@ def create_celery(settings: Settings | None = None) -> Celery:
         task_default_queue=MAINTENANCE_QUEUE,
         task_routes=TASK_ROUTES,
     )
+    if settings.broker_url.startswith("sqla+"):
+        # read from the transport class only: its transport options all go to SQLAlchemy's create_engine, which
+        # refuses this one
+        sqlite_broker.Transport.polling_interval = SQLITE_BROKER_POLL_S
     if settings.broker_url.split("://", 1)[0] in ("redis", "rediss", "redis+socket", "sentinel"):
         # take from the queues in the order the worker lists them, not round-robin (the SQLite broker hands its
         # transport options to SQLAlchemy, which refuses this one)
