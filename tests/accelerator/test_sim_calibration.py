@@ -136,7 +136,7 @@ def committed_tables(committed_fit: CalibrationResult) -> CalibrationResult:
 def test_serving_rows_refit_their_generations_decode_and_leave_every_other_group_alone(
     rows: list[BenchmarkRow], serving_rows: list[BenchmarkRow]
 ) -> None:
-    assert len(serving_rows) == 35
+    assert len(serving_rows) == 37  # 35 with a TPOT; Qwen3.6-27B's two long prompts give a TTFT only
     assert all(r.per_generation and r.new_stack for r in serving_rows)  # the table's `fit` column
     assert {r.generation for r in serving_rows} == {"trn2"}
     without, with_serving = fit_coefficients(rows), fit_coefficients([*rows, *serving_rows])
@@ -160,7 +160,7 @@ def test_the_serving_rows_decode_at_their_measured_levels(
     # the p90 (-30 to -40 %). On the cross-generation set alone (the calibration before these rows): 78 / 183 %.
     for errors, limits in ((committed_fit.in_sample, (6, 26)), (committed_fit.cross_validation, (10, 32))):
         serving = [e for e in errors if e.row.per_generation]
-        assert len(serving) == 35
+        assert len(serving) == 37
         assert _abs_pct(serving, 50) <= limits[0]
         assert _abs_pct(serving, 90) <= limits[1]
     committed = predict_rows(serving_rows, load_coefficients()[f"trn2/{NXD_INFERENCE}"])

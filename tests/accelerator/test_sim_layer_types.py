@@ -3,6 +3,7 @@ attention past their window, linear-attention layers keep a constant state inste
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.costmodel import bucket, forward_time_s, windowed
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
-from switchyard.accelerator.sim.models import from_hf_config
+from switchyard.accelerator.sim.models import from_hf_config, get_model
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.stepcost import StepCost
 
@@ -149,3 +150,35 @@ def test_a_mistral_sliding_window_without_layer_types_keeps_full_attention() -> 
     assert model.layer_types == ()
     assert model.sliding_window == 0
     assert model.attention_layers == 32
+
+
+def test_gpt_oss_attends_to_a_128_token_window_in_every_other_layer() -> None:
+    model = get_model("openai/gpt-oss-20b")
+    assert model.layer_types == ("sliding_attention", "full_attention") * 12
+    assert model.sliding_window == 128
+    dep = make_deployment(model, "trn2.48xlarge", 8)
+    assert dep.window_kv_bytes_per_token == dep.kv_bytes_per_token / 2
+    _, coeffs = coefficients_for(dep.instance)
+    windowed_growth = StepCost(dep, coeffs).iteration_s(0, 0.0, 0.0, [8192]) - StepCost(dep, coeffs).iteration_s(
+        0, 0.0, 0.0, [4096]
+    )
+    full = make_deployment(replace(model, layer_types=(), sliding_window=0), "trn2.48xlarge", 8)
+    full_growth = StepCost(full, coeffs).iteration_s(0, 0.0, 0.0, [8192]) - StepCost(full, coeffs).iteration_s(
+        0, 0.0, 0.0, [4096]
+    )
+    assert windowed_growth == pytest.approx(full_growth / 2, rel=1e-9)
+
+
+def test_qwen3_6_27b_resolves_to_the_hybrid_text_decoder_of_qwen3_5_27b() -> None:
+    model = get_model("Qwen/Qwen3.6-27B")
+    assert model.name == "Qwen/Qwen3.6-27B"
+    assert (model.linear_attention_layers, model.attention_layers) == (48, 16)
+    assert model.layer_types[:4] == ("linear_attention",) * 3 + ("full_attention",)
+    dep = make_deployment(model, "trn2.3xlarge", 4, "fp8")
+    assert dep.kv_bytes_per_token == 2 * 16 * 4 * 256 * 2  # 16 full-attention layers of 4 KV heads, BF16
+    # softmax attention in the 16 full layers only; the delta rule of the other 48 charged per token
+    assert dep.attention_flops_per_qk == 4.0 * 24 * 256 * 16
+    always, _ = model.layer_params(dep.heads, dep.kv_heads)
+    recurrence = 48 * 48 * 6 * 128 * 128
+    assert dep.linear_flops_per_token == 2.0 * (always + model.lm_head_params()) + recurrence
+    assert dep.state_bytes_per_sequence == 48 * (48 * 128 * 128 + (2 * 16 * 128 + 48 * 128) * 3) * 4
