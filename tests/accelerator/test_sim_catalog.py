@@ -91,6 +91,8 @@ def test_required_instances_exist_with_sources() -> None:
         # vision encoder and the MTP layer are not counted)
         ("Qwen/Qwen3.5-27B", 27.0, None),
         ("Qwen/Qwen3.6-27B", 27.0, None),
+        ("Qwen/Qwen3.6-35B-A3B", 35.0, 3.0),  # card: 35B in total, 3B activated
+        ("Qwen/Qwen3.5-35B-A3B", 35.0, 3.0),
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -182,7 +184,7 @@ NOT_IN_CATALOG_2026 = {
     # Mamba layers (granite-4.0-h): the format has Gated DeltaNet linear attention only
     "ibm-granite/granite-4.0-h-small",
     # hybrid Gated DeltaNet models without a reachable source for every field
-    "Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-9B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.6-35B-A3B",
+    "Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-9B",
     "Qwen/Qwen3-Coder-Next",
     # vision-language models whose published rows are not text-only, or whose text decoder was not sourced
     "OpenGVLab/InternVL3-8B-Instruct", "PerceptronAI/Isaac-0.2-2B-Preview", "Qwen/Qwen2.5-VL-3B-Instruct",
@@ -210,4 +212,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 23
+    assert len(ids - unresolved) == 25
