@@ -182,3 +182,14 @@ def test_qwen3_6_27b_resolves_to_the_hybrid_text_decoder_of_qwen3_5_27b() -> Non
     recurrence = 48 * 48 * 6 * 128 * 128
     assert dep.linear_flops_per_token == 2.0 * (always + model.lm_head_params()) + recurrence
     assert dep.state_bytes_per_sequence == 48 * (48 * 128 * 128 + (2 * 16 * 128 + 48 * 128) * 3) * 4
+
+
+def test_a_qwen_shared_expert_width_counts_as_shared_experts_of_the_routed_width() -> None:
+    moe = DENSE | {"num_experts": 64, "num_experts_per_tok": 4, "moe_intermediate_size": 512}
+    assert from_hf_config("m", moe | {"shared_expert_intermediate_size": 1024}).shared_experts == 2
+    assert (
+        from_hf_config("m", moe | {"n_shared_experts": 1, "shared_expert_intermediate_size": 1024}).shared_experts == 1
+    )
+    assert from_hf_config("m", moe).shared_experts == 0
+    with pytest.raises(ConfigurationError, match="not a whole number"):
+        from_hf_config("m", moe | {"shared_expert_intermediate_size": 700})

@@ -238,7 +238,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         max_position_embeddings=int(c.get("max_position_embeddings") or 4096),
         num_experts=experts,
         experts_per_token=int(c.get("num_experts_per_tok") or 0),
-        shared_experts=int(c.get("n_shared_experts") or 0),
+        shared_experts=_shared_experts(name, c, moe_inter),
         moe_intermediate_size=moe_inter,
         moe_layers=moe_layers,
         kv_lora_rank=mla,
@@ -259,6 +259,18 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         linear_conv_kernel_dim=int(c.get("linear_conv_kernel_dim") or 0),
         attn_output_gate=bool(c.get("attn_output_gate", False)),
     )
+
+
+def _shared_experts(name: str, c: dict[str, Any], moe_inter: int) -> int:
+    """DeepSeek's `n_shared_experts`, or Qwen's `shared_expert_intermediate_size` in experts of `moe_inter` width."""
+    if c.get("n_shared_experts") is not None or not c.get("shared_expert_intermediate_size"):
+        return int(c.get("n_shared_experts") or 0)
+    width = int(c["shared_expert_intermediate_size"])
+    if not moe_inter or width % moe_inter:
+        raise ConfigurationError(
+            f"{name!r}: a shared expert {width} wide is not a whole number of {moe_inter}-wide experts"
+        )
+    return width // moe_inter
 
 
 def _layer_types(name: str, c: dict[str, Any], layers: int) -> tuple[str, ...]:
