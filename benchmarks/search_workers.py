@@ -1,6 +1,6 @@
 """A configuration search on 1 and 2 Celery worker processes, beside the same search in the searching process.
 
-    .venv/bin/python benchmarks/search_workers.py [--wave-sizes 8,16] [--workers 1,2]
+    .venv/bin/python benchmarks/search_workers.py [--wave-sizes 8,16] [--workers 1,2] [--worker-nice 0]
 
 Runs docs/simulator.md's command (Llama-3.1-8B-Instruct, 1,000 Poisson requests per rate tried, four instance types
 x TP 1-8 x 1-2 replicas x max batch 16/64) with ``--workers local``, then, for each wave size, with ``--workers
@@ -8,8 +8,12 @@ celery`` on 1 and 2 ``switchyard worker --pool solo --queues switchyard.simulate
 started before the search on a fresh data directory (the embedded SQLite broker and result backend). Each row gives
 the command's wall time, its start-up included, beside the 1-worker run of the same wave size, and the CPU time of
 the searching process and of the workers (their start-up included). Every run's Pareto front and cheapest per
-instance must be the local run's. Wall time on a machine shared with other work moves with that work: compare the
-ratios, and the load average printed beside them.
+instance must be the local run's. The workers run at `--worker-nice` (SWITCHYARD_WORKER_NICE; 0 by default here, as
+on a host of search workers alone, and as the searching process runs: at the platform's default of 10 any other
+process wanting the cores starves them, so on a shared machine their wall time measures the other work). Wall time
+on a machine shared with other work still moves with that work: each row also gives the cores the machine's other
+processes used on average while it ran (/proc/stat's busy time less the search's and the workers'), and the load
+average; compare ratios only between rows where other work left the same cores free.
 """
 
 from __future__ import annotations
@@ -67,6 +71,12 @@ def start_workers(count: int, env: dict[str, str], logs: Path) -> list[subproces
     return procs
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds a running process has used so far (/proc/PID/stat, Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         p.terminate()
@@ -76,6 +86,13 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every process of the machine has used so far (all cores; /proc/stat, Linux)."""
+    fields = Path("/proc/stat").read_text(encoding="utf-8").split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu_s() -> float:
@@ -97,41 +114,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wave-sizes", default="8,16", help="--wave-size values to run on the workers")
     parser.add_argument("--workers", default="1,2", help="worker process counts")
+    parser.add_argument("--worker-nice", type=int, default=0, help="the workers' nice increment (platform default 10)")
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
     with tempfile.TemporaryDirectory(prefix="search-workers-") as tmp:
         root = Path(tmp)
         local_env = os.environ | {"SWITCHYARD_DATA_DIR": str(root / "local")}
+        busy = machine_busy_s()
         local_wall, local_cpu, local = run_search(["--workers", "local"], local_env, root / "local.json")
+        local_others = (machine_busy_s() - busy - local_cpu) / local_wall
         print(
             f"{'evaluated by':<24} {'wave':>4} {'evaluated':>9} {'pruned':>6} {'wall s':>7} {'vs 1':>6} "
-            f"{'search CPU s':>12} {'workers CPU s':>13}  load"
+            f"{'search CPU s':>12} {'workers CPU s':>13} {'other work, cores':>17}  load"
         )
         print(
             f"{'--workers local':<24} {'-':>4} {local['configurations_evaluated']!s:>9} "
-            f"{local['pruned']!s:>6} {local_wall:7.1f} {'-':>6} {local_cpu:12.1f} {'-':>13}  {os.getloadavg()[0]:.1f}"
+            f"{local['pruned']!s:>6} {local_wall:7.1f} {'-':>6} {local_cpu:12.1f} {'-':>13} {local_others:17.2f}  "
+            f"{os.getloadavg()[0]:.1f}"
         )
         for wave in args.wave_sizes.split(","):
             base = None
             for count in counts:
                 data = root / f"w{wave}-{count}"
                 data.mkdir()
-                env = os.environ | {"SWITCHYARD_DATA_DIR": str(data)}
+                env = os.environ | {"SWITCHYARD_DATA_DIR": str(data), "SWITCHYARD_WORKER_NICE": str(args.worker_nice)}
                 before = children_cpu_s()
                 procs = start_workers(count, env, data)
+                busy = machine_busy_s()
                 try:
                     wall, search_cpu, answer = run_search(
                         ["--workers", "celery", "--wave-size", wave, "--worker-timeout", "120"], env, data / "out.json"
                     )
+                    busy = machine_busy_s() - busy
+                    during = sum(process_cpu_s(p.pid) for p in procs)  # the workers' CPU while the search ran
                 finally:
                     stop(procs)
                 workers_cpu = children_cpu_s() - before - search_cpu
+                others = (busy - search_cpu - during) / wall
                 base = base or wall
                 same = answer["pareto"] == local["pareto"] and answer["best_per_instance"] == local["best_per_instance"]
                 label = f"{count} worker process{'es' if count > 1 else ''}"
                 print(
                     f"{label:<24} {wave:>4} {answer['configurations_evaluated']!s:>9} "
-                    f"{answer['pruned']!s:>6} {wall:7.1f} {base / wall:5.2f}x {search_cpu:12.1f} {workers_cpu:13.1f}  "
+                    f"{answer['pruned']!s:>6} {wall:7.1f} {base / wall:5.2f}x {search_cpu:12.1f} {workers_cpu:13.1f} "
+                    f"{others:17.2f}  "
                     f"{os.getloadavg()[0]:.1f}{'' if same else '  DIFFERENT ANSWER'}"
                 )
 
