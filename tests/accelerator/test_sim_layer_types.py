@@ -3,19 +3,21 @@ attention past their window, linear-attention layers keep a constant state inste
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from switchyard.accelerator.errors import ConfigurationError
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.costmodel import bucket, forward_time_s, windowed
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.models import from_hf_config, get_model
+from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.stepcost import StepCost
 
@@ -193,3 +195,21 @@ def test_a_qwen_shared_expert_width_counts_as_shared_experts_of_the_routed_width
     assert from_hf_config("m", moe).shared_experts == 0
     with pytest.raises(ConfigurationError, match="not a whole number"):
         from_hf_config("m", moe | {"shared_expert_intermediate_size": 700})
+
+
+def test_linear_attention_state_slots_are_reserved_out_of_the_kv_cache() -> None:
+    hybrid = make_deployment(from_hf_config("m", HYBRID), "p5.48xlarge", 2)
+    slots = hybrid.state_tokens(16)
+    assert slots == math.ceil(16 * hybrid.state_bytes_per_sequence / hybrid.kv_bytes_per_token) > 0
+    (replica,) = Cluster(hybrid, 1, config=EngineConfig(max_batch=16)).replicas
+    assert replica.total_blocks == (hybrid.kv_capacity_tokens - slots) // 32
+    dense = make_deployment(from_hf_config("m", DENSE), "p5.48xlarge", 2)
+    assert dense.state_tokens(16) == 0
+    (replica,) = Cluster(dense, 1, config=EngineConfig(max_batch=16)).replicas
+    assert replica.total_blocks == dense.kv_capacity_tokens // 32
+    # point mode: a batch of one whose KV fits but not beside its state is refused
+    room = hybrid.kv_capacity_tokens - hybrid.state_tokens(1)
+    model = hybrid.model
+    simulate_point(model, "p5.48xlarge", 2, batch=1, input_len=room - 8, output_len=8)
+    with pytest.raises(DoesNotFitError, match="at most batch 0 fits"):
+        simulate_point(model, "p5.48xlarge", 2, batch=1, input_len=room - 7, output_len=8)

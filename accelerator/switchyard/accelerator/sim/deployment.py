@@ -84,6 +84,10 @@ class Deployment:
     def chip_name(self) -> str:
         return self.instance.chip.name
 
+    def state_tokens(self, sequences: int) -> int:
+        """KV-cache tokens the linear-attention state of `sequences` sequences displaces (0 without such layers)."""
+        return math.ceil(sequences * self.state_bytes_per_sequence / self.kv_bytes_per_token)
+
 
 def _allreduce_steps(inst: Instance, chips: int, tp: int) -> int:
     """Latency-bound steps of one all-reduce over `chips` chips of this topology."""

@@ -55,7 +55,10 @@ class ReplicaEngine:
         # Seconds of work per outstanding token at a moderate batch: turns a token backlog into time, so
         # routers can compare replicas of different speeds.
         self.seconds_per_token = cost.iteration_s(0, 0.0, 0.0, [1024] * 8) / 8
-        self.total_blocks = kv_capacity_tokens // config.block_tokens
+        # Linear-attention state: a slot for each sequence the replica may run, reserved up front as the Trainium ports
+        # size their state buffers by the batch (aws-samples' request-stable state slots), in KV-cache tokens.
+        reserved = math.ceil(config.max_batch * cost.state_bytes_per_sequence / cost.kv_bytes_per_token)
+        self.total_blocks = max(kv_capacity_tokens - reserved, 0) // config.block_tokens
         self.free_blocks = self.total_blocks
         self.now = 0.0
         self.busy_s = 0.0

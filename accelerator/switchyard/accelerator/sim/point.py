@@ -170,11 +170,13 @@ def simulate_point(
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
     dep = make_deployment(model, instance, tp, weights, expert_parallel=expert_parallel)
-    need = batch * (input_len + output_len)
+    need = batch * (input_len + output_len) + dep.state_tokens(batch)
     if dep.instance.chip.static_shapes:
-        need = int(bucket(batch, minimum=1)[()] * bucket(input_len + output_len)[()])
+        padded = int(bucket(batch, minimum=1)[()])
+        need = int(padded * bucket(input_len + output_len)[()]) + dep.state_tokens(padded)
     if need > dep.kv_capacity_tokens:
-        fits = max(0, dep.kv_capacity_tokens // (input_len + output_len))
+        per_sequence = input_len + output_len + dep.state_tokens(1)
+        fits = max(0, dep.kv_capacity_tokens // per_sequence)
         raise DoesNotFitError(
             f"batch {batch} x {input_len + output_len} tokens needs a KV cache of {need} tokens but "
             f"tp={tp} on {dep.instance.name} holds {dep.kv_capacity_tokens}: at most batch {fits} fits"

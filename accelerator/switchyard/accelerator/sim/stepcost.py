@@ -61,7 +61,8 @@ class StepCost:
             coeffs.prefill.inv_mfu_attention * self._w_flops,
             coeffs.decode.inv_mfu_attention * self._w_flops,
         )
-        self._state = dep.state_bytes_per_sequence  # linear-attention state read per sequence and pass
+        # linear-attention state read per sequence and pass
+        self._state = self.state_bytes_per_sequence = dep.state_bytes_per_sequence
         self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
     @staticmethod
