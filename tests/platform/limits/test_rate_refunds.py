@@ -67,3 +67,15 @@ async def test_redis_refund_gives_the_units_back_and_never_overfills(
     assert await client.exists(prefix + "key:k") == 0  # full again: nothing left behind
     await limiter.refund("key:unknown", rate=RATE, period_s=60.0, cost=5)
     assert await client.exists(prefix + "key:unknown") == 0
+
+
+@pytest.mark.parametrize("now", [1988.0003292451154, 1_000.0])
+async def test_a_full_buckets_last_unit_is_never_refused_by_rounding(now: float) -> None:
+    """``(now + 60) - 60`` is above ``now`` for some clock readings (the first here): a key's only request of the
+    minute was refused 429 on such a reading."""
+    clock = FrozenClock()
+    clock.now = now
+    limiter = MemoryRateLimiter(clock)
+    assert (await limiter.hit("key:only", rate=1, period_s=60.0)).allowed
+    assert not (await limiter.hit("key:only", rate=1, period_s=60.0)).allowed
+    assert (await limiter.hit("tenant:whole", rate=7, period_s=60.0, cost=7)).allowed

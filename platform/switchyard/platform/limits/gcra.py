@@ -44,6 +44,12 @@ class RateLimiter(Protocol):
         ...
 
 
+ROUNDING_S = 1e-6
+"""How late a call may be allowed by the arithmetic: ``tat + cost x interval - period`` is rounded, and a call that
+takes a full bucket's last unit (a key's only request a minute, a tenant's whole token rate) must not be refused by
+a rounding error (``(1988.0003292451154 + 60) - 60`` is above 1988.0003292451154)."""
+
+
 def _decide(tat: float, now: float, *, rate: int, period_s: float, cost: int) -> tuple[Decision, float]:
     """Pure GCRA step: the decision and the new theoretical arrival time (``tat``)."""
     interval = period_s / rate
@@ -51,7 +57,7 @@ def _decide(tat: float, now: float, *, rate: int, period_s: float, cost: int) ->
     tat = max(tat, now)
     new_tat = tat + cost * interval
     allow_at = new_tat - burst
-    if cost > rate or allow_at > now:
+    if cost > rate or allow_at > now + ROUNDING_S:
         retry = math.inf if cost > rate else allow_at - now
         remaining = max(0, int((burst - (tat - now)) / interval))
         return Decision(False, rate, remaining, tat - now, retry), tat
@@ -88,7 +94,7 @@ local cost = tonumber(ARGV[4])
 local tat = tonumber(redis.call('GET', KEYS[1]) or now)
 if tat < now then tat = now end
 local new_tat = tat + cost * interval
-if new_tat - burst > now then
+if new_tat - burst > now + tonumber(ARGV[5]) then
   return {0, tostring(tat)}
 end
 redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil((new_tat - now) * 1000) + 1000)
@@ -132,7 +138,9 @@ class RedisRateLimiter:
         try:
             seconds, micros = await self._client.time()
             now = seconds + micros / 1e6
-            allowed, tat_text = await self._script(keys=[self._prefix + key], args=[now, interval, period_s, cost])
+            allowed, tat_text = await self._script(
+                keys=[self._prefix + key], args=[now, interval, period_s, cost, ROUNDING_S]
+            )
         except REDIS_UNREACHABLE as exc:
             raise LimitsUnavailable(f"the rate limiter's Redis is unreachable: {exc}") from exc
         tat = float(tat_text)
