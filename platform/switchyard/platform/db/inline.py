@@ -27,7 +27,9 @@ __all__ = ["CHECKPOINT_EVERY", "InlineWriter"]
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 500
-RESTART_WAIT_MS = 2_000  # how long the restart waits for readers of the old WAL (inline writes meanwhile fall back)
+RESTART_WAIT_MS = 100
+"""How long the restart waits for readers of the old WAL, writers held off meanwhile (inline writes take the ordinary
+path and wait): a long read costs the requests writing then at most this, and the next checkpoint tries again."""
 
 
 def _configure(dbapi_connection: Any, _record: Any) -> None:
