@@ -213,25 +213,39 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 def _context(root: Path) -> Iterator[str]:
     """Relative paths of the files Docker sends as the build context: the last matching pattern decides, and a
-    pattern that matches a directory decides for everything inside it."""
-    rules = []
+    pattern that matches a directory decides for everything inside it. Like Docker, the walk skips an excluded
+    directory no exception (`!`) reaches into, and a file or directory that goes while it walks (other tests write
+    `.hypothesis`, `.switchyard` and caches under the root) is no error."""
+    rules, exceptions = [], []
     for line in (root / ".dockerignore").read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             negated = line.startswith("!")
-            rules.append((negated, _pattern(os.path.normpath(line.lstrip("!")).strip("/"))))
-    for path in sorted(root.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(root).as_posix()
+            text = os.path.normpath(line.lstrip("!")).strip("/")
+            rules.append((negated, _pattern(text)))
+            if negated:
+                exceptions.append(text)
+
+    def excluded(rel: str) -> bool:
         parts = rel.split("/")
         prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        excluded = False
+        out = False
         for negated, pattern in rules:
             if any(pattern.fullmatch(prefix) for prefix in prefixes):
-                excluded = not negated
-        if not excluded:
-            yield rel
+                out = not negated
+        return out
+
+    for directory, subdirectories, files in os.walk(root):
+        base = Path(directory).relative_to(root).as_posix()
+        below = "" if base == "." else base + "/"
+        subdirectories[:] = sorted(
+            name
+            for name in subdirectories
+            if not excluded(below + name) or any(text.startswith(below + name + "/") for text in exceptions)
+        )
+        for name in sorted(files):
+            if not excluded(below + name):
+                yield below + name
 
 
 @pytest.mark.slow  # starts a process
