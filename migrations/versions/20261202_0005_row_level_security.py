@@ -46,15 +46,24 @@ TENANT_TABLES = (
 TENANT = "tenant_id = current_setting('switchyard.tenant_id', true)"
 
 
+def ensure_role(role: str) -> str:
+    """The statement that creates the role if the cluster lacks it and makes the current user a member. The role
+    is the cluster's, shared by its databases, and two databases may be migrated at once: a session that finds the
+    role missing and then meets another's new role (or membership) at commit takes it as there."""
+    return f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+            BEGIN CREATE ROLE {role} NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END;
+        END IF;
+        IF NOT pg_has_role(current_user, '{role}', 'MEMBER') THEN
+            BEGIN GRANT {role} TO current_user; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END;
+        END IF;
+    END $$"""
+
+
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(
-        f"""DO $$ BEGIN
-            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{ROLE}') THEN CREATE ROLE {ROLE} NOLOGIN; END IF;
-            IF NOT pg_has_role(current_user, '{ROLE}', 'MEMBER') THEN GRANT {ROLE} TO current_user; END IF;
-        END $$"""
-    )
+    op.execute(ensure_role(ROLE))
     op.execute(f"GRANT USAGE ON SCHEMA public TO {ROLE}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {ROLE}")
     op.execute(f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {ROLE}")

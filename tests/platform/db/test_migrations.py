@@ -86,3 +86,53 @@ def test_the_alembic_command_line_migrates_the_database_switchyard_database_url_
     done = subprocess.run([*alembic, "upgrade", "head"], cwd=root, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert current_revision(f"sqlite:///{database}") is not None
+
+
+@pytest.mark.postgres
+def test_two_databases_migrated_at_once_both_get_the_tenant_role(postgres_url: str) -> None:
+    """The role is the cluster's: a migration that finds it missing while another's new role is not yet committed
+    waits on it at CREATE ROLE, then takes it as there instead of failing (two test sessions' first migrations met
+    this way: "duplicate key value violates unique constraint pg_authid_rolname_index")."""
+    import importlib.util
+    import threading
+
+    path = Path(__file__).resolve().parents[3] / "migrations" / "versions" / "20261202_0005_row_level_security.py"
+    spec = importlib.util.spec_from_file_location("row_level_security", path)
+    assert spec is not None
+    assert spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    role = f"switchyard_test_role_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(sync_url(postgres_url))
+    failures: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with engine.begin() as connection:
+                connection.execute(text(migration.ensure_role(role)))
+        except BaseException as error:  # reported by the assertion below
+            failures.append(error)
+
+    try:
+        with engine.begin() as first:
+            first.execute(text(migration.ensure_role(role)))  # created, not yet committed
+            waiter = threading.Thread(target=second)
+            waiter.start()
+            with engine.connect() as observer:
+                for _ in range(500):  # the second session blocks on the first's uncommitted role
+                    waiting = observer.execute(
+                        text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE :q"),
+                        {"q": f"%{role}%"},
+                    ).scalar()
+                    if waiting:
+                        break
+                    threading.Event().wait(0.01)
+                assert waiting, "the second migration never waited on the first's role"
+        waiter.join(timeout=30)
+        assert failures == []
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}).scalar()
+    finally:
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP ROLE IF EXISTS "{role}"'))
+        engine.dispose()
