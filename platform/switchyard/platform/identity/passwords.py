@@ -54,22 +54,28 @@ HASHING_NICE = 10  # how much lower the hashing thread's CPU priority is than th
 _hashing = ThreadPoolExecutor(HASHING_THREADS, "password-hashing", partial(lower_thread_priority, HASHING_NICE))
 
 _hasher = PasswordHasher()  # argon2id, RFC 9106's second recommendation (m=65536,t=3,p=4) until configured
-_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+_dummy_hash: str | None = None
+"""A hash at today's cost that an unknown email's password is checked against, so that it costs what a known one
+does: made at the process's first verification (on the hashing thread, whatever the email), not at import, where
+every process (worker, beat, CLI) paid ~155 ms of CPU for it and again when configured."""
 
 
 def configure_password_hashing(memory_kib: int, passes: int, lanes: int) -> None:
     """Hash this process's new passwords at this argon2id cost (``SWITCHYARD_PASSWORD_HASH``); existing hashes
     keep verifying whatever their cost, and :func:`password_needs_rehash` names those to hash again."""
-    global _hasher, _DUMMY_HASH
+    global _hasher, _dummy_hash
     if (_hasher.memory_cost, _hasher.time_cost, _hasher.parallelism) == (memory_kib, passes, lanes):
         return
     _hasher = PasswordHasher(time_cost=passes, memory_cost=memory_kib, parallelism=lanes)
-    _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))  # an unknown email costs what a known one does
+    _dummy_hash = None
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = _hasher.hash(secrets.token_urlsafe(16))
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy_hash, password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
