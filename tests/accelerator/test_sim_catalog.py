@@ -98,6 +98,7 @@ def test_required_instances_exist_with_sources() -> None:
         ("moonshotai/Kimi-K2.5", 1000.0, 32.0),  # text decoder: the card's 1T / 32B
         ("moonshotai/Kimi-K2.6", 1000.0, 32.0),
         ("sarvamai/sarvam-m", 24.0, None),
+        ("Qwen/Qwen3.5-9B", 9.0, None),  # text decoder; the 2B and 4B cards' sizes count their vision encoders
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -179,6 +180,20 @@ def test_a100_instances_carry_their_gpus_and_the_gpu_calibration() -> None:
         make_deployment("meta-llama/Llama-2-70b-hf", "p4d.24xlarge", 2)
 
 
+def test_the_small_qwen3_5_decoders_have_their_trainium_ports_layers_and_state_buffers() -> None:
+    # NxD Inference contrib READMEs: 4B and 9B are [3 DeltaNet + 1 GQA] x 8 with a recurrent_state_buffer of
+    # [batch, 32, 128, 128] and a conv_state_buffer of [batch, 8192, 3] per DeltaNet layer; 4B ties its embeddings,
+    # 9B does not; 2B is [3 DeltaNet + 1 GQA] x 6 with 16 key and 16 value heads of 128 and tied embeddings
+    for name, tied in (("Qwen/Qwen3.5-4B", True), ("Qwen/Qwen3.5-9B", False)):
+        model = get_model(name)
+        assert (model.linear_attention_layers, model.attention_layers, model.tie_word_embeddings) == (24, 8, tied)
+        assert model.linear_attention_state_elements() == 24 * (32 * 128 * 128 + 8192 * 3)
+    small = get_model("Qwen/Qwen3.5-2B")
+    assert (small.linear_attention_layers, small.attention_layers, small.tie_word_embeddings) == (18, 6, True)
+    assert small.linear_attention_state_elements() == 18 * (16 * 128 * 128 + (2 * 16 * 128 + 16 * 128) * 3)
+    assert small.kv_elements_per_token() == 2 * 6 * 2 * 256
+
+
 # Ids of the 2026 Neuron collection the catalog does not resolve, and why (docs/simulator.md, Catalogs).
 NOT_IN_CATALOG_2026 = {
     # per-layer attention types with their own heads, head widths or sparse attention, which the format lacks
@@ -188,8 +203,6 @@ NOT_IN_CATALOG_2026 = {
     "zai-org/GLM-5-FP8", "zai-org/GLM-5.2-FP8", "DeepSeek-V4-Flash (HF id not stated)",
     # Mamba layers (granite-4.0-h): the format has Gated DeltaNet linear attention only
     "ibm-granite/granite-4.0-h-small",
-    # hybrid Gated DeltaNet models without a reachable source for every field
-    "Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-9B",
     # vision-language models whose published rows are not text-only, or whose text decoder was not sourced
     "OpenGVLab/InternVL3-8B-Instruct", "PerceptronAI/Isaac-0.2-2B-Preview", "Qwen/Qwen2.5-VL-3B-Instruct",
     "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-Omni-7B (thinker, text-only)", "datalab-to/chandra",
@@ -215,4 +228,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 30
+    assert len(ids - unresolved) == 33
