@@ -99,6 +99,8 @@ def test_required_instances_exist_with_sources() -> None:
         ("moonshotai/Kimi-K2.6", 1000.0, 32.0),
         ("sarvamai/sarvam-m", 24.0, None),
         ("Qwen/Qwen3.5-9B", 9.0, None),  # text decoder; the 2B and 4B cards' sizes count their vision encoders
+        ("Qwen/Qwen2.5-VL-7B-Instruct", 7.61, None),  # text decoder: Qwen2.5-7B's card
+        ("Qwen/Qwen2.5-VL-3B-Instruct", 3.09, None),  # text decoder: Qwen2.5-3B's card
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -204,8 +206,8 @@ NOT_IN_CATALOG_2026 = {
     # Mamba layers (granite-4.0-h): the format has Gated DeltaNet linear attention only
     "ibm-granite/granite-4.0-h-small",
     # vision-language models whose published rows are not text-only, or whose text decoder was not sourced
-    "OpenGVLab/InternVL3-8B-Instruct", "PerceptronAI/Isaac-0.2-2B-Preview", "Qwen/Qwen2.5-VL-3B-Instruct",
-    "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-Omni-7B (thinker, text-only)", "datalab-to/chandra",
+    "OpenGVLab/InternVL3-8B-Instruct", "PerceptronAI/Isaac-0.2-2B-Preview",
+    "Qwen/Qwen2.5-Omni-7B (thinker, text-only)", "datalab-to/chandra",
     "HuggingFaceVLA/smolvla_libero",
     # no source of every field, or not researched
     "MiniMaxAI/MiniMax-M3 (text backbone)", "poolside/Laguna-XS.2", "Zyphra/ZAYA1-8B", "Zyphra/ZAYA1-base",
@@ -228,4 +230,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 33
+    assert len(ids - unresolved) == 35
