@@ -101,6 +101,9 @@ def test_required_instances_exist_with_sources() -> None:
         ("Qwen/Qwen3.5-9B", 9.0, None),  # text decoder; the 2B and 4B cards' sizes count their vision encoders
         ("Qwen/Qwen2.5-VL-7B-Instruct", 7.61, None),  # text decoder: Qwen2.5-7B's card
         ("Qwen/Qwen2.5-VL-3B-Instruct", 3.09, None),  # text decoder: Qwen2.5-3B's card
+        ("arcee-ai/Trinity-Nano-Preview", 6.0, 0.8),  # "800M non-embedding parameters active per token"
+        ("arcee-ai/Trinity-Mini", 26.0, 3.0),
+        ("arcee-ai/Trinity-Large-Preview", 398.0, 13.0),
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -200,7 +203,6 @@ def test_the_small_qwen3_5_decoders_have_their_trainium_ports_layers_and_state_b
 NOT_IN_CATALOG_2026 = {
     # per-layer attention types with their own heads, head widths or sparse attention, which the format lacks
     "XiaomiMiMo/MiMo-V2-Flash", "XiaomiMiMo/MiMo-V2.5", "XiaomiMiMo/MiMo-V2.5-Pro",
-    "arcee-ai/Trinity-Large-Preview", "arcee-ai/Trinity-Mini", "arcee-ai/Trinity-Nano-Preview",
     "google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it", "google/gemma-4-31b-it", "google/gemma-4-E2B",
     "zai-org/GLM-5-FP8", "zai-org/GLM-5.2-FP8", "DeepSeek-V4-Flash (HF id not stated)",
     # Mamba layers (granite-4.0-h): the format has Gated DeltaNet linear attention only
@@ -230,4 +232,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 35
+    assert len(ids - unresolved) == 38

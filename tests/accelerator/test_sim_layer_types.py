@@ -197,6 +197,25 @@ def test_a_qwen_shared_expert_width_counts_as_shared_experts_of_the_routed_width
         from_hf_config("m", moe | {"shared_expert_intermediate_size": 700})
 
 
+def test_an_afmoe_config_reads_its_shared_experts_and_leading_dense_layers() -> None:
+    # Arcee's AFMoE names DeepSeek's n_shared_experts and first_k_dense_replace num_shared_experts and
+    # num_dense_layers; the shared expert is moe_intermediate_size wide (transformers' AfmoeMoE)
+    afmoe = DENSE | {
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 256,
+        "num_shared_experts": 1,
+        "num_dense_layers": 2,
+    }
+    model = from_hf_config("m", afmoe)
+    assert (model.shared_experts, model.moe_layers) == (1, 30)
+    plain = from_hf_config("m", {k: v for k, v in afmoe.items() if k not in ("num_shared_experts", "num_dense_layers")})
+    assert (plain.shared_experts, plain.moe_layers) == (0, 32)
+    # two dense layers instead of routed ones (experts and router), and a shared expert in each of the 30 others
+    shared_and_dense = 2 * 3 * 4096 * 14336 - 2 * (128 * 3 * 4096 * 256 + 4096 * 128) + 30 * 3 * 4096 * 256
+    assert model.total_params() - plain.total_params() == shared_and_dense
+
+
 def test_linear_attention_state_slots_are_reserved_out_of_the_kv_cache() -> None:
     hybrid = make_deployment(from_hf_config("m", HYBRID), "p5.48xlarge", 2)
     slots = hybrid.state_tokens(16)

@@ -182,7 +182,7 @@ _LINEAR_HEAD_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear
 ENCODER_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 # Decoders whose MLP is fc_in/fc_out with no gate (their configs' MLP width is `n_inner`, default 4 x hidden).
 UNGATED_MODEL_TYPES = ENCODER_MODEL_TYPES | {"gptj", "gpt2", "gpt_neox", "gpt_bigcode", "opt", "falcon"}
-# GPT-style configs name the same fields differently; the Llama-style name wins when both are present.
+# Other families name the same fields differently; the Llama-style (or DeepSeek) name wins when both are present.
 _FIELD_SYNONYMS = {
     "hidden_size": ("n_embd", "d_model"),
     "num_hidden_layers": ("n_layer", "num_layers"),
@@ -190,6 +190,9 @@ _FIELD_SYNONYMS = {
     "num_key_value_heads": ("num_kv_heads", "n_head_kv"),
     "intermediate_size": ("n_inner", "ffn_dim"),
     "max_position_embeddings": ("n_positions",),
+    # AFMoE (Arcee Trinity): its shared experts and leading dense layers, as DeepSeek names them
+    "n_shared_experts": ("num_shared_experts",),
+    "first_k_dense_replace": ("num_dense_layers",),
 }
 
 
