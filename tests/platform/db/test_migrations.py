@@ -119,11 +119,12 @@ def test_two_databases_migrated_at_once_both_get_the_tenant_role(postgres_url: s
             waiter = threading.Thread(target=second)
             waiter.start()
             with engine.connect() as observer:
-                for _ in range(500):  # the second session blocks on the first's uncommitted role
+                for _ in range(3000):  # the second session blocks on the first's uncommitted role
                     waiting = observer.execute(
                         text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE :q"),
                         {"q": f"%{role}%"},
                     ).scalar()
+                    observer.rollback()  # the next look reads the statistics afresh, not this transaction's copy
                     if waiting:
                         break
                     threading.Event().wait(0.01)
