@@ -14,12 +14,12 @@ import gc
 __all__ = ["freeze_startup_heap", "thaw_startup_heap"]
 
 
-def freeze_startup_heap() -> int:
+def freeze_startup_heap() -> None:
     """Move every object alive now out of the collector's generations until :func:`thaw_startup_heap` (a process's
-    startup objects live as long as it serves). Returns how many are frozen. No collection first: it would walk
-    the whole heap, and what startup left as garbage is freed at the thaw."""
+    startup objects live as long as it serves). Nothing walks the heap here: no collection first (what startup
+    left as garbage is freed at the thaw), and no count of what was frozen (``gc.get_freeze_count`` walks every
+    frozen object: ~0.26 s in a test process of some millions, where an app starts for each test)."""
     gc.freeze()
-    return gc.get_freeze_count()
 
 
 def thaw_startup_heap() -> None:
