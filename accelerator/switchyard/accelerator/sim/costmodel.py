@@ -146,7 +146,7 @@ def all_expert_flops_per_token(dep: Deployment) -> float:
     if not m.is_moe or not m.experts_per_token:
         return dep.linear_flops_per_token
     active = float(m.moe_layers * m.experts_per_token * m.expert_params())
-    always, _ = m.layer_params(dep.heads, dep.kv_heads)
+    always, _ = m.layer_params(dep.heads, dep.kv_heads, padded=dict(dep.padded_heads) or None)
     dense = float(always + m.lm_head_params())
     factor = (dep.linear_flops_per_token / 2.0 - dense) / active  # idle-column factor of the deployment
     return 2.0 * (dense + factor * active * m.num_experts / m.experts_per_token)

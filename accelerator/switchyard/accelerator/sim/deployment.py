@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
-from switchyard.accelerator.sim.models import ModelConfig, get_model
+from switchyard.accelerator.sim.models import ModelConfig, PaddedHeads, get_model
 
 __all__ = ["HBM_USABLE_FRACTION", "Deployment", "KvCacheDtype", "Precision", "make_deployment"]
 
@@ -76,6 +76,9 @@ class Deployment:
     window_tokens: int = 0
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_qk: float = 0.0
+    # Query and KV heads per attention layer type after padding, (layer type, (heads, KV heads)): a model whose layer
+    # types have their own heads (ModelConfig.attention_shapes) pads each type's as its own.
+    padded_heads: tuple[tuple[str, tuple[int, int]], ...] = ()
     # Linear-attention layers' recurrent state, read by every pass that computes the sequence (FP32, as the NxD
     # Inference ports of Gated DeltaNet keep it).
     state_bytes_per_sequence: float = 0.0
@@ -127,8 +130,7 @@ def _alltoall_steps(inst: Instance, chips: int) -> int:
 PE_COLUMNS = 128
 
 
-def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]:
-    heads, kv = model.num_heads, model.num_kv_heads
+def _shard(heads: int, kv: int, model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]:
     valid = [t for t in range(1, inst.max_tp + 1) if heads % t == 0 and (kv % t == 0 or t % kv == 0)]
     if inst.chip.static_shapes:
         # NxD Inference pads the query heads to a multiple of TP (with TP above the head count every rank gets
@@ -142,9 +144,16 @@ def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int]
     return heads, max(kv, tp)
 
 
-def _weight_bytes(m: ModelConfig, heads: int, kv_heads: int, prec: Precision) -> tuple[float, float, float]:
+def _shard_heads(model: ModelConfig, inst: Instance, tp: int) -> tuple[int, int, dict[str, tuple[int, int]]]:
+    """The model's own (heads, KV heads) after sharding, and those of each attention layer type."""
+    heads, kv = _shard(model.num_heads, model.num_kv_heads, model, inst, tp)
+    per_type = {s.kind: _shard(s.heads, s.kv_heads, model, inst, tp) for s in model.attention_shapes()}
+    return heads, kv, per_type
+
+
+def _weight_bytes(m: ModelConfig, padded: PaddedHeads, prec: Precision) -> tuple[float, float, float]:
     """(always-read bytes, routed-expert bytes, total resident bytes) of the sharded weights."""
-    always, routed = m.layer_params(heads, kv_heads)
+    always, routed = m.layer_params(padded=padded)
     embed = m.vocab_size * m.hidden_size
     head = m.lm_head_params()
     always_bytes = float((always + head) * prec.bytes)  # LM head read every step; embeddings gathered
@@ -155,11 +164,11 @@ def _weight_bytes(m: ModelConfig, heads: int, kv_heads: int, prec: Precision) ->
 
 def _fits(m: ModelConfig, inst: Instance, tp: int, prec: Precision) -> bool:
     try:
-        heads, kv_heads = _shard_heads(m, inst, tp)
+        _, _, padded = _shard_heads(m, inst, tp)
     except ConfigurationError:
         return False
     hbm = inst.chip.hbm_bytes * tp / inst.chip.ranks_per_chip
-    return _weight_bytes(m, heads, kv_heads, prec)[2] < hbm * HBM_USABLE_FRACTION
+    return _weight_bytes(m, padded, prec)[2] < hbm * HBM_USABLE_FRACTION
 
 
 def make_deployment(
@@ -187,11 +196,11 @@ def make_deployment(
     chips = inst.chips_for_tp(tp)
     rank_share = tp / chip.ranks_per_chip  # chips' worth of compute and bandwidth the replica uses
     compute = chip.fp8_flops if prec is Precision.FP8 else chip.bf16_flops
-    heads, kv_heads = _shard_heads(m, inst, tp)
-    always_bytes, routed_bytes, weight_bytes = _weight_bytes(m, heads, kv_heads, prec)
-    always, _ = m.layer_params(heads, kv_heads)
+    heads, kv_heads, padded = _shard_heads(m, inst, tp)
+    always_bytes, routed_bytes, weight_bytes = _weight_bytes(m, padded, prec)
+    always, _ = m.layer_params(padded=padded)
     head = m.lm_head_params()
-    kv_per_token = m.kv_elements_per_token(kv_heads) * float(kv_type.bytes)
+    kv_per_token = m.kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes)
     if not kv_per_token:
         raise ConfigurationError(f"{m.name} has no layer with a KV cache; the engine allocates KV blocks per token")
     hbm = chip.hbm_bytes * rank_share
@@ -240,12 +249,13 @@ def make_deployment(
         hbm_bandwidth_bytes_per_s=chip.hbm_bandwidth_bytes_per_s * rank_share,
         heads=heads,
         kv_heads=kv_heads,
+        padded_heads=tuple(sorted(padded.items())),
         always_weight_bytes=always_bytes,
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
         linear_flops_per_token=2.0 * (always + head + expert_flops) + m.linear_attention_flops_per_token(),
-        attention_flops_per_qk=4.0 * heads * m.head_dim * m.attention_layers,
+        attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded)),
         collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
         collective_latency_s_per_layer=latency_per_layer,
         hbm_bytes=hbm,
@@ -253,7 +263,7 @@ def make_deployment(
         expert_parallel=expert_parallel,
         kv_dtype=kv_type,
         window_tokens=m.sliding_window,
-        window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads) * float(kv_type.bytes),
-        window_attention_flops_per_qk=4.0 * heads * m.head_dim * m.sliding_attention_layers,
+        window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes),
+        window_attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded, window_only=True)),
         state_bytes_per_sequence=m.linear_attention_state_elements() * STATE_BYTES,
     )

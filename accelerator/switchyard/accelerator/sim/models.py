@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -11,7 +12,50 @@ from typing import Any
 
 from switchyard.accelerator.errors import ConfigurationError, UnknownNameError
 
-__all__ = ["ModelConfig", "get_model", "list_models", "load_model_config", "model_aliases", "register_model"]
+__all__ = [
+    "AttentionShape",
+    "ModelConfig",
+    "get_model",
+    "list_models",
+    "load_model_config",
+    "model_aliases",
+    "register_model",
+]
+
+# Query and KV heads per attention layer type after a deployment's padding: layer type -> (heads, kv_heads).
+PaddedHeads = Mapping[str, tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionShape:
+    """The softmax-attention layers of one type (full or sliding-window) and their projections' shape."""
+
+    kind: str
+    layers: int
+    heads: int
+    kv_heads: int
+    qk_dim: int  # width of a query and key head
+    v_dim: int  # width of a value head (the attention output per head)
+    k_eq_v: bool = False  # one projection and one cached tensor serve as both K and V (Gemma 4's global layers)
+
+    def params(self, hidden: int, output_gate: bool, heads: int | None = None, kv_heads: int | None = None) -> int:
+        """Parameters of one such layer's attention: q, k, v (none when k_eq_v), o and an optional output gate."""
+        h = self.heads if heads is None else heads
+        kv = self.kv_heads if kv_heads is None else kv_heads
+        q = hidden * h * self.qk_dim
+        out = h * self.v_dim * hidden * (2 if output_gate else 1)  # the gate is as wide as the attention output
+        k_and_v = hidden * kv * (self.qk_dim if self.k_eq_v else self.qk_dim + self.v_dim)
+        return q + out + k_and_v
+
+    def kv_elements(self, kv_heads: int | None = None) -> int:
+        """KV-cache elements one token stores in one such layer."""
+        kv = self.kv_heads if kv_heads is None else kv_heads
+        return kv * (self.qk_dim if self.k_eq_v else self.qk_dim + self.v_dim)
+
+    def flops_per_qk(self, heads: int | None = None) -> int:
+        """FLOPs per (query, key) pair in one such layer: q.k per head, then the value sum (2 per multiply-add)."""
+        h = self.heads if heads is None else heads
+        return 2 * h * (self.qk_dim + self.v_dim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +99,17 @@ class ModelConfig:
     linear_value_head_dim: int = 0
     linear_conv_kernel_dim: int = 0
     attn_output_gate: bool = False  # q_proj also projects a sigmoid gate on the attention output (Qwen3.5)
+    # Attention shapes per layer type, where a type's differ from the model's (0: the model's): full-attention layers'
+    # KV heads and head width, with one tensor as both K and V (Gemma 4's num_global_key_value_heads, global_head_dim,
+    # attention_k_eq_v), and sliding-window layers' query and KV heads and key and value widths (MiMo's swa_* fields).
+    # `v_head_dim` is the value width of the model's own (non-latent) attention too; 0: head_dim.
+    full_num_kv_heads: int = 0
+    full_head_dim: int = 0
+    full_k_eq_v: bool = False
+    sliding_num_heads: int = 0
+    sliding_num_kv_heads: int = 0
+    sliding_head_dim: int = 0
+    sliding_v_head_dim: int = 0
 
     @property
     def is_embedding(self) -> bool:
@@ -82,8 +137,45 @@ class ModelConfig:
         """Layers with a KV cache and softmax attention: full and sliding-window ones."""
         return self.num_layers - self.linear_attention_layers
 
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers that attend to every earlier token."""
+        return self.attention_layers - self.sliding_attention_layers
+
+    def attention_shapes(self) -> tuple[AttentionShape, ...]:
+        """The softmax-attention layers by type (full, then sliding-window), each with its heads and widths."""
+        v_dim = self.v_head_dim or self.head_dim
+        full = AttentionShape(
+            FULL_ATTENTION,
+            self.full_attention_layers,
+            self.num_heads,
+            self.full_num_kv_heads or self.num_kv_heads,
+            self.full_head_dim or self.head_dim,
+            self.full_head_dim or v_dim,
+            self.full_k_eq_v,
+        )
+        sliding = AttentionShape(
+            SLIDING_ATTENTION,
+            self.sliding_attention_layers,
+            self.sliding_num_heads or self.num_heads,
+            self.sliding_num_kv_heads or self.num_kv_heads,
+            self.sliding_head_dim or self.head_dim,
+            self.sliding_v_head_dim or v_dim,
+        )
+        return tuple(shape for shape in (full, sliding) if shape.layers)
+
+    def _padded(
+        self, shape: AttentionShape, heads: int | None, kv_heads: int | None, padded: PaddedHeads | None
+    ) -> tuple[int | None, int | None]:
+        """(heads, kv_heads) of a layer type: the deployment's padded counts, else the legacy overrides (which
+        every layer type shares), else the type's own."""
+        if padded is not None:
+            return padded.get(shape.kind, (shape.heads, shape.kv_heads))
+        return heads, kv_heads
+
     def attention_params(self, heads: int | None = None, kv_heads: int | None = None) -> int:
-        """Parameters of one attention block; `heads`/`kv_heads` override for padded layouts."""
+        """Parameters of one attention block of the model's own heads (its full-attention layers' shape for a model
+        whose layer types differ); `heads`/`kv_heads` override for padded layouts."""
         h = self.num_heads if heads is None else heads
         kv = self.num_kv_heads if kv_heads is None else kv_heads
         d = self.hidden_size
@@ -94,8 +186,22 @@ class ModelConfig:
                 self.head_dim + self.v_head_dim
             )
             return q + kv_p + h * self.v_head_dim * d
-        q_and_out = (3 if self.attn_output_gate else 2) * d * h * self.head_dim  # the gate doubles q_proj
-        return q_and_out + 2 * d * kv * self.head_dim
+        v_dim = self.v_head_dim or self.head_dim
+        own = AttentionShape(FULL_ATTENTION, 0, self.num_heads, self.num_kv_heads, self.head_dim, v_dim)
+        shape = self.attention_shapes()[0] if self.attention_layers else own
+        return shape.params(d, self.attn_output_gate, h, kv)
+
+    def softmax_attention_params(
+        self, heads: int | None = None, kv_heads: int | None = None, *, padded: PaddedHeads | None = None
+    ) -> int:
+        """Parameters of every softmax-attention layer (full and sliding-window), each with its type's shape."""
+        if self.kv_lora_rank:  # latent attention: one layer type (MLA with layer types is refused)
+            h, kv = self._padded(self.attention_shapes()[0], heads, kv_heads, padded)
+            return self.attention_params(h, kv) * self.attention_layers
+        d, gate = self.hidden_size, self.attn_output_gate
+        return sum(
+            s.params(d, gate, *self._padded(s, heads, kv_heads, padded)) * s.layers for s in self.attention_shapes()
+        )
 
     def linear_attention_params(self) -> int:
         """Parameters of one Gated DeltaNet layer: the q, k, v and output-gate (z) projections, the per-head beta
@@ -130,10 +236,13 @@ class ModelConfig:
         """Gated MLP (gate, up, down), or up and down only (BERT encoders, GPT-J)."""
         return (3 if self.gated_mlp else 2) * self.hidden_size * self.intermediate_size
 
-    def layer_params(self, heads: int | None = None, kv_heads: int | None = None) -> tuple[int, int]:
-        """(always-read parameters, routed-expert parameters) summed over all layers."""
+    def layer_params(
+        self, heads: int | None = None, kv_heads: int | None = None, *, padded: PaddedHeads | None = None
+    ) -> tuple[int, int]:
+        """(always-read parameters, routed-expert parameters) summed over all layers; `padded` gives a deployment's
+        heads per layer type, `heads`/`kv_heads` the same for every type."""
         attn = (
-            self.attention_params(heads, kv_heads) * self.attention_layers
+            self.softmax_attention_params(heads, kv_heads, padded=padded)
             + self.linear_attention_params() * self.linear_attention_layers
         )
         dense_layers = self.num_layers - self.moe_layers
@@ -161,17 +270,34 @@ class ModelConfig:
         """The projection to the vocabulary of a language model; an embedding model has none."""
         return 0 if self.is_embedding else self.vocab_size * self.hidden_size
 
-    def kv_elements_per_token(self, kv_heads: int | None = None) -> int:
+    def kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
         """KV-cache elements stored per token over all layers with a KV cache (full and sliding-window attention)."""
         if self.kv_lora_rank:
             return self.num_layers * (self.kv_lora_rank + self.rope_head_dim)
-        kv = self.num_kv_heads if kv_heads is None else kv_heads
-        return 2 * self.attention_layers * kv * self.head_dim
+        return sum(
+            s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers for s in self.attention_shapes()
+        )
 
-    def window_kv_elements_per_token(self, kv_heads: int | None = None) -> int:
+    def window_kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
         """The part of kv_elements_per_token in sliding-window layers (read for the last `sliding_window` only)."""
-        kv = self.num_kv_heads if kv_heads is None else kv_heads
-        return 2 * self.sliding_attention_layers * kv * self.head_dim
+        return sum(
+            s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers
+            for s in self.attention_shapes()
+            if s.kind == SLIDING_ATTENTION
+        )
+
+    def attention_flops_per_qk(
+        self, heads: int | None = None, *, padded: PaddedHeads | None = None, window_only: bool = False
+    ) -> int:
+        """Attention FLOPs per (query, key) pair over all softmax-attention layers (or the sliding-window ones)."""
+        if self.kv_lora_rank:  # latent attention: q.k over the decompressed heads, as the model's own widths
+            h = self.num_heads if heads is None else heads
+            return 0 if window_only else 4 * h * self.head_dim * self.attention_layers
+        return sum(
+            s.flops_per_qk(self._padded(s, heads, None, padded)[0]) * s.layers
+            for s in self.attention_shapes()
+            if s.kind == SLIDING_ATTENTION or not window_only
+        )
 
 
 FULL_ATTENTION = "full_attention"
@@ -261,6 +387,13 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         linear_value_head_dim=int(c.get("linear_value_head_dim") or 0),
         linear_conv_kernel_dim=int(c.get("linear_conv_kernel_dim") or 0),
         attn_output_gate=bool(c.get("attn_output_gate", False)),
+        full_num_kv_heads=int(c.get("num_global_key_value_heads") or 0),
+        full_head_dim=int(c.get("global_head_dim") or 0),
+        full_k_eq_v=bool(c.get("attention_k_eq_v", False)),
+        sliding_num_heads=int(c.get("swa_num_attention_heads") or 0),
+        sliding_num_kv_heads=int(c.get("swa_num_key_value_heads") or 0),
+        sliding_head_dim=int(c.get("swa_head_dim") or 0),
+        sliding_v_head_dim=int(c.get("swa_v_head_dim") or 0),
     )
 
 
