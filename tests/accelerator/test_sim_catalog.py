@@ -104,6 +104,8 @@ def test_required_instances_exist_with_sources() -> None:
         ("arcee-ai/Trinity-Nano-Preview", 6.0, 0.8),  # "800M non-embedding parameters active per token"
         ("arcee-ai/Trinity-Mini", 26.0, 3.0),
         ("arcee-ai/Trinity-Large-Preview", 398.0, 13.0),
+        ("google/gemma-4-31B-it", 31.0, None),  # text decoder: 30.7 B
+        ("google/gemma-4-26B-A4B-it", 26.0, 4.0),  # text decoder: 25.2 B / 3.8 B against the name's 26B / 4B
     ],
 )
 def test_parameter_counts_match_model_cards(name: str, total_b: float, active_b: float | None) -> None:
@@ -201,17 +203,18 @@ def test_the_small_qwen3_5_decoders_have_their_trainium_ports_layers_and_state_b
 
 # Ids of the 2026 Neuron collection the catalog does not resolve, and why (docs/simulator.md, Catalogs).
 NOT_IN_CATALOG_2026 = {
-    # per-layer attention types with their own heads, head widths or sparse attention, which the format lacks
-    "XiaomiMiMo/MiMo-V2-Flash", "XiaomiMiMo/MiMo-V2.5", "XiaomiMiMo/MiMo-V2.5-Pro",
-    "google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it", "google/gemma-4-31b-it", "google/gemma-4-E2B",
+    # attention the format cannot express: sparse-attention indexers, compressed latent attention, Mamba-2 layers
     "zai-org/GLM-5-FP8", "zai-org/GLM-5.2-FP8", "DeepSeek-V4-Flash (HF id not stated)",
-    # Mamba layers (granite-4.0-h): the format has Gated DeltaNet linear attention only
     "ibm-granite/granite-4.0-h-small",
+    # heads per layer type, which the format carries, but fields not sourced (MiMo's full-attention layers, Laguna's
+    # widths), or per-layer inputs and KV shared between layers, which it does not (Gemma 4 E2B)
+    "XiaomiMiMo/MiMo-V2-Flash", "XiaomiMiMo/MiMo-V2.5", "XiaomiMiMo/MiMo-V2.5-Pro", "poolside/Laguna-XS.2",
+    "google/gemma-4-E2B",
     # vision-language models whose published rows are not text-only, or whose text decoder was not sourced
     "OpenGVLab/InternVL3-8B-Instruct", "PerceptronAI/Isaac-0.2-2B-Preview", "datalab-to/chandra",
     "HuggingFaceVLA/smolvla_libero",
-    # no source of every field, or not researched
-    "MiniMaxAI/MiniMax-M3 (text backbone)", "poolside/Laguna-XS.2", "Zyphra/ZAYA1-8B", "Zyphra/ZAYA1-base",
+    # not researched
+    "MiniMaxAI/MiniMax-M3 (text backbone)", "Zyphra/ZAYA1-8B", "Zyphra/ZAYA1-base",
     "Zyphra/ZAYA1 (README vLLM section; variant not restated)",
     # two models in one cell (speculative decoding)
     "Qwen/Qwen3-32B (target) + Qwen/Qwen3-1.7B (draft)",
@@ -231,4 +234,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 39
+    assert len(ids - unresolved) == 42

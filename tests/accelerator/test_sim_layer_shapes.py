@@ -68,6 +68,14 @@ def test_sliding_layers_with_their_own_kv_heads_and_narrower_values() -> None:
     assert mimo.attention_flops_per_qk() == 32 * 2 * 32 * (192 + 128)
 
 
+def test_a_gemma_4_moe_block_counts_its_dense_mlp_as_a_shared_expert() -> None:
+    # Gemma 4 (26B-A4B) runs the layer's dense MLP (intermediate_size) beside its routed experts (top_k_experts)
+    moe = GEMMA_LIKE | {"enable_moe_block": True, "num_experts": 16, "top_k_experts": 4, "moe_intermediate_size": 512}
+    model = from_hf_config("m", moe | {"intermediate_size": 1536})
+    assert (model.num_experts, model.experts_per_token, model.shared_experts, model.moe_layers) == (16, 4, 3, 32)
+    assert from_hf_config("m", moe | {"intermediate_size": 1024}).shared_experts == 2
+
+
 def test_a_deployment_pads_each_layer_types_heads_as_its_own() -> None:
     # trn2 at TP4: the sliding layers' 8 KV heads shard 2 a rank; the global layers' 2 are replicated to 4
     dep = make_deployment(from_hf_config("m", GEMMA_LIKE), "trn2.48xlarge", 4)

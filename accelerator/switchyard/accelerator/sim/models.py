@@ -319,6 +319,8 @@ _FIELD_SYNONYMS = {
     # AFMoE (Arcee Trinity): its shared experts and leading dense layers, as DeepSeek names them
     "n_shared_experts": ("num_shared_experts",),
     "first_k_dense_replace": ("num_dense_layers",),
+    # Gemma 4's MoE block
+    "num_experts_per_tok": ("top_k_experts",),
 }
 
 
@@ -335,6 +337,9 @@ def _normalised(c: dict[str, Any]) -> dict[str, Any]:
 def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelConfig:
     """Build a ModelConfig from a Hugging Face config.json dictionary (uses `text_config` if nested)."""
     c = _normalised(cfg.get("text_config", cfg))
+    if c.get("enable_moe_block") and c.get("shared_expert_intermediate_size") is None:
+        # Gemma 4's MoE block runs the layer's dense MLP (intermediate_size) beside the routed experts: a shared expert
+        c["shared_expert_intermediate_size"] = c.get("intermediate_size")
     try:
         hidden = int(c["hidden_size"])
         layers = int(c["num_hidden_layers"])
