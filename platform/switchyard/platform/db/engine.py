@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,6 +16,8 @@ from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_sessi
 from switchyard.platform.db.sqlite import SQLITE_BUSY_TIMEOUT_MS, configure_sqlite
 
 __all__ = ["IDLE_IN_TRANSACTION_TIMEOUT_MS", "Database", "async_url", "sync_url"]
+
+log = logging.getLogger(__name__)
 
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
 """PostgreSQL ends a session left idle inside a transaction this long (the application's are milliseconds long)."""
@@ -90,6 +93,9 @@ class Database:
             await connection.execute(text("SELECT 1"))
 
     async def dispose(self) -> None:
+        in_use = getattr(self.engine.pool, "checkedout", lambda: 0)()
+        if in_use:  # work that outlived its process's shutdown: its connections are dropped unclosed
+            log.warning("database closed with %d connection(s) still in use", in_use)
         if self.inline is not None:
             self.inline.close()
         await self.engine.dispose()
