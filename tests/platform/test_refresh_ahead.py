@@ -133,3 +133,26 @@ async def test_the_entries_are_bounded() -> None:
         await cache.get(key)
     await cache.get("a")  # the table was full at "d" and started again, so "a" is read again
     assert source.reads == ["a", "b", "c", "d", "a"]
+
+
+async def test_drain_waits_for_every_read_under_way_forgotten_or_left_by_its_caller() -> None:
+    """A process closes its database after draining: a read still under way would hold a connection of it."""
+    source, clock = Source(), Clock()
+    cache = RefreshAheadCache(1.0, source.read, clock=clock)
+    assert await cache.get("refreshed") == 1
+    source.gate = asyncio.Event()
+    clock.now += 0.8
+    assert await cache.get("refreshed") == 1  # a read starts behind it
+    left = asyncio.ensure_future(cache.get("left"))
+    forgotten = asyncio.ensure_future(cache.get("forgotten"))
+    await asyncio.sleep(0.01)
+    left.cancel()  # its caller went away; the read goes on
+    cache.forget("forgotten")
+    draining = asyncio.ensure_future(cache.drain())
+    await asyncio.sleep(0.01)
+    assert sorted(source.reads) == ["forgotten", "left", "refreshed", "refreshed"]
+    assert not draining.done()
+    source.gate.set()
+    await asyncio.wait_for(draining, 1)
+    assert await forgotten == 1
+    await cache.drain()  # nothing under way: returns at once

@@ -83,6 +83,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         finally:
             await drain_inline_runs(app.state)
             await app.state.key_uses.drain()
+            await app.state.key_cache.drain()
             await stop_gateway(app.state)
             await asyncio.to_thread(close_jobs, app.state)
             await app.state.database.dispose()

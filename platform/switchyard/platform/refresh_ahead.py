@@ -8,7 +8,8 @@ entry expired read the database at once, each read waiting its turns of a busy e
 together: on one API process at 16 connections, once a second, for 60-180 ms.
 
 ``forget`` drops an entry and any read under way for it (a revoked key must not come back from a read that started
-before the revocation).
+before the revocation). ``drain`` waits for every read under way, forgotten ones included: a process that shuts down
+awaits it before it closes the database, whose connection a read would otherwise still hold.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class RefreshAheadCache(Generic[K, V]):
         self._clock = clock
         self._entries: dict[K, tuple[V, float]] = {}  # key -> (value, monotonic time it expires)
         self._reading: dict[K, asyncio.Task[V]] = {}
+        self._running: set[asyncio.Task[V]] = set()  # every read not finished, forgotten ones too
 
     async def get(self, key: K) -> V:
         """``key``'s value: the cached one while fresh, else the one a read returns (raising what the read raised)."""
@@ -72,10 +74,17 @@ class RefreshAheadCache(Generic[K, V]):
         if task is None:
             task = asyncio.get_running_loop().create_task(self._load(key))
             self._reading[key] = task
+            self._running.add(task)
             task.add_done_callback(partial(self._done, key))
         return task
 
+    async def drain(self) -> None:
+        """Wait until no read is under way (their results and errors are the callers' or dropped, as ever)."""
+        while self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+
     def _done(self, key: K, task: asyncio.Task[V]) -> None:
+        self._running.discard(task)
         if self._reading.get(key) is not task:
             return  # forgotten meanwhile
         del self._reading[key]

@@ -85,6 +85,10 @@ class BudgetHolds:
         except Exception:
             log.warning("could not release budget hold %s; it expires by itself", reservation_id, exc_info=True)
 
+    async def drain(self) -> None:
+        """Wait for the budget reads under way (before the database closes)."""
+        await self._budgeted.drain()
+
     async def _has_budgets(self, scope: TenantScope) -> bool:
         return await self._budgeted.get(scope)
 

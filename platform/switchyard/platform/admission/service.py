@@ -146,7 +146,8 @@ class Admission:
             await self.slots.release(tenant_limit_key(call.scope.tenant_id), call.holder)
 
     async def aclose(self) -> None:
-        """Close the limiters' Redis client, if any."""
+        """Wait for the budget reads under way, and close the limiters' Redis client, if any."""
+        await self.budgets.drain()
         if self._redis is not None:
             await self._redis.aclose()
 

@@ -68,3 +68,7 @@ class KeyCache:
 
     def forget(self, short_id: str) -> None:
         self._records.forget(short_id)
+
+    async def drain(self) -> None:
+        """Wait for the key reads under way (before the database closes)."""
+        await self._records.drain()
