@@ -79,8 +79,9 @@ class Deployment:
     # Query and KV heads per attention layer type after padding, (layer type, (heads, KV heads)): a model whose layer
     # types have their own heads (ModelConfig.attention_shapes) pads each type's as its own.
     padded_heads: tuple[tuple[str, tuple[int, int]], ...] = ()
-    # Linear-attention layers' recurrent state, read by every pass that computes the sequence (FP32, as the NxD
-    # Inference ports of Gated DeltaNet keep it).
+    # Linear-attention and Mamba-2 layers' recurrent state, read by every pass that computes the sequence (FP32, as
+    # the NxD Inference ports of Gated DeltaNet keep it; granite-4.0-h's port updates its Mamba-2 state in FP32 but
+    # keeps it in BF16 between passes, so for it this is twice what it holds).
     state_bytes_per_sequence: float = 0.0
 
     @property
@@ -88,7 +89,7 @@ class Deployment:
         return self.instance.chip.name
 
     def state_tokens(self, sequences: int) -> int:
-        """KV-cache tokens the linear-attention state of `sequences` sequences displaces (0 without such layers)."""
+        """KV-cache tokens the recurrent state of `sequences` sequences displaces (0 without such layers)."""
         return math.ceil(sequences * self.state_bytes_per_sequence / self.kv_bytes_per_token)
 
 
@@ -254,7 +255,7 @@ def make_deployment(
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
-        linear_flops_per_token=2.0 * (always + head + expert_flops) + m.linear_attention_flops_per_token(),
+        linear_flops_per_token=2.0 * (always + head + expert_flops) + m.recurrent_flops_per_token(),
         attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded)),
         collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
         collective_latency_s_per_layer=latency_per_layer,
@@ -265,5 +266,5 @@ def make_deployment(
         window_tokens=m.sliding_window,
         window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes),
         window_attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded, window_only=True)),
-        state_bytes_per_sequence=m.linear_attention_state_elements() * STATE_BYTES,
+        state_bytes_per_sequence=m.recurrent_state_elements() * STATE_BYTES,
     )

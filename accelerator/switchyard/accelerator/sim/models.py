@@ -87,8 +87,9 @@ class ModelConfig:
     pooling: str = ""  # embedding models: "cls" (first token) or "last_token"; "" for a language model
     gated_mlp: bool = True  # gate, up and down projections (Llama); False: up and down only (BERT, GPT-J)
     # Per-layer attention (Hugging Face `layer_types`): "full_attention", "sliding_attention" (attends to the last
-    # `sliding_window` tokens only) or "linear_attention" (a Gated DeltaNet layer: a recurrent state of constant size
-    # per sequence instead of a KV cache). Empty: every layer is full attention.
+    # `sliding_window` tokens only), "linear_attention" (a Gated DeltaNet layer: a recurrent state of constant size
+    # per sequence instead of a KV cache) or "mamba" (a Mamba-2 layer: likewise a state, no KV cache). Empty: every
+    # layer is full attention.
     layer_types: tuple[str, ...] = ()
     sliding_window: int = 0
     # Gated DeltaNet (Qwen3-Next, Qwen3.5/3.6) linear-attention layers: key/value heads and their widths, and the
@@ -99,6 +100,14 @@ class ModelConfig:
     linear_value_head_dim: int = 0
     linear_conv_kernel_dim: int = 0
     attn_output_gate: bool = False  # q_proj also projects a sigmoid gate on the attention output (Qwen3.5)
+    # Mamba-2 layers (GraniteMoeHybrid's mamba_* fields): heads of `mamba_head_dim` channels (together the inner
+    # width, mamba_expand x hidden), a state of `mamba_state_dim` per channel, B and C shared by `mamba_groups` groups
+    # of heads, and the causal convolution's kernel over x, B and C.
+    mamba_num_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state_dim: int = 0
+    mamba_groups: int = 0
+    mamba_conv_kernel_dim: int = 0
     # Attention shapes per layer type, where a type's differ from the model's (0: the model's): full-attention layers'
     # KV heads and head width, with one tensor as both K and V (Gemma 4's num_global_key_value_heads, global_head_dim,
     # attention_k_eq_v), and sliding-window layers' query and KV heads and key and value widths (MiMo's swa_* fields).
@@ -133,9 +142,14 @@ class ModelConfig:
         return self._layers_of(LINEAR_ATTENTION)
 
     @property
+    def mamba_layers(self) -> int:
+        """Mamba-2 layers: a recurrent state of constant size per sequence (no KV cache)."""
+        return self._layers_of(MAMBA)
+
+    @property
     def attention_layers(self) -> int:
         """Layers with a KV cache and softmax attention: full and sliding-window ones."""
-        return self.num_layers - self.linear_attention_layers
+        return self.num_layers - self.linear_attention_layers - self.mamba_layers
 
     @property
     def full_attention_layers(self) -> int:
@@ -228,6 +242,40 @@ class ModelConfig:
         per_head = 6 * self.linear_key_head_dim * self.linear_value_head_dim
         return self.linear_attention_layers * self.linear_num_value_heads * per_head
 
+    def _mamba_conv_channels(self) -> int:
+        """Channels of a Mamba-2 layer's convolution: x (the inner width) and the groups' B and C."""
+        return self.mamba_num_heads * self.mamba_head_dim + 2 * self.mamba_groups * self.mamba_state_dim
+
+    def mamba_params(self) -> int:
+        """Parameters of one Mamba-2 layer: in_proj (the gate z, x, B, C and one dt per head), the depthwise
+        convolution over x, B and C, and out_proj."""
+        inner = self.mamba_num_heads * self.mamba_head_dim
+        d = self.hidden_size
+        in_proj = d * (inner + self._mamba_conv_channels() + self.mamba_num_heads)
+        return in_proj + self._mamba_conv_channels() * self.mamba_conv_kernel_dim + inner * d
+
+    def mamba_state_elements(self) -> int:
+        """Recurrent state one sequence keeps over all Mamba-2 layers: a head_dim x state_dim matrix per head and
+        the convolution's last kernel - 1 inputs."""
+        ssm = self.mamba_num_heads * self.mamba_head_dim * self.mamba_state_dim
+        conv = self._mamba_conv_channels() * max(self.mamba_conv_kernel_dim - 1, 0)
+        return self.mamba_layers * (ssm + conv)
+
+    def mamba_flops_per_token(self) -> int:
+        """FLOPs of the selective-state recurrence per token over all Mamba-2 layers, beside their projections: per
+        head, the decay of the head_dim x state_dim state (one multiply an element), the rank-one update dt x B^T
+        added to it and the read-out h C (2 x head_dim x state_dim each); constant in the sequence's length."""
+        per_head = 5 * self.mamba_head_dim * self.mamba_state_dim
+        return self.mamba_layers * self.mamba_num_heads * per_head
+
+    def recurrent_state_elements(self) -> int:
+        """State one sequence keeps in its linear-attention and Mamba-2 layers (0 without them)."""
+        return self.linear_attention_state_elements() + self.mamba_state_elements()
+
+    def recurrent_flops_per_token(self) -> int:
+        """Recurrence FLOPs per token of the linear-attention and Mamba-2 layers, beside their projections."""
+        return self.linear_attention_flops_per_token() + self.mamba_flops_per_token()
+
     def expert_params(self) -> int:
         """Parameters of one routed expert (gated MLP)."""
         return 3 * self.hidden_size * self.moe_intermediate_size
@@ -244,6 +292,7 @@ class ModelConfig:
         attn = (
             self.softmax_attention_params(heads, kv_heads, padded=padded)
             + self.linear_attention_params() * self.linear_attention_layers
+            + self.mamba_params() * self.mamba_layers
         )
         dense_layers = self.num_layers - self.moe_layers
         always = attn + dense_layers * self.dense_mlp_params()
@@ -303,8 +352,12 @@ class ModelConfig:
 FULL_ATTENTION = "full_attention"
 SLIDING_ATTENTION = "sliding_attention"
 LINEAR_ATTENTION = "linear_attention"
-LAYER_TYPES = frozenset({FULL_ATTENTION, SLIDING_ATTENTION, LINEAR_ATTENTION})
+MAMBA = "mamba"
+LAYER_TYPES = frozenset({FULL_ATTENTION, SLIDING_ATTENTION, LINEAR_ATTENTION, MAMBA})
+# GraniteMoeHybrid names its (full, position-free) attention layers "attention"
+_LAYER_TYPE_SYNONYMS = {"attention": FULL_ATTENTION}
 _LINEAR_HEAD_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+_MAMBA_FIELDS = ("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv")
 ENCODER_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 # Decoders whose MLP is fc_in/fc_out with no gate (their configs' MLP width is `n_inner`, default 4 x hidden).
 UNGATED_MODEL_TYPES = ENCODER_MODEL_TYPES | {"gptj", "gpt2", "gpt_neox", "gpt_bigcode", "opt", "falcon"}
@@ -321,6 +374,8 @@ _FIELD_SYNONYMS = {
     "first_k_dense_replace": ("num_dense_layers",),
     # Gemma 4's MoE block
     "num_experts_per_tok": ("top_k_experts",),
+    # GraniteMoeHybrid's shared expert
+    "shared_expert_intermediate_size": ("shared_intermediate_size",),
 }
 
 
@@ -392,6 +447,11 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         linear_value_head_dim=int(c.get("linear_value_head_dim") or 0),
         linear_conv_kernel_dim=int(c.get("linear_conv_kernel_dim") or 0),
         attn_output_gate=bool(c.get("attn_output_gate", False)),
+        mamba_num_heads=int(c.get("mamba_n_heads") or 0),
+        mamba_head_dim=int(c.get("mamba_d_head") or 0),
+        mamba_state_dim=int(c.get("mamba_d_state") or 0),
+        mamba_groups=int(c.get("mamba_n_groups") or 0),
+        mamba_conv_kernel_dim=int(c.get("mamba_d_conv") or 0),
         full_num_kv_heads=int(c.get("num_global_key_value_heads") or 0),
         full_head_dim=int(c.get("global_head_dim") or 0),
         full_k_eq_v=bool(c.get("attention_k_eq_v", False)),
@@ -424,7 +484,7 @@ def _layer_types(name: str, c: dict[str, Any], layers: int) -> tuple[str, ...]:
         raw = [FULL_ATTENTION if (i + 1) % step == 0 else LINEAR_ATTENTION for i in range(layers)]
     if not raw:
         return ()
-    types = tuple(str(t) for t in raw)
+    types = tuple(_LAYER_TYPE_SYNONYMS.get(str(t), str(t)) for t in raw)
     if len(types) != layers or not set(types) <= LAYER_TYPES:
         raise ConfigurationError(
             f"{name!r}: layer_types must give one of {sorted(LAYER_TYPES)} for each of its {layers} layers"
@@ -433,6 +493,12 @@ def _layer_types(name: str, c: dict[str, Any], layers: int) -> tuple[str, ...]:
         raise ConfigurationError(f"{name!r}: sliding_attention layers need a sliding_window")
     if LINEAR_ATTENTION in types and not all(c.get(k) for k in _LINEAR_HEAD_FIELDS):
         raise ConfigurationError(f"{name!r}: linear_attention layers need the linear_* head fields")
+    if MAMBA in types:
+        if not all(c.get(k) for k in _MAMBA_FIELDS):
+            raise ConfigurationError(f"{name!r}: mamba layers need the fields {', '.join(_MAMBA_FIELDS)}")
+        inner = int(c["mamba_n_heads"]) * int(c["mamba_d_head"])
+        if c.get("mamba_expand") and inner != int(c["mamba_expand"]) * int(c["hidden_size"]):
+            raise ConfigurationError(f"{name!r}: mamba_n_heads x mamba_d_head is not mamba_expand x hidden_size")
     return () if set(types) == {FULL_ATTENTION} else types
 
 
