@@ -71,8 +71,9 @@ class Deployment:
     kv_capacity_tokens: int
     expert_parallel: bool = False  # MoE experts whole on ranks, tokens moved by all-to-all
     kv_dtype: KvCacheDtype = KvCacheDtype.BF16
-    # Sliding-window layers (ModelConfig.layer_types): their share of kv_bytes_per_token and of
-    # attention_flops_per_qk, which apply to the last `window_tokens` keys of a query only (0: no such layers).
+    # Sliding-window layers (ModelConfig.layer_types), or a sparse-attention model's latent attention over its
+    # indexer's top-k keys: their share of kv_bytes_per_token and of attention_flops_per_qk, which apply to the last
+    # `window_tokens` keys of a query only (0: no such layers).
     window_tokens: int = 0
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_qk: float = 0.0
@@ -263,7 +264,7 @@ def make_deployment(
         kv_capacity_tokens=int(free // kv_per_token),
         expert_parallel=expert_parallel,
         kv_dtype=kv_type,
-        window_tokens=m.sliding_window,
+        window_tokens=m.sparse_attention_window,
         window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes),
         window_attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded, window_only=True)),
         state_bytes_per_sequence=m.recurrent_state_elements() * STATE_BYTES,

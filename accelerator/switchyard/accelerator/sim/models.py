@@ -108,6 +108,11 @@ class ModelConfig:
     mamba_state_dim: int = 0
     mamba_groups: int = 0
     mamba_conv_kernel_dim: int = 0
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5's glm_moe_dsa): in every layer an indexer of `index_n_heads`
+    # heads of `index_head_dim` scores every cached key and the latent attention runs over its top `index_topk` only.
+    index_topk: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
     # Attention shapes per layer type, where a type's differ from the model's (0: the model's): full-attention layers'
     # KV heads and head width, with one tensor as both K and V (Gemma 4's num_global_key_value_heads, global_head_dim,
     # attention_k_eq_v), and sliding-window layers' query and KV heads and key and value widths (MiMo's swa_* fields).
@@ -276,6 +281,18 @@ class ModelConfig:
         """Recurrence FLOPs per token of the linear-attention and Mamba-2 layers, beside their projections."""
         return self.linear_attention_flops_per_token() + self.mamba_flops_per_token()
 
+    @property
+    def sparse_attention_window(self) -> int:
+        """Keys a query attends to beyond which attention stops growing: the sliding window, or a sparse-attention
+        indexer's top-k (0: neither)."""
+        return self.sliding_window or self.index_topk
+
+    def indexer_params(self) -> int:
+        """Parameters of one layer's sparse-attention indexer: its queries from the query latent (wq_b), its one key
+        head (wk) and its per-head weights (weights_proj)."""
+        n, d = self.index_n_heads, self.index_head_dim
+        return self.q_lora_rank * n * d + self.hidden_size * d + self.hidden_size * n
+
     def expert_params(self) -> int:
         """Parameters of one routed expert (gated MLP)."""
         return 3 * self.hidden_size * self.moe_intermediate_size
@@ -293,6 +310,7 @@ class ModelConfig:
             self.softmax_attention_params(heads, kv_heads, padded=padded)
             + self.linear_attention_params() * self.linear_attention_layers
             + self.mamba_params() * self.mamba_layers
+            + self.indexer_params() * self.attention_layers * bool(self.index_topk)
         )
         dense_layers = self.num_layers - self.moe_layers
         always = attn + dense_layers * self.dense_mlp_params()
@@ -321,14 +339,17 @@ class ModelConfig:
 
     def kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
         """KV-cache elements stored per token over all layers with a KV cache (full and sliding-window attention)."""
-        if self.kv_lora_rank:
-            return self.num_layers * (self.kv_lora_rank + self.rope_head_dim)
+        if self.kv_lora_rank:  # the latent and rope key, and a sparse-attention indexer's key
+            return self.num_layers * (self.kv_lora_rank + self.rope_head_dim + self.index_head_dim)
         return sum(
             s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers for s in self.attention_shapes()
         )
 
     def window_kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
-        """The part of kv_elements_per_token in sliding-window layers (read for the last `sliding_window` only)."""
+        """The part of kv_elements_per_token read for the last `sliding_window` only (sliding-window layers), or for
+        the indexer's top `index_topk` keys (the latent KV of a sparse-attention model)."""
+        if self.kv_lora_rank:
+            return self.num_layers * (self.kv_lora_rank + self.rope_head_dim) if self.index_topk else 0
         return sum(
             s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers
             for s in self.attention_shapes()
@@ -341,7 +362,11 @@ class ModelConfig:
         """Attention FLOPs per (query, key) pair over all softmax-attention layers (or the sliding-window ones)."""
         if self.kv_lora_rank:  # latent attention: q.k over the decompressed heads, as the model's own widths
             h = self.num_heads if heads is None else heads
-            return 0 if window_only else 4 * h * self.head_dim * self.attention_layers
+            latent = 4 * h * self.head_dim * self.attention_layers
+            if self.index_topk:  # over the indexer's top-k keys; the indexer's q.k per head over every key
+                indexer = 2 * self.index_n_heads * self.index_head_dim * self.attention_layers
+                return latent if window_only else latent + indexer
+            return 0 if window_only else latent
         return sum(
             s.flops_per_qk(self._padded(s, heads, None, padded)[0]) * s.layers
             for s in self.attention_shapes()
@@ -414,6 +439,11 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
     layer_types = _layer_types(name, c, layers)
     if mla and layer_types:
         raise ConfigurationError(f"{name!r}: per-layer attention types with latent attention (MLA) are not modelled")
+    index_fields = [int(c.get(k) or 0) for k in ("index_topk", "index_n_heads", "index_head_dim")]
+    if any(index_fields) and not (all(index_fields) and mla and not layer_types):
+        raise ConfigurationError(
+            f"{name!r}: a sparse-attention indexer needs index_topk, index_n_heads, index_head_dim and latent attention"
+        )
     head_dim = int(c.get("qk_nope_head_dim") or 0) if mla else int(c.get("head_dim") or hidden // heads)
     return ModelConfig(
         name=name,
@@ -452,6 +482,9 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         mamba_state_dim=int(c.get("mamba_d_state") or 0),
         mamba_groups=int(c.get("mamba_n_groups") or 0),
         mamba_conv_kernel_dim=int(c.get("mamba_d_conv") or 0),
+        index_topk=index_fields[0],
+        index_n_heads=index_fields[1],
+        index_head_dim=index_fields[2],
         full_num_kv_heads=int(c.get("num_global_key_value_heads") or 0),
         full_head_dim=int(c.get("global_head_dim") or 0),
         full_k_eq_v=bool(c.get("attention_k_eq_v", False)),
