@@ -208,8 +208,6 @@ def test_the_small_qwen3_5_decoders_have_their_trainium_ports_layers_and_state_b
 NOT_IN_CATALOG_2026 = {
     # attention the format cannot express: MiniMax-M3's lightning-indexer sparse attention, compressed latent attention
     "MiniMaxAI/MiniMax-M3 (text backbone)", "DeepSeek-V4-Flash (HF id not stated)",
-    # GLM-5's architecture, but which of its layers run the sparse-attention indexer not sourced from its config
-    "zai-org/GLM-5.2-FP8",
     # heads per layer type, which the format carries, but fields not sourced (MiMo-V2.5's configs, Laguna's widths),
     # or per-layer inputs and KV shared between layers, which it does not (Gemma 4 E2B)
     "XiaomiMiMo/MiMo-V2.5", "XiaomiMiMo/MiMo-V2.5-Pro", "poolside/Laguna-XS.2", "google/gemma-4-E2B",
@@ -236,4 +234,4 @@ def test_the_2026_neuron_ids_resolve_but_the_documented_exceptions() -> None:
         except UnknownNameError:
             unresolved.add(model_id)
     assert unresolved == NOT_IN_CATALOG_2026
-    assert len(ids - unresolved) == 47
+    assert len(ids - unresolved) == 48

@@ -80,3 +80,26 @@ def test_glm_5_fp8_is_glm_5_with_an_indexer_in_every_layer() -> None:
     assert model.active_params() / 1e9 == pytest.approx(40.0, rel=0.05)
     dep = make_deployment(model, "trn2.48xlarge", 64, "fp8")
     assert dep.window_tokens == 2048
+
+
+def test_shared_indexer_layers_reuse_a_top_k_and_cache_no_indexer_key() -> None:
+    types = ["full", "shared", "shared", "shared"] * 4
+    shared = from_hf_config("m", DSA | {"indexer_types": types})
+    every = from_hf_config("m", DSA)
+    assert (shared.indexer_layers, every.indexer_layers) == (4, 16)
+    assert shared.kv_elements_per_token() == 16 * (256 + 64) + 4 * 128
+    assert every.total_params() - shared.total_params() == 12 * every.indexer_params()
+    assert shared.attention_flops_per_qk(window_only=True) == every.attention_flops_per_qk(window_only=True)
+    assert shared.attention_flops_per_qk() == every.attention_flops_per_qk() - 12 * 2 * 8 * 128
+    grow = [_step_s(m, [16384], "p5.48xlarge", 2) - _step_s(m, [8192], "p5.48xlarge", 2) for m in (shared, every)]
+    assert 0 < grow[0] < grow[1]
+    with pytest.raises(ConfigurationError, match="indexer_types"):
+        from_hf_config("m", DSA | {"indexer_types": ["shared", *types[1:]]})
+
+
+def test_glm_5_2_runs_its_indexer_in_21_of_78_layers() -> None:
+    model = get_model("zai-org/GLM-5.2-FP8")
+    assert model.indexer_layers == 21
+    assert model.kv_elements_per_token() == 78 * (512 + 64) + 21 * 128
+    assert model.total_params() / 1e9 == pytest.approx(744.0, rel=0.01)  # ~753B with its MTP layer
+    assert model.active_params() / 1e9 == pytest.approx(40.0, rel=0.05)

@@ -108,11 +108,14 @@ class ModelConfig:
     mamba_state_dim: int = 0
     mamba_groups: int = 0
     mamba_conv_kernel_dim: int = 0
-    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5's glm_moe_dsa): in every layer an indexer of `index_n_heads`
-    # heads of `index_head_dim` scores every cached key and the latent attention runs over its top `index_topk` only.
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5's glm_moe_dsa): an indexer of `index_n_heads` heads of
+    # `index_head_dim` scores every cached key and every layer's latent attention runs over its top `index_topk` only.
+    # `indexer_layers` run the indexer (and cache its key); the others reuse the previous one's choice (GLM-5.2's
+    # `indexer_types`, "full" or "shared").
     index_topk: int = 0
     index_n_heads: int = 0
     index_head_dim: int = 0
+    indexer_layers: int = 0
     # Attention shapes per layer type, where a type's differ from the model's (0: the model's): full-attention layers'
     # KV heads and head width, with one tensor as both K and V (Gemma 4's num_global_key_value_heads, global_head_dim,
     # attention_k_eq_v), and sliding-window layers' query and KV heads and key and value widths (MiMo's swa_* fields).
@@ -310,7 +313,7 @@ class ModelConfig:
             self.softmax_attention_params(heads, kv_heads, padded=padded)
             + self.linear_attention_params() * self.linear_attention_layers
             + self.mamba_params() * self.mamba_layers
-            + self.indexer_params() * self.attention_layers * bool(self.index_topk)
+            + self.indexer_params() * self.indexer_layers
         )
         dense_layers = self.num_layers - self.moe_layers
         always = attn + dense_layers * self.dense_mlp_params()
@@ -339,8 +342,10 @@ class ModelConfig:
 
     def kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
         """KV-cache elements stored per token over all layers with a KV cache (full and sliding-window attention)."""
-        if self.kv_lora_rank:  # the latent and rope key, and a sparse-attention indexer's key
-            return self.num_layers * (self.kv_lora_rank + self.rope_head_dim + self.index_head_dim)
+        if self.kv_lora_rank:  # the latent and rope key, and a sparse-attention indexer's key where it runs
+            return (
+                self.num_layers * (self.kv_lora_rank + self.rope_head_dim) + self.indexer_layers * self.index_head_dim
+            )
         return sum(
             s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers for s in self.attention_shapes()
         )
@@ -364,7 +369,7 @@ class ModelConfig:
             h = self.num_heads if heads is None else heads
             latent = 4 * h * self.head_dim * self.attention_layers
             if self.index_topk:  # over the indexer's top-k keys; the indexer's q.k per head over every key
-                indexer = 2 * self.index_n_heads * self.index_head_dim * self.attention_layers
+                indexer = 2 * self.index_n_heads * self.index_head_dim * self.indexer_layers
                 return latent if window_only else latent + indexer
             return 0 if window_only else latent
         return sum(
@@ -485,6 +490,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         index_topk=index_fields[0],
         index_n_heads=index_fields[1],
         index_head_dim=index_fields[2],
+        indexer_layers=_indexer_layers(name, c, layers) if index_fields[0] else 0,
         full_num_kv_heads=int(c.get("num_global_key_value_heads") or 0),
         full_head_dim=int(c.get("global_head_dim") or 0),
         full_k_eq_v=bool(c.get("attention_k_eq_v", False)),
@@ -493,6 +499,20 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         sliding_head_dim=int(c.get("swa_head_dim") or 0),
         sliding_v_head_dim=int(c.get("swa_v_head_dim") or 0),
     )
+
+
+def _indexer_layers(name: str, c: dict[str, Any], layers: int) -> int:
+    """Layers that run the sparse-attention indexer: those `indexer_types` calls "full" ("shared" ones reuse the
+    previous full layer's top-k), or every layer."""
+    raw = c.get("indexer_types")
+    if raw is None:
+        return layers
+    types = [str(t) for t in raw]
+    if len(types) != layers or not set(types) <= {"full", "shared"} or types[0] != "full":
+        raise ConfigurationError(
+            f"{name!r}: indexer_types must give 'full' or 'shared' for each of its {layers} layers"
+        )
+    return types.count("full")
 
 
 def _shared_experts(name: str, c: dict[str, Any], moe_inter: int) -> int:
