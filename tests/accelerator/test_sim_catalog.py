@@ -206,7 +206,8 @@ def test_the_small_qwen3_5_decoders_have_their_trainium_ports_layers_and_state_b
 
 # Ids of the 2026 Neuron collection the catalog does not resolve, and why (docs/simulator.md, Catalogs).
 NOT_IN_CATALOG_2026 = {
-    # attention the format cannot express: MiniMax-M3's lightning-indexer sparse attention, compressed latent attention
+    # attention the format cannot express: MiniMax-M3's sparse attention (a lightning indexer choosing key blocks for
+    # GQA, in layers not sourced), DeepSeek-V4's compressed latent attention
     "MiniMaxAI/MiniMax-M3 (text backbone)", "DeepSeek-V4-Flash (HF id not stated)",
     # heads per layer type, which the format carries, but fields not sourced (MiMo-V2.5's configs, Laguna's widths),
     # or per-layer inputs and KV shared between layers, which it does not (Gemma 4 E2B)
