@@ -10,23 +10,12 @@ import pytest
 
 from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.deployment import make_deployment
-from switchyard.accelerator.sim.models import from_hf_config
+from switchyard.accelerator.sim.hf_config import from_hf_config
 from switchyard.accelerator.sim.stepcost import StepCost
+from tests.accelerator.hf_configs import SLIDING
 
-D = 4096
-# 32 layers alternating sliding-window (1,024 tokens) and full attention, 32 query heads, 8 KV heads of 128
-SLIDING: dict[str, Any] = {
-    "hidden_size": D,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "intermediate_size": 14336,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-    "layer_types": ["sliding_attention", "full_attention"] * 16,
-    "sliding_window": 1024,
-}
+# SLIDING: 32 layers alternating sliding-window (1,024 tokens) and full attention, 32 query heads, 8 KV heads of 128
+D = SLIDING["hidden_size"]
 # Gemma 4's shape: global (full-attention) layers with a head width and KV heads of their own, one tensor as K and V
 GEMMA_LIKE = SLIDING | {"global_head_dim": 256, "num_global_key_value_heads": 2, "attention_k_eq_v": True}
 # MiMo's shape: keys 192 wide, values 128, and the sliding-window layers with twice the full layers' KV heads

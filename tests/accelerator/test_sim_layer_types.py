@@ -16,22 +16,13 @@ from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.costmodel import bucket, forward_time_s, windowed
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
-from switchyard.accelerator.sim.models import from_hf_config, get_model
+from switchyard.accelerator.sim.hf_config import from_hf_config
+from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.requests import Request
 from switchyard.accelerator.sim.stepcost import StepCost
+from tests.accelerator.hf_configs import DENSE, SLIDING
 
-DENSE: dict[str, Any] = {
-    "hidden_size": 4096,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "intermediate_size": 14336,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-}
-SLIDING = DENSE | {"layer_types": ["sliding_attention", "full_attention"] * 16, "sliding_window": 1024}
 # Qwen3.5-style hybrid: three Gated DeltaNet layers, then one full-attention layer with a gated output
 HYBRID = DENSE | {
     "full_attention_interval": 4,

@@ -12,20 +12,12 @@ from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.engine import EngineConfig
-from switchyard.accelerator.sim.models import from_hf_config, get_model
+from switchyard.accelerator.sim.hf_config import from_hf_config
+from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.stepcost import StepCost
+from tests.accelerator.hf_configs import DENSE
 
-DENSE: dict[str, Any] = {
-    "hidden_size": 4096,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "intermediate_size": 14336,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-}
 # three Mamba-2 layers, then one attention layer (GraniteMoeHybrid's names), granite-4.0-h's Mamba-2 shape
 MAMBA: dict[str, Any] = DENSE | {
     "layer_types": ["mamba", "mamba", "mamba", "attention"] * 8,

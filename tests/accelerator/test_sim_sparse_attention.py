@@ -11,7 +11,9 @@ import pytest
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.deployment import make_deployment
-from switchyard.accelerator.sim.models import ModelConfig, from_hf_config, get_model
+from switchyard.accelerator.sim.hf_config import from_hf_config
+from switchyard.accelerator.sim.model_config import ModelConfig
+from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.stepcost import StepCost
 
 MLA: dict[str, Any] = {

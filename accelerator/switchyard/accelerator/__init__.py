@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # eager for type checkers; at run time each name is imported 
         list_instances,
     )
     from switchyard.accelerator.sim.metrics import RunSummary, summarize
-    from switchyard.accelerator.sim.models import ModelConfig, get_model, list_models, load_model_config, register_model
+    from switchyard.accelerator.sim.model_config import ModelConfig
+    from switchyard.accelerator.sim.models import get_model, list_models, load_model_config, register_model
     from switchyard.accelerator.sim.point import PointResult, simulate_point
     from switchyard.accelerator.sim.requests import FinishedRequest, Request
     from switchyard.accelerator.sim.router import RoutingPolicy, make_router
@@ -58,7 +59,7 @@ _HOMES = {
     "EngineConfig": "switchyard.accelerator.sim.engine",
     "FinishedRequest": "switchyard.accelerator.sim.requests",
     "Instance": "switchyard.accelerator.sim.hardware",
-    "ModelConfig": "switchyard.accelerator.sim.models",
+    "ModelConfig": "switchyard.accelerator.sim.model_config",
     "PhaseCoefficients": "switchyard.accelerator.sim.costmodel",
     "PointResult": "switchyard.accelerator.sim.point",
     "Precision": "switchyard.accelerator.sim.deployment",

@@ -29,7 +29,7 @@ from switchyard.accelerator.sim.deployment import KvCacheDtype, Precision, make_
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import Instance
 from switchyard.accelerator.sim.metrics import percentiles
-from switchyard.accelerator.sim.models import ModelConfig
+from switchyard.accelerator.sim.model_config import ModelConfig
 from switchyard.accelerator.sim.requests import FinishedRequest, Request
 
 __all__ = ["BenchResult", "closed_loop", "default_warmup", "open_loop", "open_loop_arrivals", "simulate_bench"]

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
 from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
-from switchyard.accelerator.sim.models import ModelConfig, PaddedHeads, get_model
+from switchyard.accelerator.sim.model_config import ModelConfig, PaddedHeads
+from switchyard.accelerator.sim.models import get_model
 
 __all__ = ["HBM_USABLE_FRACTION", "Deployment", "KvCacheDtype", "Precision", "make_deployment"]
 

@@ -21,7 +21,7 @@ from switchyard.accelerator.sim.costmodel import (
 )
 from switchyard.accelerator.sim.deployment import Deployment, Precision, make_deployment
 from switchyard.accelerator.sim.hardware import Instance
-from switchyard.accelerator.sim.models import ModelConfig
+from switchyard.accelerator.sim.model_config import ModelConfig
 
 __all__ = ["PointResult", "PromptEncoding", "point_features", "prompt_encoding", "simulate_point"]
 
