@@ -136,7 +136,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 @pytest.fixture(scope="session")
 def shared_apps() -> Any:
-    """This worker's app on the default settings, reset for each test (tests/support/shared_app.py)."""
+    """This worker's apps, each reset for the next test whose settings it fits (tests/support/shared_app.py)."""
     from tests.support.shared_app import SharedApps
 
     return SharedApps()
@@ -150,8 +150,8 @@ def settings(database_url: str, tmp_path: Path, shared_apps: Any) -> Any:
 
 @pytest.fixture
 async def client(settings: Any, shared_apps: Any) -> AsyncIterator[Any]:
-    """An HTTP client of the app on ``settings``, with its lifespan (database) running: the worker's shared app,
-    reset, on the default settings; a new app on any others."""
+    """An HTTP client of the app on ``settings``, with its lifespan (database) running: a worker's shared app,
+    reset, on settings ``shared_apps.settings`` made; a new app on any others."""
     from litestar.testing import AsyncTestClient
 
     async with AsyncTestClient(app=shared_apps.app(settings), base_url="http://switchyard.test") as test_client:

@@ -20,13 +20,10 @@ FINAL = {"completed", "failed", "cancelled", "incomplete", "expired"}
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Any:
-    from switchyard.platform.settings import Settings
-
-    return Settings(
+def settings(database_url: str, tmp_path: Path, shared_apps: Any) -> Any:
+    return shared_apps.settings(
         data_dir=tmp_path / "data",
         database_url=database_url,
-        time_scale=0,
         key_requests_per_minute=REQUESTS_PER_MINUTE,
     )
 

@@ -154,11 +154,9 @@ async def test_a_call_waits_for_a_request_slot_and_gives_it_back(backend: Backen
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Any:
+def settings(database_url: str, tmp_path: Path, shared_apps: Any) -> Any:
     """The app of this module allows 600 tokens per tenant per minute (10 a second)."""
-    from switchyard.platform.settings import Settings
-
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, tenant_tokens_per_minute=600)
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url, tenant_tokens_per_minute=600)
 
 
 async def test_runs_and_chat_completions_draw_on_one_token_rate(

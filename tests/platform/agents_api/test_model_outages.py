@@ -68,12 +68,12 @@ def base_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def settings(settings: Any, tmp_path: Path, base_url: str) -> Any:
+def settings(settings: Any, tmp_path: Path, base_url: str, shared_apps: Any) -> Any:
     """The app's settings with one model, served by the upstream at ``base_url``."""
     deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": base_url, "context_window": 4096}
     path = tmp_path / "fleet.json"
     path.write_text(json.dumps({"deployments": [deployment]}))
-    return settings.model_copy(update={"fleet_file": str(path)})
+    return shared_apps.settings(data_dir=settings.data_dir, database_url=settings.database_url, fleet_file=str(path))
 
 
 async def _usage(client: Any) -> list[UsageEvent]:

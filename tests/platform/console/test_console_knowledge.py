@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from switchyard.platform.knowledge.vector_stores import INGEST_TASK
-from switchyard.platform.settings import Settings
 from tests.platform.agents_api.factories import make_agent, run_inline
 from tests.platform.console.factories import ConsoleTenant, page_csrf, sign_in
 
@@ -25,8 +24,8 @@ DOCS = {
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Any:
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, max_file_bytes=MAX_FILE_BYTES)
+def settings(database_url: str, tmp_path: Path, shared_apps: Any) -> Any:
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url, max_file_bytes=MAX_FILE_BYTES)
 
 
 async def _signed_in(console: Any, tenant: ConsoleTenant, role: str) -> str:

@@ -43,8 +43,10 @@ UPSTREAM_ONLY = {"name": "up", "backend": "openai-compatible", "base_url": "http
 
 
 @pytest.fixture
-def settings(settings: Any) -> Any:
-    return settings.model_copy(update={"trusted_proxies": f"{PROXY}/32"})
+def settings(settings: Any, shared_apps: Any) -> Any:
+    return shared_apps.settings(
+        data_dir=settings.data_dir, database_url=settings.database_url, trusted_proxies=f"{PROXY}/32"
+    )
 
 
 @asynccontextmanager

@@ -34,14 +34,12 @@ def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[Overproducer, str
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, upstream: tuple[Overproducer, str]) -> Any:
-    from switchyard.platform.settings import Settings
-
+def settings(database_url: str, tmp_path: Path, upstream: tuple[Overproducer, str], shared_apps: Any) -> Any:
     deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": upstream[1], "context_window": 4096}
     deployment["timeout_s"] = UPSTREAM_TIMEOUT_S  # a whole answer of 900 tokens would take 3 minutes
     path = tmp_path / "fleet.json"
     path.write_text(json.dumps({"deployments": [deployment]}))
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, fleet_file=str(path))
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url, fleet_file=str(path))
 
 
 async def _hard_budgeted_tenant(client: Any, make_tenant: Any) -> Any:

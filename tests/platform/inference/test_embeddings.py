@@ -232,9 +232,7 @@ def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[RecordingEmbedder
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    from switchyard.platform.settings import Settings
-
+def settings(database_url: str, tmp_path: Path, request: pytest.FixtureRequest, shared_apps: Any) -> Any:
     fleet_file = ""
     if "upstream" in request.fixturenames:
         _app, base_url = request.getfixturevalue("upstream")
@@ -251,7 +249,7 @@ def settings(database_url: str, tmp_path: Path, request: pytest.FixtureRequest) 
         }
         path.write_text(json.dumps({"deployments": [deployment]}))
         fleet_file = str(path)
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, fleet_file=fleet_file)
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url, fleet_file=fleet_file)
 
 
 async def test_an_openai_compatible_upstream_receives_the_call_and_its_wall_time_is_metered(

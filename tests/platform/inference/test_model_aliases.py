@@ -165,11 +165,9 @@ def listed_aliases(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    from switchyard.platform.settings import Settings
-
+def settings(database_url: str, tmp_path: Path, request: pytest.FixtureRequest, shared_apps: Any) -> Any:
     fleet_file = request.getfixturevalue("listed_aliases") if "listed_aliases" in request.fixturenames else ""
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, time_scale=0, fleet_file=fleet_file)
+    return shared_apps.settings(data_dir=tmp_path / "data", database_url=database_url, fleet_file=fleet_file)
 
 
 async def test_listed_aliases_of_a_fleet_file_are_served_and_listed(

@@ -112,16 +112,13 @@ def upstream() -> Iterator[tuple[Overproducer, str]]:
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, upstream: tuple[Overproducer, str]) -> Any:
-    from switchyard.platform.settings import Settings
-
+def settings(database_url: str, tmp_path: Path, upstream: tuple[Overproducer, str], shared_apps: Any) -> Any:
     deployment = {"name": MODEL, "backend": "openai-compatible", "base_url": upstream[1], "context_window": 4096}
     path = tmp_path / "fleet.json"
     path.write_text(json.dumps({"deployments": [deployment]}))
-    return Settings(
+    return shared_apps.settings(
         data_dir=tmp_path / "data",
         database_url=database_url,
-        time_scale=0,
         fleet_file=str(path),
         max_output_tokens=PLATFORM_MAX_OUTPUT_TOKENS,
     )

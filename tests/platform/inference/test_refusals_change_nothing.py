@@ -34,13 +34,10 @@ def limiters(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, limiters: str | None) -> Any:
-    from switchyard.platform.settings import Settings
-
-    return Settings(
+def settings(database_url: str, tmp_path: Path, limiters: str | None, shared_apps: Any) -> Any:
+    return shared_apps.settings(
         data_dir=tmp_path / "data",
         database_url=database_url,
-        time_scale=0,
         redis_url=limiters,
         key_requests_per_minute=12,  # one request every 5 s
         tenant_tokens_per_minute=50_000,

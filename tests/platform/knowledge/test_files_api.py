@@ -30,9 +30,12 @@ MAX_TENANT_FILE_BYTES = 5 * MiB
 
 
 @pytest.fixture
-def settings(settings: Any) -> Any:
-    return settings.model_copy(
-        update={"max_file_bytes": MAX_FILE_BYTES, "max_tenant_file_bytes": MAX_TENANT_FILE_BYTES}
+def settings(settings: Any, shared_apps: Any) -> Any:
+    return shared_apps.settings(
+        data_dir=settings.data_dir,
+        database_url=settings.database_url,
+        max_file_bytes=MAX_FILE_BYTES,
+        max_tenant_file_bytes=MAX_TENANT_FILE_BYTES,
     )
 
 
