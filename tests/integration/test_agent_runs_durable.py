@@ -31,6 +31,9 @@ RESOLVER = {"mcp.test": ["127.0.0.1"], "api.test": ["127.0.0.1"]}
 SIZES = {"sqlite": (50, 8), "redis": (50, 8), "amqp": (20, 4)}
 """Runs and kills by broker. RabbitMQ's run is smaller: what it adds is its own redelivery (a killed worker's
 unacknowledged jobs go back to the queue as its connection closes); checkpoints and billing are the same code."""
+STALL_S = 120.0
+"""The runs are stuck when none checkpoints or finishes this long; a busy machine only makes them slower (runs took
+133-426 s in the whole suite, four tests at a time on two cores)."""
 MCP_HITS: list[str] = []
 HTTP_HITS: list[str] = []
 
@@ -172,6 +175,32 @@ async def _progress(database: Any, run_ids: list[str]) -> tuple[int, int]:
     return int(revisions), int(finished)
 
 
+class _Watchdog:
+    """Fails when the runs' progress (their checkpoints, how many finished) stands still :data:`STALL_S` seconds."""
+
+    def __init__(self, what: str, seed: int) -> None:
+        self.what, self.seed = what, seed
+        self.seen: tuple[int, int] | None = None
+        self.since = time.monotonic()
+
+    @property
+    def deadline(self) -> float:
+        return self.since + STALL_S
+
+    def check(self, progress: tuple[int, int], total: int) -> None:
+        if progress != self.seen:
+            self.seen, self.since = progress, time.monotonic()
+        assert time.monotonic() < self.deadline, (
+            f"{self.what} stuck: {progress[1]}/{total} finished, no checkpoint for {STALL_S:.0f} s (seed {self.seed})"
+        )
+
+
+async def _next_checkpoint(database: Any, run_ids: list[str], revisions: int, deadline: float) -> None:
+    """Wait until a worker checkpoints one of the runs (or the deadline passes; the watchdog then says so)."""
+    while (await _progress(database, run_ids))[0] == revisions and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+
+
 async def _leases_passed(database: Any, deadline: float) -> None:
     """Wait until no run is leased: a killed worker's leases pass after ``SWITCHYARD_AGENT_RUN_LEASE_SECONDS``."""
     from sqlalchemy import func, select
@@ -208,7 +237,7 @@ async def _chaos_tenant(client: Any) -> dict[str, str]:
     return headers
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 async def test_runs_survive_kill_9(
     chaos_env: dict[str, str], mcp_port: int, http_port: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -279,23 +308,22 @@ async def test_runs_survive_kill_9(
 
         kills = 0
         workers.start()
-        deadline = time.monotonic() + 420
+        watchdog = _Watchdog("runs", seed)
         last_sweep = time.monotonic()
         try:
             while True:
                 revisions, finished = await _progress(database, run_ids)
                 if finished == run_count:
                     break
-                assert time.monotonic() < deadline, f"runs stuck: {finished}/{run_count} finished (seed {seed})"
+                watchdog.check((revisions, finished), run_count)
                 if kills < kill_count:
                     # wait until the worker is checkpointing, then kill it at a random moment
-                    while (await _progress(database, run_ids))[0] == revisions and time.monotonic() < deadline:  # noqa: ASYNC110
-                        await asyncio.sleep(0.02)
+                    await _next_checkpoint(database, run_ids, revisions, watchdog.deadline)
                     await asyncio.sleep(rng.uniform(0, 0.3))
                     workers.kill()
                     kills += 1
                     if not sweeping:  # the jobs RabbitMQ gives back must find the killed worker's leases passed
-                        await _leases_passed(database, deadline)
+                        await _leases_passed(database, time.monotonic() + STALL_S)
                     workers.start()
                 else:
                     await asyncio.sleep(0.2)
@@ -355,7 +383,7 @@ async def test_runs_survive_kill_9(
     )
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("chaos_env", ["redis"], indirect=True)
 async def test_workflows_survive_kill_9(chaos_env: dict[str, str], tmp_path: Path) -> None:
     """12 runs of a workflow that asks a calculator agent three times in a loop, on PostgreSQL and a Redis broker;
@@ -413,14 +441,13 @@ async def test_workflows_survive_kill_9(chaos_env: dict[str, str], tmp_path: Pat
             response = await client.post("/v1/runs", json=body, headers=headers)
             assert response.status_code == 201, response.text
             run_ids.append(response.json()["id"])
-        kills, deadline, last_sweep = 0, time.monotonic() + 420, time.monotonic()
+        kills, watchdog, last_sweep = 0, _Watchdog("workflows", seed), time.monotonic()
         workers.start()
         try:
             while (progress := await _progress(database, run_ids))[1] < run_count:
-                assert time.monotonic() < deadline, f"workflows stuck: {progress[1]}/{run_count} (seed {seed})"
+                watchdog.check(progress, run_count)
                 if kills < kill_count:
-                    while (await _progress(database, run_ids))[0] == progress[0] and time.monotonic() < deadline:  # noqa: ASYNC110
-                        await asyncio.sleep(0.02)
+                    await _next_checkpoint(database, run_ids, progress[0], watchdog.deadline)
                     await asyncio.sleep(rng.uniform(0, 0.3))
                     workers.kill()
                     kills += 1
