@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from switchyard.platform.billing.ledger import UsageEventCreate
+from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
+from switchyard.platform.billing.periods import hour_start
 from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.models import Tenant, UsageEvent, utc_now
@@ -79,3 +80,27 @@ async def test_a_write_lock_held_elsewhere_delays_the_receipt_but_loses_nothing(
         other.close()
     await asyncio.wait_for(write, timeout=30)
     assert [e.event_id for e in await _events(database)] == ["req-locked"]
+
+
+async def test_an_inline_receipt_is_stored_as_the_ordinary_path_stores_one(database: Database, path: Path) -> None:
+    """The inline write hands SQLite its values itself: the row must read (and compare, in SQL) as the ORM's does."""
+    scope = await _tenant(database)
+    inline = _metering(scope, "req-inline")
+    ordinary = Metering(scope, inline.event.model_copy(update={"event_id": "req-ordinary"}), reservation_id=None)
+    await MeterBatcher(database).write(inline)
+    async with database.unit_of_work(scope) as session:
+        assert await record_usage_bulk(session, scope=scope, events=[ordinary.event]) == (1, 0)
+    stored = sqlite3.connect(path)
+    stored.row_factory = sqlite3.Row
+    rows = {row["event_id"]: dict(row) for row in stored.execute("SELECT * FROM usage_events")}
+    stored.close()
+    assert set(rows) == {"req-inline", "req-ordinary"}
+    for column in ("occurred_at", "hour_start", "period_start", "recorded_at"):  # text of one format, both ways
+        assert len(rows["req-inline"][column]) == len(rows["req-ordinary"][column]) == 26
+    differ = {"id", "event_id", "recorded_at"}
+    assert {k: v for k, v in rows["req-inline"].items() if k not in differ} == {
+        k: v for k, v in rows["req-ordinary"].items() if k not in differ
+    }
+    read_back = {e.event_id: e for e in await _events(database)}
+    assert read_back["req-inline"].occurred_at == inline.event.occurred_at  # to the microsecond, aware
+    assert read_back["req-inline"].hour_start == hour_start(inline.event.occurred_at)
