@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchyard.platform.billing.sql import dialect_name
 from switchyard.platform.db import new_id
+from switchyard.platform.db.inline import insert_rows
 from switchyard.platform.models import FleetBusy, FleetReceipt, utc_now
 
 __all__ = [
@@ -61,8 +62,7 @@ def record_fleet_sync(
     inline SQLite writes of ``db.inline``, in one short transaction on the event loop's thread)."""
     for replica, instance_type, chip_us in busy:
         connection.execute(_busy_upsert(connection.dialect.name, replica, instance_type, chip_us, period_start))
-    if receipts:
-        connection.execute(insert(FleetReceipt), _receipt_rows(receipts))
+    insert_rows(connection, "fleet_receipts", _receipt_rows(receipts))
 
 
 def _busy_upsert(dialect: str, replica: str, instance_type: str, chip_us: int, period_start: datetime) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from switchyard.platform.billing.periods import hour_start, month_start
 from switchyard.platform.billing.rates import cards_for, choose_card, tenant_tier_of
 from switchyard.platform.billing.sql import dialect_name, insert_ignore_for
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.db.inline import insert_rows
 from switchyard.platform.models import RateCard, UsageEvent, utc_now
 
 __all__ = [
@@ -113,36 +114,10 @@ async def record_usage_bulk(
 
 def record_usage_sync(connection: Connection, receipts: Sequence[tuple[TenantScope, UsageEventCreate]]) -> int:
     """``record_usage_bulk`` for receipts of any tenants, on a synchronous SQLite connection; returns how many were
-    new.
-
-    For the gateway's inline SQLite writes (``db.inline``), on the event loop's thread for every answered request:
-    one ``INSERT ... ON CONFLICT DO NOTHING`` handed to the driver with SQLite's own values (a timestamp as SQLAlchemy
-    stores one there), without a compiled statement's bind processing and ``RETURNING``, which cost more than the
-    insert itself.
-    """
-    if not receipts:
-        return 0
+    new. For the gateway's inline SQLite writes (``db.inline``), on the event loop's thread."""
     now = utc_now()
     rows = [_row(scope, event, now) for scope, event in receipts]
-    insert = _sqlite_usage_insert(tuple(rows[0]))
-    return connection.exec_driver_sql(insert, [_sqlite_values(row) for row in rows]).rowcount
-
-
-@cache
-def _sqlite_usage_insert(columns: tuple[str, ...]) -> str:
-    return (
-        f"INSERT INTO usage_events ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-        "ON CONFLICT (tenant_id, event_id) DO NOTHING"
-    )
-
-
-def _sqlite_values(row: dict[str, object]) -> tuple[object, ...]:
-    """A row's values as SQLite stores them: a timestamp as naive UTC text with microseconds (SQLAlchemy's
-    format there, which reads them back)."""
-    return tuple(
-        value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(value, datetime) else value
-        for value in row.values()
-    )
+    return insert_rows(connection, "usage_events", rows, on_conflict="(tenant_id, event_id) DO NOTHING")
 
 
 @cache

@@ -38,8 +38,9 @@ class BodyReadTimeout(ASGIMiddleware):
             nonlocal body_complete
             if body_complete:
                 return await receive()
-            try:
-                message = await asyncio.wait_for(receive(), timeout=max(deadline - loop.time(), 0))
+            try:  # a timeout context, not wait_for: that would run each receive in a task of its own
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
             except TimeoutError:
                 raise RequestTimeout(
                     f"the request body did not arrive within {self.timeout_s:g} s", headers={"connection": "close"}
