@@ -1,4 +1,5 @@
-"""Metering writes: on SQLite receipts commit inline on the loop's thread, and fall back when the lock is taken."""
+"""Metering writes: on SQLite receipts commit inline on the loop's thread, and fall back when the lock is taken;
+the fleet's busy time and receipts are written the same way."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from switchyard.platform.billing.fleet import minute_of, record_fleet_sync
 from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
 from switchyard.platform.billing.periods import hour_start
 from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
 from switchyard.platform.inference.metering import MeterBatcher, Metering
-from switchyard.platform.models import Tenant, UsageEvent, utc_now
+from switchyard.platform.models import FleetBusy, FleetReceipt, Tenant, UsageEvent, utc_now
 
 
 @pytest.fixture
@@ -104,3 +106,20 @@ async def test_an_inline_receipt_is_stored_as_the_ordinary_path_stores_one(datab
     read_back = {e.event_id: e for e in await _events(database)}
     assert read_back["req-inline"].occurred_at == inline.event.occurred_at  # to the microsecond, aware
     assert read_back["req-inline"].hour_start == hour_start(inline.event.occurred_at)
+
+
+async def test_busy_time_recorded_inline_adds_up_in_its_minute_and_receipts_read_back(database: Database) -> None:
+    minute = minute_of(utc_now())
+    finished = utc_now()
+    assert database.inline is not None
+    for n in range(2):
+        receipt = ("ten_x", f"req-{n}", "r1", "trn2.48xlarge", 5, finished)
+        database.inline.write(lambda c, r=receipt: record_fleet_sync(c, [("r1", "trn2.48xlarge", 5)], [r], minute))
+    async with database.unit_of_work(UNSCOPED) as session:
+        slices = list((await session.execute(select(FleetBusy))).scalars())
+        receipts = list((await session.execute(select(FleetReceipt))).scalars())
+    assert [(s.replica, s.chip_us, s.period_start) for s in slices] == [("r1", 10, minute)]
+    assert sorted((r.request_id, r.chip_us, r.finished_at) for r in receipts) == [
+        ("req-0", 5, finished),
+        ("req-1", 5, finished),
+    ]

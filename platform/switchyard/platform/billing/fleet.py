@@ -60,23 +60,36 @@ def record_fleet_sync(
 ) -> None:
     """``record_fleet_busy`` for each increment and ``record_fleet_receipts``, on a synchronous connection (the
     inline SQLite writes of ``db.inline``, in one short transaction on the event loop's thread)."""
-    for replica, instance_type, chip_us in busy:
-        connection.execute(_busy_upsert(connection.dialect.name, replica, instance_type, chip_us, period_start))
+    now = utc_now()
+    rows = [_busy_row(replica, instance_type, chip_us, period_start, now) for replica, instance_type, chip_us in busy]
+    insert_rows(connection, "fleet_busy", rows, on_conflict=_ADD_TO_SLICE)
     insert_rows(connection, "fleet_receipts", _receipt_rows(receipts))
 
 
-def _busy_upsert(dialect: str, replica: str, instance_type: str, chip_us: int, period_start: datetime) -> Any:
+_ADD_TO_SLICE = (
+    "(replica, period_start) DO UPDATE SET chip_us = fleet_busy.chip_us + excluded.chip_us, "
+    "recorded_at = excluded.recorded_at"
+)
+
+
+def _busy_row(
+    replica: str, instance_type: str, chip_us: int, period_start: datetime, now: datetime
+) -> dict[str, object]:
     if chip_us < 0:
         raise ValueError("chip_us must be >= 0")
+    return {
+        "id": new_id("fb"),
+        "replica": replica,
+        "instance_type": instance_type,
+        "chip_us": chip_us,
+        "period_start": period_start,
+        "recorded_at": now,
+    }
+
+
+def _busy_upsert(dialect: str, replica: str, instance_type: str, chip_us: int, period_start: datetime) -> Any:
     module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(FleetBusy).values(
-        id=new_id("fb"),
-        replica=replica,
-        instance_type=instance_type,
-        chip_us=chip_us,
-        period_start=period_start,
-        recorded_at=utc_now(),
-    )
+    statement = module.insert(FleetBusy).values(_busy_row(replica, instance_type, chip_us, period_start, utc_now()))
     table = FleetBusy.__table__.c  # type: ignore[attr-defined]
     return statement.on_conflict_do_update(
         index_elements=["replica", "period_start"],

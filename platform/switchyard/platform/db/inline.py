@@ -119,6 +119,8 @@ def _insert(table: str, columns: tuple[str, ...], on_conflict: str) -> str:
 
 def _sqlite_values(row: dict[str, object]) -> tuple[object, ...]:
     return tuple(
-        value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(value, datetime) else value
+        value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+        if isinstance(value, datetime)
+        else value
         for value in row.values()
     )
