@@ -4,7 +4,13 @@ allows) and with the LiteLLM proxy in front of the same upstream; Switchyard wit
 with two API processes; and a simulated deployment (time scale 0) simulated inside the API process or by the
 fleet process (`switchyard fleet`, one HTTP hop more), which is how several API processes share one fleet.
 
-    .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16] [--api-processes 1,2]
+    .venv/bin/python benchmarks/gateway.py [--seconds 10] [--concurrency 16] [--api-processes 1,2] [--rounds 5]
+        [--baseline /tmp/base]
+
+The throughput phase runs in rounds, the targets taking turns, so that a slow spell of a shared machine falls on
+all of them alike. `--baseline` names a checkout of another commit (`git worktree add /tmp/base <rev>`): its
+`switchyard x1` runs beside today's, from that checkout's code (`PYTHONPATH`) on a database of its own, and the
+script prints the ratio of the two.
 
 Every server is a separate process on 127.0.0.1; the load generator (aiohttp) runs here. It
 measures added latency at concurrency 1 and throughput at a fixed concurrency (with the latency at that concurrency:
@@ -130,45 +136,70 @@ async def _one(session: aiohttp.ClientSession, target: Target, stages: dict[str,
     return (time.perf_counter() - started) * 1e3
 
 
-async def measure(target: Target, seconds: float, concurrency: int, serial_requests: int) -> Result:
-    connector = aiohttp.TCPConnector(limit=concurrency * 2)
-    async with aiohttp.ClientSession(connector=connector) as session:
+@dataclass
+class Loaded:
+    """The throughput phase of one target, summed over its rounds."""
+
+    done: int = 0
+    errors: int = 0
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+
+async def measure_serial(target: Target, serial_requests: int) -> Result:
+    """Warm up, then the latency at concurrency 1 (and Switchyard's server-timing stages)."""
+    async with aiohttp.ClientSession() as session:
         for _ in range(50):  # warm up connections and caches
             await _one(session, target)
         stages: dict[str, Stage] = {}
         serial_cpu_before = cpu_seconds(target.pid) if target.pid else 0.0
         latencies = [await _one(session, target, stages) for _ in range(serial_requests)]
         serial_cpu_us = (cpu_seconds(target.pid) - serial_cpu_before) * 1e6 / serial_requests if target.pid else None
-        done = 0
-        errors = 0
-        loaded: list[float] = []
+    per_request = {name: Stage(s.wall_ms / serial_requests, s.cpu_ms / serial_requests) for name, s in stages.items()}
+    return Result(
+        0.0, statistics.median(latencies), _p99(latencies), 0, serial_cpu_us=serial_cpu_us, stages=per_request
+    )
+
+
+async def measure_loaded(target: Target, seconds: float, concurrency: int, into: Loaded) -> None:
+    """One round of the throughput phase: ``concurrency`` requests in flight for ``seconds``."""
+    connector = aiohttp.TCPConnector(limit=concurrency * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
         deadline = time.perf_counter() + seconds
 
         async def worker() -> None:
-            nonlocal done, errors
             while time.perf_counter() < deadline:
                 try:
-                    loaded.append(await _one(session, target))
-                    done += 1
+                    into.latencies.append(await _one(session, target))
+                    into.done += 1
                 except Exception:
-                    errors += 1
+                    into.errors += 1
 
         cpu_before = cpu_seconds(target.pid) if target.pid else 0.0
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-        cpu_us = (cpu_seconds(target.pid) - cpu_before) * 1e6 / max(1, done) if target.pid else None
-    per_request = {name: Stage(s.wall_ms / serial_requests, s.cpu_ms / serial_requests) for name, s in stages.items()}
-    return Result(
-        done / elapsed,
-        statistics.median(latencies),
-        _p99(latencies),
-        errors,
-        cpu_us,
-        *_loaded(loaded),
-        serial_cpu_us,
-        per_request,
-    )
+        into.elapsed_s += time.perf_counter() - started
+        into.cpu_s += cpu_seconds(target.pid) - cpu_before if target.pid else 0.0
+
+
+def measure(
+    targets: list[Target], seconds: float, concurrency: int, serial_requests: int, rounds: int
+) -> dict[str, Result]:
+    """Every target's latency at concurrency 1, then its throughput in ``rounds`` rounds taken in turn (each target
+    ``seconds / rounds`` a round), so that a slow spell of a shared machine falls on all of them alike."""
+    results = {t.name: asyncio.run(measure_serial(t, serial_requests)) for t in targets}
+    loaded = {t.name: Loaded() for t in targets}
+    for _ in range(rounds):
+        for target in targets:
+            asyncio.run(measure_loaded(target, seconds / rounds, concurrency, loaded[target.name]))
+    for target in targets:
+        phase, result = loaded[target.name], results[target.name]
+        result.rps = phase.done / phase.elapsed_s
+        result.errors = phase.errors
+        result.cpu_us = phase.cpu_s * 1e6 / max(1, phase.done) if target.pid else None
+        result.loaded_p50_ms, result.loaded_p99_ms = _loaded(phase.latencies)
+    return results
 
 
 def _p99(latencies: list[float]) -> float:
@@ -186,6 +217,20 @@ def _local_litellm_proxy(bin_dir: Path) -> str | None:
     return shutil.which("litellm", path=str(bin_dir)) if check.returncode == 0 else None
 
 
+def bench_tenant(switchyard: str, env: dict[str, str]) -> str:
+    """Migrate the database ``env`` names and create the benchmark's tenant there; its owner key."""
+    subprocess.run([switchyard, "db", "upgrade"], env={**os.environ, **env}, check=True, capture_output=True)
+    created = subprocess.run(
+        [switchyard, "tenant", "create", "bench"], env={**os.environ, **env}, check=True, capture_output=True, text=True
+    ).stdout
+    return re.search(r"owner key:\s+(\S+)", created).group(1)  # type: ignore[union-attr]
+
+
+def _revision(checkout: Path) -> str:
+    command = ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
 
@@ -195,16 +240,25 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="throughput phase per target")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--serial", type=int, default=300, help="requests at concurrency 1 (latency)")
+    parser.add_argument("--rounds", type=int, default=5, help="throughput rounds, the targets in turn")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="a checkout of another commit (git worktree add /tmp/base <rev>): its switchyard x1 is measured beside",
+    )
     parser.add_argument(
         "--database-url",
         default="",
         help="Switchyard's database (default: SQLite in a temporary directory); "
         "an empty PostgreSQL database, e.g. postgresql://postgres@127.0.0.1:5432/sy_bench",
     )
+    parser.add_argument("--baseline-database-url", default="", help="with --database-url: the baseline's own database")
     parser.add_argument("--litellm", default="", help="the `litellm` command of an environment with litellm[proxy]")
     parser.add_argument("--api-processes", default="1,2", help="Switchyard API process counts to compare")
     parser.add_argument("--no-sim", action="store_true", help="leave out the simulated deployment's rows")
     args = parser.parse_args()
+    if args.baseline and args.database_url and not args.baseline_database_url:
+        parser.error("--baseline with --database-url needs --baseline-database-url (another empty database)")
     work = Path(tempfile.mkdtemp(prefix="sy-gateway-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
     bin_dir = Path(sys.executable).parent
@@ -253,31 +307,30 @@ def main() -> None:
         if args.database_url:
             env["SWITCHYARD_DATABASE_URL"] = args.database_url
         switchyard = str(bin_dir / "switchyard")
-        subprocess.run([switchyard, "db", "upgrade"], env={**os.environ, **env}, check=True, capture_output=True)
-        created = subprocess.run(
-            [switchyard, "tenant", "create", "bench"],
-            env={**os.environ, **env},
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        key = re.search(r"owner key:\s+(\S+)", created).group(1)  # type: ignore[union-attr]
+        key = bench_tenant(switchyard, env)
         fleet_port = free_port()
         fleet_env = {**env, "SWITCHYARD_FLEET_URL": f"http://127.0.0.1:{fleet_port}"}
         if not args.no_sim:
             procs.append(start([switchyard, "fleet"], fleet_env, work / "fleet.log"))
             wait_listening(fleet_port, procs[-1])
 
-        def api(name: str, workers: int, model: str, extra: dict[str, str]) -> None:
+        def api(name: str, workers: int, model: str, extra: dict[str, str], api_key: str = key) -> None:
             port = free_port()
             command = [switchyard, "api", "--port", str(port), "--workers", str(workers)]
             procs.append(start(command, {**extra, "SWITCHYARD_PORT": str(port)}, work / f"api-{port}.log"))
             wait_listening(port, procs[-1])
-            targets.append(Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", key, model, procs[-1].pid))
+            targets.append(Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", api_key, model, procs[-1].pid))
 
         counts = [int(n) for n in args.api_processes.split(",")]
         for n in counts:
             api(f"switchyard x{n}", n, MODEL, fleet_env)
+        if args.baseline:  # the same, run from another checkout's code on a database of its own
+            checkout = Path(args.baseline).resolve()
+            packages = ":".join(str(checkout / part) for part in ("platform", "accelerator", "agents", "sdk"))
+            base_env = {**fleet_env, "PYTHONPATH": packages, "SWITCHYARD_DATA_DIR": str(work / "baseline")}
+            if args.database_url:
+                base_env["SWITCHYARD_DATABASE_URL"] = args.baseline_database_url
+            api(f"x1 at {_revision(checkout)}", 1, MODEL, base_env, bench_tenant(switchyard, base_env))
         if not args.no_sim:
             api("sim in-process", 1, SIM_MODEL, env)
             for n in counts:
@@ -315,7 +368,7 @@ def main() -> None:
         else:
             print("litellm proxy: not installed (pip install 'litellm[proxy]'), column left out\n")
 
-        results = {t.name: asyncio.run(measure(t, args.seconds, args.concurrency, args.serial)) for t in targets}
+        results = measure(targets, args.seconds, args.concurrency, args.serial, args.rounds)
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -360,6 +413,12 @@ def main() -> None:
         for name, r in results.items():
             if name.startswith("sim via fleet"):
                 print(f"{name} / sim in-process throughput: {r.rps / results['sim in-process'].rps:.2f}x")
+    for name, r in results.items():
+        if name.startswith("x1 at ") and r.cpu_us and one.cpu_us:
+            print(
+                f"\nswitchyard x1 / {name} throughput: {one.rps / r.rps:.2f}x; CPU per request "
+                f"{one.cpu_us:.0f} against {r.cpu_us:.0f} us ({one.cpu_us / r.cpu_us:.2f}x)"
+            )
     if "litellm proxy" in results:
         ratio = one.rps / results["litellm proxy"].rps
         print(f"\nswitchyard x1 / litellm proxy throughput: {ratio:.1f}x")
