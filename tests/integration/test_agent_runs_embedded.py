@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -51,13 +52,8 @@ def test_embedded_worker_runs_an_agent(tmp_path: Path, start_process: Any) -> No
     assert key
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {key.group(1)}"}
+    wait_healthy(url)
     with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
-        for _ in range(100):
-            try:
-                if http.get("/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         agent = http.post(
             "/v1/agents",
             json={"name": "maths", "model": "meta-llama/Llama-3.1-8B-Instruct", "tools": [{"type": "calculator"}]},

@@ -13,6 +13,7 @@ import pytest
 
 from switchyard.platform.settings import Settings
 from switchyard.platform.worker import create_celery
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -31,16 +32,6 @@ def _read_banner(proc: Any, deadline_s: float = 60) -> str:
     raise AssertionError("switchyard up printed no banner:\n" + "".join(lines))
 
 
-def _wait_healthy(url: str) -> None:
-    for _ in range(100):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("API did not come up")
-
-
 def test_up_first_start_then_restart(tmp_path: Path, start_process: Any) -> None:
     port = free_port()
     env = {"SWITCHYARD_DATA_DIR": str(tmp_path / "data"), "SWITCHYARD_PORT": str(port)}
@@ -56,7 +47,7 @@ def test_up_first_start_then_restart(tmp_path: Path, start_process: Any) -> None
     assert curl
     assert tenant_key.group(1) in curl.group(0)
 
-    _wait_healthy(url)
+    wait_healthy(url)
     members = httpx.get(f"{url}/v1/members", headers={"Authorization": f"Bearer {tenant_key.group(1)}"})
     assert members.status_code == 200
     assert members.json()["data"][0]["email"] == "owner@demo.example"
@@ -75,6 +66,6 @@ def test_up_first_start_then_restart(tmp_path: Path, start_process: Any) -> None
     proc = start_process("up", "--no-worker", env=env)
     banner = _read_banner(proc)
     assert "operator key" not in banner
-    _wait_healthy(url)
+    wait_healthy(url)
     again = httpx.get(f"{url}/v1/members", headers={"Authorization": f"Bearer {tenant_key.group(1)}"})
     assert again.status_code == 200
