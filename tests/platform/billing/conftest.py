@@ -12,7 +12,9 @@ from switchyard.platform.db import UNSCOPED, Database, TenantScope
 
 @pytest.fixture
 async def database(database_url: str) -> AsyncIterator[Database]:
-    db = Database(database_url)
+    # Thousands of rows are built between statements of one transaction here: on a CI machine running four test
+    # processes on two cores that pause once passed the platform's 10 s idle-in-transaction limit.
+    db = Database(database_url, idle_in_transaction_timeout_ms=60_000)
     try:
         yield db
     finally:

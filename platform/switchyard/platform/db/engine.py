@@ -41,7 +41,7 @@ def sync_url(url: str) -> str:
     return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
-def create_engine_for(url: str) -> AsyncEngine:
+def create_engine_for(url: str, *, idle_in_transaction_timeout_ms: int = IDLE_IN_TRANSACTION_TIMEOUT_MS) -> AsyncEngine:
     url = async_url(url)
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
@@ -49,7 +49,7 @@ def create_engine_for(url: str) -> AsyncEngine:
         return engine
     # A process frozen (SIGSTOP, a stuck thread) inside a transaction would hold its row locks, and every request
     # touching those rows (a tenant's budget, a run) would wait with it: PostgreSQL ends such a session instead.
-    options = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+    options = f"-c idle_in_transaction_session_timeout={idle_in_transaction_timeout_ms}"
     return create_async_engine(
         url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"options": options}
     )
@@ -58,9 +58,9 @@ def create_engine_for(url: str) -> AsyncEngine:
 class Database:
     """One engine and its session factory; every session is tenant-scoped or explicitly unscoped."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, idle_in_transaction_timeout_ms: int = IDLE_IN_TRANSACTION_TIMEOUT_MS) -> None:
         self.url = url
-        self.engine = create_engine_for(url)
+        self.engine = create_engine_for(url, idle_in_transaction_timeout_ms=idle_in_transaction_timeout_ms)
         self.inline: InlineWriter | None = InlineWriter(sync_url(url)) if self.is_sqlite else None
         """SQLite only: short writes on the loop's thread (see ``db.inline``)."""
         self._sessions = async_sessionmaker(
