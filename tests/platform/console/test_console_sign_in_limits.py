@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +34,7 @@ from switchyard.platform.limits import MemoryRateLimiter
 from switchyard.platform.models import AuditEvent
 from switchyard.platform.priority import thread_niceness
 from tests.platform.console.factories import PASSWORD, csrf_of, page_csrf, sign_in
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 PROXY = "10.9.0.2"  # the one trusted proxy of these tests
@@ -279,13 +279,7 @@ def test_switchyard_api_believes_no_forwarded_for_from_loopback_by_default(
             stderr=subprocess.STDOUT,
         )
         try:
-            for _ in range(600):
-                assert process.poll() is None, (tmp_path / "api.log").read_text()
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_healthy(url, process=process, log=tmp_path / "api.log")
             form = httpx.get(f"{url}/console/sign-in")
             cookie = form.headers["set-cookie"].split(";")[0]
             answer = httpx.post(

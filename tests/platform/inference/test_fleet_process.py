@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 
@@ -28,6 +27,7 @@ from switchyard.platform.db import UNSCOPED
 from switchyard.platform.settings import Settings
 from switchyard.platform.tenants.service import create_operator_key
 from tests.platform.conftest import bearer
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -55,15 +55,7 @@ def fleet_settings(database_url: str, tmp_path: Path) -> Iterator[Settings]:
     process = subprocess.Popen(
         [sys.executable, "-m", "switchyard.platform.cli", "fleet"], env=env, stdout=log, stderr=log
     )
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, (tmp_path / "fleet.log").read_text()
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            assert time.monotonic() < deadline, "the fleet process did not start"
-            time.sleep(0.1)
+    wait_healthy(url, process=process, log=tmp_path / "fleet.log")
     yield Settings(
         data_dir=tmp_path / "data",
         database_url=database_url,

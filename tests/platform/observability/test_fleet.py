@@ -11,7 +11,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from switchyard.platform.app import create_app
 from switchyard.platform.observability.tracing import flush_tracing
 from switchyard.platform.settings import Settings
 from tests.platform.conftest import bearer
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow  # a `switchyard fleet` process
@@ -52,13 +52,7 @@ def fleet_settings(database_url: str, tmp_path: Path, otlp_receiver: Any) -> Ite
             [sys.executable, "-m", "switchyard.platform.cli", "fleet"], env=env, stdout=log, stderr=log
         )
         try:
-            for _ in range(300):
-                assert process.poll() is None, (tmp_path / "fleet.log").read_text()
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_healthy(url, process=process, log=tmp_path / "fleet.log")
             yield Settings(
                 data_dir=tmp_path / "data",
                 database_url=database_url,
