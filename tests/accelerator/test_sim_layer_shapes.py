@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from switchyard.accelerator.sim.calibration_data import coefficients_for
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.hf_config import from_hf_config
-from switchyard.accelerator.sim.stepcost import StepCost
-from tests.accelerator.hf_configs import SLIDING
+from tests.accelerator.hf_configs import SLIDING, step_s
 
 # SLIDING: 32 layers alternating sliding-window (1,024 tokens) and full attention, 32 query heads, 8 KV heads of 128
 D = SLIDING["hidden_size"]
@@ -27,12 +25,6 @@ MIMO_LIKE = SLIDING | {
     "swa_head_dim": 192,
     "swa_v_head_dim": 128,
 }
-
-
-def _step_s(cfg: dict[str, Any], contexts: list[int], instance: str = "trn2.48xlarge", tp: int = 8) -> float:
-    dep = make_deployment(from_hf_config("m", cfg), instance, tp)
-    _, coeffs = coefficients_for(dep.instance)
-    return StepCost(dep, coeffs).iteration_s(0, 0.0, 0.0, contexts)
 
 
 def test_global_layers_with_their_own_heads_count_their_kv_parameters_and_flops() -> None:
@@ -77,11 +69,11 @@ def test_a_deployment_pads_each_layer_types_heads_as_its_own() -> None:
 @pytest.mark.parametrize(("instance", "tp"), [("trn2.48xlarge", 4), ("p5.48xlarge", 2)])  # KV heads not replicated
 def test_decode_cost_past_the_window_follows_the_full_layers_heads_only(instance: str, tp: int) -> None:
     def growth(cfg: dict[str, Any]) -> float:
-        return _step_s(cfg, [8192], instance, tp) - _step_s(cfg, [4096], instance, tp)
+        return step_s(cfg, [8192], instance, tp) - step_s(cfg, [4096], instance, tp)
 
     # more KV heads in the sliding layers: dearer within the window, the same growth past it
     same_kv = MIMO_LIKE | {"swa_num_key_value_heads": 4}
-    assert _step_s(MIMO_LIKE, [1000], instance, tp) > _step_s(same_kv, [1000], instance, tp)
+    assert step_s(MIMO_LIKE, [1000], instance, tp) > step_s(same_kv, [1000], instance, tp)
     assert growth(MIMO_LIKE) == pytest.approx(growth(same_kv), rel=1e-9)
     # more KV heads in the full layers: every token of the context costs more
     wide_full = SLIDING | {"num_global_key_value_heads": 16}

@@ -16,7 +16,7 @@ from switchyard.accelerator.sim.hf_config import from_hf_config
 from switchyard.accelerator.sim.models import get_model
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.stepcost import StepCost
-from tests.accelerator.hf_configs import DENSE
+from tests.accelerator.hf_configs import DENSE, step_s
 
 # three Mamba-2 layers, then one attention layer (GraniteMoeHybrid's names), granite-4.0-h's Mamba-2 shape
 MAMBA: dict[str, Any] = DENSE | {
@@ -28,12 +28,6 @@ MAMBA: dict[str, Any] = DENSE | {
     "mamba_d_conv": 4,
     "mamba_expand": 2,
 }
-
-
-def _step_s(cfg: dict[str, Any], contexts: list[int], instance: str = "p5.48xlarge", tp: int = 2) -> float:
-    dep = make_deployment(from_hf_config("m", cfg), instance, tp)
-    _, coeffs = coefficients_for(dep.instance)
-    return StepCost(dep, coeffs).iteration_s(0, 0.0, 0.0, contexts)
 
 
 def test_mamba_layers_count_their_projections_and_keep_a_state_instead_of_a_kv_cache() -> None:
@@ -54,8 +48,8 @@ def test_mamba_layers_count_their_projections_and_keep_a_state_instead_of_a_kv_c
 
 
 def test_mamba_layers_cost_the_same_at_any_context_and_each_sequence_reads_its_state() -> None:
-    growth = _step_s(MAMBA, [8192]) - _step_s(MAMBA, [4096])
-    full_growth = _step_s(DENSE, [8192]) - _step_s(DENSE, [4096])
+    growth = step_s(MAMBA, [8192], "p5.48xlarge", 2) - step_s(MAMBA, [4096], "p5.48xlarge", 2)
+    full_growth = step_s(DENSE, [8192], "p5.48xlarge", 2) - step_s(DENSE, [4096], "p5.48xlarge", 2)
     assert growth == pytest.approx(full_growth / 4, rel=1e-9)  # only the 8 attention layers grow with the context
     dep = make_deployment(from_hf_config("m", MAMBA), "p5.48xlarge", 2)
     assert dep.state_bytes_per_sequence == dep.model.mamba_state_elements() * 4  # FP32
@@ -75,7 +69,7 @@ def test_a_larger_mamba_state_costs_each_decoding_sequence_more_and_holds_less_k
     ssm = 24 * 128 * 64 * 64 * 4  # the FP32 state d_state=64 adds, besides its convolution inputs
     assert deps[1].state_bytes_per_sequence - deps[0].state_bytes_per_sequence == ssm + 24 * 2 * 64 * 3 * 4
     # a second sequence adds its state's read (and recurrence): more for the larger state
-    extra = [_step_s(c, [1024] * 8, instance, tp) - _step_s(c, [1024] * 4, instance, tp) for c in (small, large)]
+    extra = [step_s(c, [1024] * 8, instance, tp) - step_s(c, [1024] * 4, instance, tp) for c in (small, large)]
     assert extra[1] > extra[0] > 0
     # and its state is reserved out of the KV cache, per batch slot
     assert deps[1].state_tokens(16) > deps[0].state_tokens(16) > 0
