@@ -123,3 +123,15 @@ async def test_busy_time_recorded_inline_adds_up_in_its_minute_and_receipts_read
         ("req-0", 5, finished),
         ("req-1", 5, finished),
     ]
+
+
+def test_a_naive_timestamp_is_refused_and_nothing_is_written(database: Database) -> None:
+    """The ORM refuses a datetime without a zone; the inline statement must too, not take it as local time."""
+    minute = minute_of(utc_now())
+    naive = ("ten_x", "req-naive", "r1", "trn2.48xlarge", 5, utc_now().replace(tzinfo=None))
+    assert database.inline is not None
+    with pytest.raises(ValueError, match="naive datetime"):
+        database.inline.write(lambda c: record_fleet_sync(c, [("r1", "trn2.48xlarge", 5)], [naive], minute))
+    with sqlite3.connect(database.url.removeprefix("sqlite:///")) as stored:
+        assert stored.execute("SELECT count(*) FROM fleet_receipts").fetchone() == (0,)
+        assert stored.execute("SELECT count(*) FROM fleet_busy").fetchone() == (0,)

@@ -118,9 +118,10 @@ def _insert(table: str, columns: tuple[str, ...], on_conflict: str) -> str:
 
 
 def _sqlite_values(row: dict[str, object]) -> tuple[object, ...]:
-    return tuple(
-        value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
-        if isinstance(value, datetime)
-        else value
-        for value in row.values()
-    )
+    return tuple(_utc_text(value) if isinstance(value, datetime) else value for value in row.values())
+
+
+def _utc_text(value: datetime) -> str:
+    if value.tzinfo is None:  # ``astimezone`` would take it as the machine's local time
+        raise ValueError(f"a naive datetime ({value.isoformat()}) cannot be stored: give it a time zone")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
