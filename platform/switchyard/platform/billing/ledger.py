@@ -25,6 +25,7 @@ from switchyard.platform.billing.periods import hour_start, month_start
 from switchyard.platform.billing.rates import cards_for, choose_card, tenant_tier_of
 from switchyard.platform.billing.sql import dialect_name, insert_ignore_for
 from switchyard.platform.db import TenantScope, new_id
+from switchyard.platform.db.direct import DirectWriter
 from switchyard.platform.db.inline import insert_rows
 from switchyard.platform.models import RateCard, UsageEvent, utc_now
 
@@ -34,6 +35,7 @@ __all__ = [
     "rate_events",
     "record_usage",
     "record_usage_bulk",
+    "record_usage_direct",
     "record_usage_sync",
 ]
 
@@ -112,12 +114,24 @@ async def record_usage_bulk(
     return inserted, len(events) - inserted
 
 
+_IGNORE_DUPLICATE = "(tenant_id, event_id) DO NOTHING"
+
+
 def record_usage_sync(connection: Connection, receipts: Sequence[tuple[TenantScope, UsageEventCreate]]) -> int:
     """``record_usage_bulk`` for receipts of any tenants, on a synchronous SQLite connection; returns how many were
     new. For the gateway's inline SQLite writes (``db.inline``), on the event loop's thread."""
+    return insert_rows(connection, "usage_events", _rows(receipts), on_conflict=_IGNORE_DUPLICATE)
+
+
+async def record_usage_direct(writer: DirectWriter, receipts: Sequence[tuple[TenantScope, UsageEventCreate]]) -> int:
+    """``record_usage_bulk`` for receipts of any tenants, on PostgreSQL's kept connection (``db.direct``); returns
+    how many were new. For the gateway's metering."""
+    return await writer.insert("usage_events", _rows(receipts), on_conflict=_IGNORE_DUPLICATE)
+
+
+def _rows(receipts: Sequence[tuple[TenantScope, UsageEventCreate]]) -> list[dict[str, object]]:
     now = utc_now()
-    rows = [_row(scope, event, now) for scope, event in receipts]
-    return insert_rows(connection, "usage_events", rows, on_conflict="(tenant_id, event_id) DO NOTHING")
+    return [_row(scope, event, now) for scope, event in receipts]
 
 
 @cache

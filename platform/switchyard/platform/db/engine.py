@@ -11,6 +11,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from switchyard.platform.db.direct import DirectWriter
 from switchyard.platform.db.inline import InlineWriter
 from switchyard.platform.db.scope import ScopedSession, TenantScope, scope_session
 from switchyard.platform.db.sqlite import SQLITE_BUSY_TIMEOUT_MS, configure_sqlite
@@ -47,12 +48,19 @@ def create_engine_for(url: str, *, idle_in_transaction_timeout_ms: int = IDLE_IN
         engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine.sync_engine, "connect", configure_sqlite)
         return engine
+    return create_async_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+        connect_args={"options": _postgres_options(idle_in_transaction_timeout_ms)},
+    )
+
+
+def _postgres_options(idle_in_transaction_timeout_ms: int) -> str:
     # A process frozen (SIGSTOP, a stuck thread) inside a transaction would hold its row locks, and every request
     # touching those rows (a tenant's budget, a run) would wait with it: PostgreSQL ends such a session instead.
-    options = f"-c idle_in_transaction_session_timeout={idle_in_transaction_timeout_ms}"
-    return create_async_engine(
-        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"options": options}
-    )
+    return f"-c idle_in_transaction_session_timeout={idle_in_transaction_timeout_ms}"
 
 
 class Database:
@@ -63,6 +71,10 @@ class Database:
         self.engine = create_engine_for(url, idle_in_transaction_timeout_ms=idle_in_transaction_timeout_ms)
         self.inline: InlineWriter | None = InlineWriter(sync_url(url)) if self.is_sqlite else None
         """SQLite only: short writes on the loop's thread (see ``db.inline``)."""
+        self.direct: DirectWriter | None = (
+            None if self.is_sqlite else DirectWriter(url, options=_postgres_options(idle_in_transaction_timeout_ms))
+        )
+        """PostgreSQL only: idempotent inserts on one kept connection (see ``db.direct``)."""
         self._sessions = async_sessionmaker(
             self.engine, class_=AsyncSession, sync_session_class=ScopedSession, expire_on_commit=False
         )
@@ -98,4 +110,6 @@ class Database:
             log.warning("database closed with %d connection(s) still in use", in_use)
         if self.inline is not None:
             self.inline.close()
+        if self.direct is not None:
+            await self.direct.close()
         await self.engine.dispose()

@@ -6,7 +6,8 @@ Batching only changes how many requests share one transaction, never whether a r
 
 On SQLite, receipts with no budget reservation are committed inline, on the loop's thread (``db.inline``):
 those that finish in one turn of the event loop share one small transaction, without aiosqlite's thread hops;
-when another writer holds the lock they join the ordinary batch instead.
+when another writer holds the lock they join the ordinary batch instead. On PostgreSQL, a batch with no budget
+reservation is one ``INSERT`` on a kept connection (``db.direct``), and goes through a session if that fails.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from switchyard.platform.billing import budgets
-from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk, record_usage_sync
+from switchyard.platform.billing.ledger import (
+    UsageEventCreate,
+    record_usage_bulk,
+    record_usage_direct,
+    record_usage_sync,
+)
 from switchyard.platform.db import UNSCOPED, Database, TenantScope
 
 __all__ = ["MeterBatcher", "Metering"]
@@ -79,6 +85,9 @@ class MeterBatcher:
     async def _flush(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+            if await self._write_direct(batch):
+                self._committed(batch)
+                continue
             try:
                 async with self._database.unit_of_work(UNSCOPED) as session:
                     by_tenant: dict[TenantScope, list[UsageEventCreate]] = {}
@@ -99,6 +108,23 @@ class MeterBatcher:
                 _settle(batch, exc)
                 continue
             self._committed(batch)
+
+    async def _write_direct(self, batch: list[tuple[Metering, asyncio.Future[None]]]) -> bool:
+        """On PostgreSQL, a batch with no budget to settle is one statement on the kept connection (``db.direct``);
+        ``False`` (the batch is for the ordinary path) if it has one or the write failed."""
+        direct = self._database.direct
+        if direct is None or any(item.reservation_id for item, _ in batch):
+            return False
+        try:
+            await record_usage_direct(direct, [(item.scope, item.event) for item, _ in batch])
+        except Exception:
+            log.warning(
+                "metering %d requests on the kept connection failed; writing through a session",
+                len(batch),
+                exc_info=True,
+            )
+            return False
+        return True
 
     def _committed(self, batch: list[tuple[Metering, asyncio.Future[None]]]) -> None:
         _settle(batch, None)
