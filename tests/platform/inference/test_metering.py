@@ -1,20 +1,23 @@
 """Metering writes: on SQLite receipts commit inline on the loop's thread, and fall back when the lock is taken;
-the fleet's busy time and receipts are written the same way."""
+the fleet's busy time and receipts are written the same way. On PostgreSQL receipts with no budget to settle are one
+INSERT on a kept connection (``db.direct``), stored as a session stores them, and a dropped connection loses none."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from switchyard.platform.billing.fleet import minute_of, record_fleet_sync
 from switchyard.platform.billing.ledger import UsageEventCreate, record_usage_bulk
 from switchyard.platform.billing.periods import hour_start
 from switchyard.platform.db import UNSCOPED, Database, TenantScope, new_id
+from switchyard.platform.db.direct import APPLICATION_NAME
 from switchyard.platform.inference.metering import MeterBatcher, Metering
 from switchyard.platform.models import FleetBusy, FleetReceipt, Tenant, UsageEvent, utc_now
 
@@ -44,10 +47,12 @@ def _metering(scope: TenantScope, event_id: str) -> Metering:
     event = UsageEventCreate(
         event_id=event_id,
         model="m",
+        api_key_id="key_1",
         instance_type="trn2.48xlarge",
         chip_us=1234,
         prompt_tokens=3,
         completion_tokens=4,
+        cached_tokens=1,
         occurred_at=utc_now(),
     )
     return Metering(scope, event, reservation_id=None)
@@ -135,3 +140,69 @@ def test_a_naive_timestamp_is_refused_and_nothing_is_written(database: Database)
     with sqlite3.connect(database.url.removeprefix("sqlite:///")) as stored:
         assert stored.execute("SELECT count(*) FROM fleet_receipts").fetchone() == (0,)
         assert stored.execute("SELECT count(*) FROM fleet_busy").fetchone() == (0,)
+
+
+ON_POSTGRES = pytest.mark.parametrize(
+    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+@pytest.fixture
+async def postgres(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
+async def _kept_connections(database: Database) -> list[int]:
+    """The backends of the kept connection to this test's database."""
+    query = text("SELECT pid FROM pg_stat_activity WHERE application_name = :name AND datname = current_database()")
+    async with database.engine.connect() as connection:
+        return list((await connection.execute(query, {"name": APPLICATION_NAME})).scalars())
+
+
+@ON_POSTGRES
+async def test_receipts_go_on_the_kept_connection_once_each_and_read_as_a_session_writes_them(
+    postgres: Database,
+) -> None:
+    scope = await _tenant(postgres)
+    batcher = MeterBatcher(postgres)
+    await asyncio.gather(*(batcher.write(_metering(scope, f"req-{n}")) for n in range(20)))
+    await batcher.write(_metering(scope, "req-3"))  # a redelivered receipt is stored once
+    assert len(await _kept_connections(postgres)) == 1
+
+    direct = _metering(scope, "req-direct")
+    await batcher.write(direct)
+    async with postgres.unit_of_work(scope) as session:
+        ordinary = direct.event.model_copy(update={"event_id": "req-ordinary"})
+        assert await record_usage_bulk(session, scope=scope, events=[ordinary]) == (1, 0)
+
+    events = {e.event_id: e for e in await _events(postgres)}
+    assert sorted(events) == sorted([f"req-{n}" for n in range(20)] + ["req-direct", "req-ordinary"])
+    differ = {"id", "event_id", "recorded_at"}
+    by_path = [events[name].model_dump(exclude=differ) for name in ("req-direct", "req-ordinary")]
+    assert by_path[0] == by_path[1]
+    assert by_path[0]["tenant_id"] == scope.tenant_id
+    assert by_path[0]["occurred_at"] == direct.event.occurred_at
+
+
+@ON_POSTGRES
+async def test_a_dropped_kept_connection_loses_no_receipt_and_is_opened_again(
+    postgres: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    scope = await _tenant(postgres)
+    batcher = MeterBatcher(postgres)
+    await batcher.write(_metering(scope, "before"))
+    (kept,) = await _kept_connections(postgres)
+    async with postgres.engine.connect() as connection:  # the server ends it (a restart, an administrator)
+        await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": kept})
+    for _ in range(100):
+        if not await _kept_connections(postgres):
+            break
+        await asyncio.sleep(0.05)
+
+    await batcher.write(_metering(scope, "while-dropped"))  # fails there, goes through a session
+    assert "on the kept connection failed; writing through a session" in caplog.text
+    await batcher.write(_metering(scope, "after"))  # on a new kept connection
+    assert sorted(e.event_id for e in await _events(postgres)) == ["after", "before", "while-dropped"]
+    assert len(await _kept_connections(postgres)) == 1
