@@ -24,14 +24,18 @@ __all__ = ["APPLICATION_NAME", "DirectWriter"]
 
 APPLICATION_NAME = "switchyard-direct-writer"
 """The kept connection's name in ``pg_stat_activity``."""
+CONNECT_TIMEOUT_S = 5
+"""How long a connection may take to open: a server that does not answer sends the write through a session, not
+into a wait of minutes."""
 
 
 class DirectWriter:
     """Inserts into one PostgreSQL database (any ``postgresql`` URL) on one kept connection."""
 
-    def __init__(self, url: str, *, options: str) -> None:
+    def __init__(self, url: str, *, options: str, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> None:
         self._conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._options = options
+        self._connect_timeout_s = connect_timeout_s
         self._connection: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._turn = asyncio.Lock()
 
@@ -45,7 +49,11 @@ class DirectWriter:
         async with self._turn:
             if self._connection is None or self._connection.closed:
                 self._connection = await psycopg.AsyncConnection.connect(
-                    self._conninfo, autocommit=True, options=self._options, application_name=APPLICATION_NAME
+                    self._conninfo,
+                    autocommit=True,
+                    options=self._options,
+                    application_name=APPLICATION_NAME,
+                    connect_timeout=self._connect_timeout_s,
                 )
             try:
                 cursor = await self._connection.execute(statement, values)
