@@ -1,4 +1,5 @@
-"""The kept PostgreSQL connection of ``db.direct`` gives up on a server that does not answer."""
+"""The kept PostgreSQL connection of ``db.direct`` gives up on a server that does not answer, and is not opened
+again once its database is disposed."""
 
 from __future__ import annotations
 
@@ -27,3 +28,14 @@ async def test_a_server_that_never_answers_fails_the_write_within_the_connect_ti
     with pytest.raises(psycopg.OperationalError):  # without a connect timeout libpq would wait for ever
         await writer.insert("usage_events", [{"id": "use_1"}])
     await writer.close()
+
+
+async def test_a_closed_writer_opens_no_connection_again(silent_server: int) -> None:
+    """After its database is disposed a late write (a batch finishing at shutdown) raises, and its caller writes
+    through a session, instead of opening a connection that nothing would close."""
+    writer = DirectWriter(
+        f"postgresql://postgres@127.0.0.1:{silent_server}/switchyard", options="", connect_timeout_s=2
+    )
+    await writer.close()
+    with pytest.raises(RuntimeError, match="closed"):  # at once: the silent server would make a connect wait 2 s
+        await writer.insert("usage_events", [{"id": "use_1"}])

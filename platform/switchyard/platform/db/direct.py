@@ -38,6 +38,7 @@ class DirectWriter:
         self._connect_timeout_s = connect_timeout_s
         self._connection: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._turn = asyncio.Lock()
+        self._closed = False
 
     async def insert(self, table: str, rows: Sequence[dict[str, object]], *, on_conflict: str = "") -> int:
         """Insert ``rows`` (dicts with the same keys, in the same order) into ``table`` in one statement, its own
@@ -47,6 +48,8 @@ class DirectWriter:
         statement = _insert(table, tuple(rows[0]), len(rows), on_conflict)
         values = [value for row in rows for value in row.values()]
         async with self._turn:
+            if self._closed:  # its database was disposed: a connection opened now would never be closed
+                raise RuntimeError("the direct writer is closed")
             if self._connection is None or self._connection.closed:
                 self._connection = await psycopg.AsyncConnection.connect(
                     self._conninfo,
@@ -58,11 +61,16 @@ class DirectWriter:
             try:
                 cursor = await self._connection.execute(statement, values)
             except BaseException:
-                await self.close()
+                await self._drop()
                 raise
             return cursor.rowcount
 
     async def close(self) -> None:
+        """Close the connection for good (the database is disposed): later inserts raise."""
+        self._closed = True
+        await self._drop()
+
+    async def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
             await connection.close()
