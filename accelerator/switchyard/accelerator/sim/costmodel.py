@@ -216,11 +216,11 @@ def forward_features(
     matmul = t * flops_per_token / dep.peak_flops
     full_qk, full_kv = (
         dep.attention_flops_per_qk - dep.window_attention_flops_per_qk,
-        dep.kv_bytes_per_token - dep.window_kv_bytes_per_token,
+        dep.kv_read_bytes_per_token - dep.window_kv_bytes_per_token,
     )
     attention = (qk * full_qk + wqk * dep.window_attention_flops_per_qk) / dep.peak_flops
     kv_bytes = kv * full_kv + wkv * dep.window_kv_bytes_per_token + seqs * dep.state_bytes_per_sequence
-    memory = (weight_bytes + kv_bytes) / dep.hbm_bandwidth_bytes_per_s
+    memory = (weight_bytes + kv_bytes + t * dep.gathered_bytes_per_token) / dep.hbm_bandwidth_bytes_per_s
     layers = float(m.num_layers)
     collective = layers * (dep.collective_latency_s_per_layer + t * dep.collective_s_per_layer_token)
     gather = np.broadcast_to(np.asarray(gathered, dtype=np.float64) / dep.hbm_bandwidth_bytes_per_s, t.shape)

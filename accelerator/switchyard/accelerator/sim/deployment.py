@@ -63,7 +63,10 @@ class Deployment:
     always_weight_bytes: float  # read on every forward pass
     routed_weight_bytes: float  # MoE experts: read only for the experts a forward touches
     weight_bytes: float
-    kv_bytes_per_token: float  # over every layer with a KV cache (full and sliding-window attention)
+    kv_bytes_per_token: float  # stored, over every layer with a KV cache of its own (full and sliding-window attention)
+    # KV bytes a forward pass reads per context token: every attention layer reads the cache it attends over, its own
+    # or one it shares with an earlier layer (ModelConfig.kv_shared_layers); kv_bytes_per_token without KV sharing.
+    kv_read_bytes_per_token: float
     linear_flops_per_token: float  # matmuls, plus linear-attention layers' recurrences (constant per token)
     attention_flops_per_qk: float  # FLOPs per (query token, key token) pair over all attention layers
     collective_s_per_layer_token: float  # bandwidth part of the per-layer all-reduces, per token
@@ -73,8 +76,8 @@ class Deployment:
     expert_parallel: bool = False  # MoE experts whole on ranks, tokens moved by all-to-all
     kv_dtype: KvCacheDtype = KvCacheDtype.BF16
     # Sliding-window layers (ModelConfig.layer_types), or a sparse-attention model's latent attention over its
-    # indexer's top-k keys: their share of kv_bytes_per_token and of attention_flops_per_qk, which apply to the last
-    # `window_tokens` keys of a query only (0: no such layers).
+    # indexer's top-k keys: their share of kv_read_bytes_per_token and of attention_flops_per_qk, which apply to the
+    # last `window_tokens` keys of a query only (0: no such layers).
     window_tokens: int = 0
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_qk: float = 0.0
@@ -85,6 +88,9 @@ class Deployment:
     # the NxD Inference ports of Gated DeltaNet keep it; granite-4.0-h's port updates its Mamba-2 state in FP32 but
     # keeps it in BF16 between passes, so for it this is twice what it holds).
     state_bytes_per_sequence: float = 0.0
+    # Bytes a computed token gathers from a table beside the weights: its row of per-layer input embeddings
+    # (ModelConfig.per_layer_input_size; 0 without them). The token embedding's own row is not charged.
+    gathered_bytes_per_token: float = 0.0
 
     @property
     def chip_name(self) -> str:
@@ -161,7 +167,8 @@ def _weight_bytes(m: ModelConfig, padded: PaddedHeads, prec: Precision) -> tuple
     head = m.lm_head_params()
     always_bytes = float((always + head) * prec.bytes)  # LM head read every step; embeddings gathered
     separate_embeddings = not m.tie_word_embeddings or not head  # an embedding model's table is its own
-    total = always_bytes + routed * prec.bytes + (embed * prec.bytes if separate_embeddings else 0)
+    tables = (embed if separate_embeddings else 0) + m.per_layer_input_params()[1]  # resident, gathered by row
+    total = always_bytes + routed * prec.bytes + tables * prec.bytes
     return always_bytes, float(routed * prec.bytes), total
 
 
@@ -257,6 +264,7 @@ def make_deployment(
         routed_weight_bytes=routed_bytes,
         weight_bytes=weight_bytes,
         kv_bytes_per_token=kv_per_token,
+        kv_read_bytes_per_token=m.kv_read_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes),
         linear_flops_per_token=2.0 * (always + head + expert_flops) + m.recurrent_flops_per_token(),
         attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded)),
         collective_s_per_layer_token=bytes_per_layer / chip.link_bandwidth_bytes_per_s,
@@ -269,4 +277,5 @@ def make_deployment(
         window_kv_bytes_per_token=m.window_kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes),
         window_attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded, window_only=True)),
         state_bytes_per_sequence=m.recurrent_state_elements() * STATE_BYTES,
+        gathered_bytes_per_token=float(m.per_layer_input_elements_per_token() * prec.bytes),
     )

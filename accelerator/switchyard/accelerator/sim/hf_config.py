@@ -67,6 +67,9 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
     except KeyError as exc:
         raise ConfigurationError(f"config for {name!r} lacks required field {exc.args[0]!r}") from exc
     experts = int(c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts") or 0)
+    per_layer_widths = c.get("intermediate_size") if isinstance(c.get("intermediate_size"), list) else None
+    if per_layer_widths is not None:  # Gemma 3n's list of one MLP width per layer
+        c["intermediate_size"] = per_layer_widths[0] if per_layer_widths else None
     inter = int(c.get("intermediate_size_mlp") or c.get("intermediate_size") or 4 * hidden)
     moe_inter = int(c.get("moe_intermediate_size") or (c.get("intermediate_size", inter) if experts else 0))
     moe_layers = 0
@@ -84,6 +87,13 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
             f"{name!r}: a sparse-attention indexer needs index_topk, index_n_heads, index_head_dim and latent attention"
         )
     head_dim = int(c.get("qk_nope_head_dim") or 0) if mla else int(c.get("head_dim") or hidden // heads)
+    kv_shared = _kv_shared_layers(name, c, layers, layer_types)
+    if kv_shared and mla:
+        raise ConfigurationError(f"{name!r}: KV sharing between layers with latent attention (MLA) is not modelled")
+    mlp_widths = _mlp_widths(name, c, layers, inter, kv_shared, per_layer_widths)
+    if mlp_widths and experts:
+        raise ConfigurationError(f"{name!r}: MLP widths per layer with mixture-of-experts layers are not modelled")
+    per_layer_input = int(c.get("hidden_size_per_layer_input") or 0)
     return ModelConfig(
         name=name,
         hidden_size=hidden,
@@ -132,7 +142,45 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         sliding_num_kv_heads=int(c.get("swa_num_key_value_heads") or 0),
         sliding_head_dim=int(c.get("swa_head_dim") or 0),
         sliding_v_head_dim=int(c.get("swa_v_head_dim") or 0),
+        kv_shared_layers=kv_shared,
+        mlp_widths=mlp_widths,
+        per_layer_input_size=per_layer_input,
+        per_layer_input_vocab_size=int(c.get("vocab_size_per_layer_input") or vocab) if per_layer_input else 0,
     )
+
+
+def _kv_shared_layers(name: str, c: dict[str, Any], layers: int, layer_types: tuple[str, ...]) -> int:
+    """Gemma 3n/4's `num_kv_shared_layers`: the last n layers reuse the KV cache of the last earlier layer of their
+    type, so each of their types needs such a layer, and only softmax-attention layers have a cache to share."""
+    shared = int(c.get("num_kv_shared_layers") or 0)
+    if not shared:
+        return 0
+    types = layer_types or (FULL_ATTENTION,) * layers
+    first = layers - shared
+    if first < 1:
+        raise ConfigurationError(f"{name!r}: num_kv_shared_layers {shared} leaves none of its {layers} layers a cache")
+    for kind in set(types[first:]):
+        if kind not in (FULL_ATTENTION, SLIDING_ATTENTION) or kind not in types[:first]:
+            raise ConfigurationError(
+                f"{name!r}: a layer sharing a KV cache needs an earlier {kind} layer with a cache of its own"
+            )
+    return shared
+
+
+def _mlp_widths(
+    name: str, c: dict[str, Any], layers: int, inter: int, kv_shared: int, per_layer: list[Any] | None
+) -> tuple[int, ...]:
+    """Dense MLP width per layer where the layers' differ: Gemma 3n's list, or Gemma 4's `use_double_wide_mlp`
+    (twice intermediate_size in the KV-shared layers); () when every layer is intermediate_size wide."""
+    if per_layer is not None:
+        if len(per_layer) != layers:
+            raise ConfigurationError(f"{name!r}: intermediate_size must give one width for each of its {layers} layers")
+        widths = tuple(int(w) for w in per_layer)
+    elif c.get("use_double_wide_mlp") and kv_shared:
+        widths = (inter,) * (layers - kv_shared) + (2 * inter,) * kv_shared
+    else:
+        return ()
+    return () if len(set(widths)) == 1 else widths
 
 
 def _indexer_layers(name: str, c: dict[str, Any], layers: int) -> int:

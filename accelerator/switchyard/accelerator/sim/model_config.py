@@ -40,15 +40,36 @@ class AttentionShape:
     qk_dim: int  # width of a query and key head
     v_dim: int  # width of a value head (the attention output per head)
     k_eq_v: bool = False  # one projection and one cached tensor serve as both K and V (Gemma 4's global layers)
+    # Of `layers`, those that attend over an earlier layer's KV cache (Gemma 3n/4's KV sharing): no k or v projection
+    # and nothing cached of their own, but their attention computes, and reads the cache it shares, as any layer's.
+    shared_kv_layers: int = 0
 
     def params(self, hidden: int, output_gate: bool, heads: int | None = None, kv_heads: int | None = None) -> int:
         """Parameters of one such layer's attention: q, k, v (none when k_eq_v), o and an optional output gate."""
+        return self.query_output_params(hidden, output_gate, heads) + self.kv_projection_params(hidden, kv_heads)
+
+    def query_output_params(self, hidden: int, output_gate: bool, heads: int | None = None) -> int:
+        """Parameters of one such layer's q and o projections and its optional output gate."""
         h = self.heads if heads is None else heads
-        kv = self.kv_heads if kv_heads is None else kv_heads
         q = hidden * h * self.qk_dim
-        out = h * self.v_dim * hidden * (2 if output_gate else 1)  # the gate is as wide as the attention output
-        k_and_v = hidden * kv * (self.qk_dim if self.k_eq_v else self.qk_dim + self.v_dim)
-        return q + out + k_and_v
+        return q + h * self.v_dim * hidden * (2 if output_gate else 1)  # the gate is as wide as the attention output
+
+    def kv_projection_params(self, hidden: int, kv_heads: int | None = None) -> int:
+        """Parameters of one such layer's k and v projections (one when k_eq_v)."""
+        kv = self.kv_heads if kv_heads is None else kv_heads
+        return hidden * kv * (self.qk_dim if self.k_eq_v else self.qk_dim + self.v_dim)
+
+    def all_layers_params(
+        self, hidden: int, output_gate: bool, heads: int | None = None, kv_heads: int | None = None
+    ) -> int:
+        """Parameters of every such layer's attention: the layers sharing a KV cache have no k or v projection."""
+        per_layer = self.params(hidden, output_gate, heads, kv_heads)
+        return per_layer * self.layers - self.kv_projection_params(hidden, kv_heads) * self.shared_kv_layers
+
+    @property
+    def kv_cache_layers(self) -> int:
+        """Such layers with a KV cache of their own."""
+        return self.layers - self.shared_kv_layers
 
     def kv_elements(self, kv_heads: int | None = None) -> int:
         """KV-cache elements one token stores in one such layer."""
@@ -130,6 +151,18 @@ class ModelConfig:
     sliding_num_kv_heads: int = 0
     sliding_head_dim: int = 0
     sliding_v_head_dim: int = 0
+    # KV sharing (Gemma 3n/4's num_kv_shared_layers): the last `kv_shared_layers` layers attend over the KV cache of
+    # the last earlier layer of their type instead of caching their own (AttentionShape.shared_kv_layers).
+    kv_shared_layers: int = 0
+    # Dense MLP width of each layer, where the layers' widths differ (Gemma 4 E2B's double-wide MLP in its KV-shared
+    # layers); empty: intermediate_size in every layer.
+    mlp_widths: tuple[int, ...] = ()
+    # Per-layer input embeddings (Gemma 3n/4's PLE, hidden_size_per_layer_input and vocab_size_per_layer_input): a
+    # second embedding table of `per_layer_input_vocab_size` rows of `per_layer_input_size` per layer, one row gathered
+    # per token, and per layer a gate (hidden -> width) and a projection back (width -> hidden), beside one projection
+    # of the token's embedding to every layer's input (hidden -> layers x width).
+    per_layer_input_size: int = 0
+    per_layer_input_vocab_size: int = 0
 
     @property
     def is_embedding(self) -> bool:
@@ -167,6 +200,13 @@ class ModelConfig:
         """Layers that attend to every earlier token."""
         return self.attention_layers - self.sliding_attention_layers
 
+    def _shared_kv_layers_of(self, kind: str) -> int:
+        """Layers of this type among the last `kv_shared_layers`, which reuse an earlier layer's KV cache."""
+        if not self.kv_shared_layers:
+            return 0
+        types = self.layer_types or (FULL_ATTENTION,) * self.num_layers
+        return sum(t == kind for t in types[self.num_layers - self.kv_shared_layers :])
+
     def attention_shapes(self) -> tuple[AttentionShape, ...]:
         """The softmax-attention layers by type (full, then sliding-window), each with its heads and widths."""
         v_dim = self.v_head_dim or self.head_dim
@@ -178,6 +218,7 @@ class ModelConfig:
             self.full_head_dim or self.head_dim,
             self.full_head_dim or v_dim,
             self.full_k_eq_v,
+            self._shared_kv_layers_of(FULL_ATTENTION),
         )
         sliding = AttentionShape(
             SLIDING_ATTENTION,
@@ -186,6 +227,7 @@ class ModelConfig:
             self.sliding_num_kv_heads or self.num_kv_heads,
             self.sliding_head_dim or self.head_dim,
             self.sliding_v_head_dim or v_dim,
+            shared_kv_layers=self._shared_kv_layers_of(SLIDING_ATTENTION),
         )
         return tuple(shape for shape in (full, sliding) if shape.layers)
 
@@ -219,13 +261,14 @@ class ModelConfig:
     def softmax_attention_params(
         self, heads: int | None = None, kv_heads: int | None = None, *, padded: PaddedHeads | None = None
     ) -> int:
-        """Parameters of every softmax-attention layer (full and sliding-window), each with its type's shape."""
+        """Parameters of every softmax-attention layer (full and sliding-window), each with its type's shape (the
+        layers that share another's KV cache without k and v projections)."""
         if self.kv_lora_rank:  # latent attention: one layer type (MLA with layer types is refused)
             h, kv = self._padded(self.attention_shapes()[0], heads, kv_heads, padded)
             return self.attention_params(h, kv) * self.attention_layers
         d, gate = self.hidden_size, self.attn_output_gate
         return sum(
-            s.params(d, gate, *self._padded(s, heads, kv_heads, padded)) * s.layers for s in self.attention_shapes()
+            s.all_layers_params(d, gate, *self._padded(s, heads, kv_heads, padded)) for s in self.attention_shapes()
         )
 
     def linear_attention_params(self) -> int:
@@ -303,9 +346,28 @@ class ModelConfig:
         """Parameters of one routed expert (gated MLP)."""
         return 3 * self.hidden_size * self.moe_intermediate_size
 
-    def dense_mlp_params(self) -> int:
-        """Gated MLP (gate, up, down), or up and down only (BERT encoders, GPT-J)."""
-        return (3 if self.gated_mlp else 2) * self.hidden_size * self.intermediate_size
+    def dense_mlp_params(self, width: int = 0) -> int:
+        """Gated MLP (gate, up, down) of `width` (default intermediate_size), or up and down only (BERT encoders,
+        GPT-J)."""
+        return (3 if self.gated_mlp else 2) * self.hidden_size * (width or self.intermediate_size)
+
+    def dense_mlps_params(self) -> int:
+        """Parameters of the dense MLPs of every layer without MoE, each of its own width where `mlp_widths` gives
+        them (a model with per-layer widths has no MoE layers)."""
+        if self.mlp_widths:
+            return sum(self.dense_mlp_params(w) for w in self.mlp_widths)
+        return (self.num_layers - self.moe_layers) * self.dense_mlp_params()
+
+    def per_layer_input_params(self) -> tuple[int, int]:
+        """(projection parameters, table parameters) of the per-layer input embeddings (0, 0 without them): the
+        projections are matmuls every token runs, the table is gathered one row per token."""
+        width = self.num_layers * self.per_layer_input_size
+        projections = self.hidden_size * width + self.num_layers * 2 * self.hidden_size * self.per_layer_input_size
+        return projections, self.per_layer_input_vocab_size * width
+
+    def per_layer_input_elements_per_token(self) -> int:
+        """Elements of the per-layer input table one token gathers (its row: every layer's input)."""
+        return self.num_layers * self.per_layer_input_size
 
     def layer_params(
         self, heads: int | None = None, kv_heads: int | None = None, *, padded: PaddedHeads | None = None
@@ -318,8 +380,7 @@ class ModelConfig:
             + self.mamba_params() * self.mamba_layers
             + self.indexer_params() * self.indexer_layers
         )
-        dense_layers = self.num_layers - self.moe_layers
-        always = attn + dense_layers * self.dense_mlp_params()
+        always = attn + self.dense_mlps_params() + self.per_layer_input_params()[0]
         routed = 0
         if self.is_moe:
             shared = self.shared_experts * self.expert_params() + self.hidden_size * self.num_experts
@@ -328,10 +389,10 @@ class ModelConfig:
         return always, routed
 
     def total_params(self) -> int:
-        """Every parameter, embeddings included."""
+        """Every parameter, embeddings (and per-layer input embeddings) included."""
         always, routed = self.layer_params()
         embed = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings or self.is_embedding else 2)
-        return always + routed + embed
+        return always + routed + embed + self.per_layer_input_params()[1]
 
     def active_params(self) -> int:
         """Parameters one token touches (matmul FLOPs per token ~ 2x this)."""
@@ -344,18 +405,29 @@ class ModelConfig:
         return 0 if self.is_embedding else self.vocab_size * self.hidden_size
 
     def kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
-        """KV-cache elements stored per token over all layers with a KV cache (full and sliding-window attention)."""
+        """KV-cache elements stored per token over all layers with a KV cache of their own (full and sliding-window
+        attention; a layer sharing another's cache stores nothing)."""
         if self.kv_lora_rank:  # the latent and rope key, and a sparse-attention indexer's key where it runs
             return (
                 self.num_layers * (self.kv_lora_rank + self.rope_head_dim) + self.indexer_layers * self.index_head_dim
             )
         return sum(
+            s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.kv_cache_layers
+            for s in self.attention_shapes()
+        )
+
+    def kv_read_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
+        """KV-cache elements a forward pass reads per context token: every softmax-attention layer reads the cache
+        it attends over, its own or the one it shares (kv_elements_per_token without KV sharing)."""
+        if self.kv_lora_rank:
+            return self.kv_elements_per_token()
+        return sum(
             s.kv_elements(self._padded(s, None, kv_heads, padded)[1]) * s.layers for s in self.attention_shapes()
         )
 
     def window_kv_elements_per_token(self, kv_heads: int | None = None, *, padded: PaddedHeads | None = None) -> int:
-        """The part of kv_elements_per_token read for the last `sliding_window` only (sliding-window layers), or for
-        the indexer's top `index_topk` keys (the latent KV of a sparse-attention model)."""
+        """The part of kv_read_elements_per_token read for the last `sliding_window` only (sliding-window layers), or
+        for the indexer's top `index_topk` keys (the latent KV of a sparse-attention model)."""
         if self.kv_lora_rank:
             return self.num_layers * (self.kv_lora_rank + self.rope_head_dim) if self.index_topk else 0
         return sum(

@@ -42,7 +42,8 @@ class StepCost:
         self._moe_keep = 1.0 - m.experts_per_token / m.num_experts if m.num_experts else 1.0
         self._routed = dep.routed_weight_bytes
         self._always = dep.always_weight_bytes
-        self._kvb = self.kv_bytes_per_token = dep.kv_bytes_per_token
+        self.kv_bytes_per_token = dep.kv_bytes_per_token  # stored per token
+        self._kvb = dep.kv_read_bytes_per_token  # read per context token and pass
         self._nxd = coeffs.moe_nxd and bool(self._routed)
         self._k_over_e = m.experts_per_token / m.num_experts if m.num_experts else 0.0
         every = all_expert_flops_per_token(dep)
@@ -63,6 +64,7 @@ class StepCost:
         )
         # linear-attention state read per sequence and pass
         self._state = self.state_bytes_per_sequence = dep.state_bytes_per_sequence
+        self._gathered = dep.gathered_bytes_per_token  # per-layer input embeddings gathered per computed token
         self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
     @staticmethod
@@ -137,7 +139,13 @@ class StepCost:
             seconds = (
                 tokens * per_token
                 + (prefill_qk + dq) * per_qk
-                + (self._weights(tokens, True) + kv * self._kvb + (prompts + b_tokens) * self._state) * per_byte
+                + (
+                    self._weights(tokens, True)
+                    + kv * self._kvb
+                    + (prompts + b_tokens) * self._state
+                    + tokens * self._gathered
+                )
+                * per_byte
                 + fixed
                 + prompts * self._per_prompt
             )
@@ -147,7 +155,7 @@ class StepCost:
                 seconds -= (prefill_qk + dq - wqk) * self._w_qk_p + (kv - wkv) * self._wkvb * per_byte
             return seconds
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        bytes_read = self._weights(b_tokens, False) + dq * self._kvb + b_tokens * self._state
+        bytes_read = self._weights(b_tokens, False) + dq * self._kvb + b_tokens * (self._state + self._gathered)
         seconds = b_tokens * per_token + dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(b_tokens)
         if w:
             seconds -= (dq - dq_w) * (self._w_qk_d + self._wkvb * per_byte)
@@ -166,7 +174,7 @@ class StepCost:
             dq = float(sum(decode_ctx)) + b * j
             b_tokens = float(b)
         per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        weights = self._weights(b_tokens, False) + b_tokens * self._state
+        weights = self._weights(b_tokens, False) + b_tokens * (self._state + self._gathered)
         step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + weights * per_byte + fixed
         step = step + self._gather_s(b_tokens)
         if self.window:
