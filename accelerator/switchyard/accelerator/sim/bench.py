@@ -132,12 +132,14 @@ def simulate_bench(
     config: EngineConfig | None = None,
     coefficients: Coefficients | None = None,
     expert_parallel: bool = False,
+    acceptance_rate: float | None = None,
 ) -> BenchResult:
     """Run a closed-loop (`concurrency`) or open-loop (`rate_per_s`) benchmark on one replica and measure it.
 
     `warmup`: finished requests left out of the statistics (default: default_warmup()); `coefficients`: a cost
     model other than the instance's committed calibration (reported as group "custom"); `expert_parallel`: a
-    mixture-of-experts model's experts placed whole on the `tp` ranks (make_deployment).
+    mixture-of-experts model's experts placed whole on the `tp` ranks (make_deployment); `acceptance_rate`: a
+    target + draft pair's chance of accepting a drafted token (make_deployment).
     """
     if (concurrency is None) == (rate_per_s is None):
         raise ConfigurationError("give exactly one of concurrency (closed loop) or rate_per_s (open loop)")
@@ -150,7 +152,15 @@ def simulate_bench(
     skip = default_warmup(requests, concurrency) if warmup is None else warmup
     if not 0 <= skip < requests:
         raise ConfigurationError(f"warmup must be in 0..{requests - 1} (fewer than the requests), got {skip}")
-    dep = make_deployment(model, instance, tp, weights, kv_dtype=kv_dtype, expert_parallel=expert_parallel)
+    dep = make_deployment(
+        model,
+        instance,
+        tp,
+        weights,
+        kv_dtype=kv_dtype,
+        expert_parallel=expert_parallel,
+        acceptance_rate=acceptance_rate,
+    )
     cluster = Cluster(dep, 1, config=config, coefficients=coefficients)
     if concurrency is not None:
         finished = closed_loop(cluster, concurrency, requests, input_len, output_len)

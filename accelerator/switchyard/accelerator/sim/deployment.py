@@ -11,13 +11,24 @@ from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
 from switchyard.accelerator.sim.model_config import ModelConfig, PaddedHeads
 from switchyard.accelerator.sim.models import get_model
 
-__all__ = ["HBM_USABLE_FRACTION", "Deployment", "KvCacheDtype", "Precision", "make_deployment"]
+__all__ = [
+    "DEFAULT_ACCEPTANCE_RATE",
+    "HBM_USABLE_FRACTION",
+    "Deployment",
+    "KvCacheDtype",
+    "Precision",
+    "Speculation",
+    "make_deployment",
+]
 
 # Share of device memory the runtime lets weights + KV use (the rest: runtime, activations, scratch).
 HBM_USABLE_FRACTION = 0.9
 GIB = 1024**3
 # A linear-attention state element: FP32, as aws-samples/sample-qwen3.5-qwen3.6-dense-trainium keeps it.
 STATE_BYTES = 4.0
+# Speculative decoding: the chance that the target accepts one drafted token, when a deployment states none. An
+# assumption, not a measurement: no published row of the catalog's pairs gives one (docs/simulator.md).
+DEFAULT_ACCEPTANCE_RATE = 0.7
 
 
 class Precision(enum.StrEnum):
@@ -48,6 +59,24 @@ class KvCacheDtype(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Speculation:
+    """Speculative decoding with a draft model on the same ranks: each step the draft proposes `tokens` tokens (that
+    many decode passes of the draft) and the target checks them in one pass over tokens + 1 query tokens a sequence;
+    each drafted token is accepted with probability `acceptance_rate`, independently, until the first rejection."""
+
+    draft: Deployment  # the draft model's own deployment (its weights and KV on the same ranks)
+    tokens: int
+    acceptance_rate: float
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens a sequence gains per step: the accepted run plus the target's own next token,
+        (1 - a^(k+1)) / (1 - a) (Leviathan et al., 2023)."""
+        a, k = self.acceptance_rate, self.tokens
+        return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+@dataclass(frozen=True, slots=True)
 class Deployment:
     """One replica: a model sharded over `tp` ranks of an instance. Build it with make_deployment()."""
 
@@ -62,8 +91,9 @@ class Deployment:
     kv_heads: int  # KV heads after replication so every rank holds at least one
     always_weight_bytes: float  # read on every forward pass
     routed_weight_bytes: float  # MoE experts: read only for the experts a forward touches
-    weight_bytes: float
-    kv_bytes_per_token: float  # stored, over every layer with a KV cache of its own (full and sliding-window attention)
+    weight_bytes: float  # resident, a draft model's included
+    # stored, over every layer with a KV cache of its own (full and sliding-window attention), a draft model's included
+    kv_bytes_per_token: float
     # KV bytes a forward pass reads per context token: every attention layer reads the cache it attends over, its own
     # or one it shares with an earlier layer (ModelConfig.kv_shared_layers); kv_bytes_per_token without KV sharing.
     kv_read_bytes_per_token: float
@@ -91,6 +121,8 @@ class Deployment:
     # Bytes a computed token gathers from a table beside the weights: its row of per-layer input embeddings
     # (ModelConfig.per_layer_input_size; 0 without them). The token embedding's own row is not charged.
     gathered_bytes_per_token: float = 0.0
+    # Speculative decoding with a draft model (ModelConfig.draft_model): its deployment, tokens and acceptance rate.
+    speculation: Speculation | None = None
 
     @property
     def chip_name(self) -> str:
@@ -189,12 +221,15 @@ def make_deployment(
     *,
     expert_parallel: bool = False,
     kv_dtype: KvCacheDtype | str = KvCacheDtype.BF16,
+    acceptance_rate: float | None = None,
 ) -> Deployment:
     """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError.
 
     `expert_parallel` (MoE only) places whole experts on the ranks instead of slicing every expert
     `tp` ways; tokens then travel to their experts and back by two all-to-alls per MoE layer.
-    `kv_dtype` is the KV cache's element type (see KvCacheDtype).
+    `kv_dtype` is the KV cache's element type (see KvCacheDtype). A model with a draft (`draft_model`) is served
+    with speculative decoding (Speculation): the draft on the same ranks, its weights and KV cache beside the
+    target's, each drafted token accepted with probability `acceptance_rate` (default DEFAULT_ACCEPTANCE_RATE).
     """
     m = get_model(model) if isinstance(model, str) else model
     inst = get_instance(instance) if isinstance(instance, str) else instance
@@ -202,6 +237,7 @@ def make_deployment(
     kv_type = KvCacheDtype(kv_dtype)
     if tp < 1 or tp > inst.max_tp:
         raise ConfigurationError(f"tp={tp} outside 1..{inst.max_tp} (ranks of {inst.name})")
+    speculation = _speculation(m, inst, tp, prec, kv_type, acceptance_rate)
     chip = inst.chip
     chips = inst.chips_for_tp(tp)
     rank_share = tp / chip.ranks_per_chip  # chips' worth of compute and bandwidth the replica uses
@@ -213,6 +249,9 @@ def make_deployment(
     kv_per_token = m.kv_elements_per_token(kv_heads, padded=padded) * float(kv_type.bytes)
     if not kv_per_token:
         raise ConfigurationError(f"{m.name} has no layer with a KV cache; the engine allocates KV blocks per token")
+    if speculation is not None:  # the draft's weights and its KV of every token sit beside the target's
+        weight_bytes += speculation.draft.weight_bytes
+        kv_per_token += speculation.draft.kv_bytes_per_token
     hbm = chip.hbm_bytes * rank_share
     free = hbm * HBM_USABLE_FRACTION - weight_bytes
     if free <= 0:
@@ -278,4 +317,29 @@ def make_deployment(
         window_attention_flops_per_qk=float(m.attention_flops_per_qk(heads, padded=padded, window_only=True)),
         state_bytes_per_sequence=m.recurrent_state_elements() * STATE_BYTES,
         gathered_bytes_per_token=float(m.per_layer_input_elements_per_token() * prec.bytes),
+        speculation=speculation,
     )
+
+
+def _speculation(
+    m: ModelConfig, inst: Instance, tp: int, prec: Precision, kv_type: KvCacheDtype, acceptance_rate: float | None
+) -> Speculation | None:
+    """The speculative decoding of a model with a draft (None without one); the draft's deployment is built alone."""
+    if not m.draft_model:
+        if acceptance_rate is not None:
+            raise ConfigurationError(f"{m.name} has no draft model: an acceptance rate means nothing for it")
+        return None
+    rate = DEFAULT_ACCEPTANCE_RATE if acceptance_rate is None else acceptance_rate
+    if not 0.0 <= rate <= 1.0 or m.num_speculative_tokens < 1:
+        raise ConfigurationError(
+            f"{m.name}: speculative decoding needs an acceptance rate in [0, 1] and at least one drafted token"
+        )
+    draft = get_model(m.draft_model)
+    if draft.vocab_size != m.vocab_size:
+        raise ConfigurationError(f"{m.name}: the draft {draft.name} does not share the target's vocabulary")
+    if draft.draft_model:
+        raise ConfigurationError(f"{m.name}: the draft {draft.name} has a draft of its own")
+    if draft.sparse_attention_window and draft.sparse_attention_window != m.sparse_attention_window:
+        raise ConfigurationError(f"{m.name}: a draft with another attention window than the target's is not modelled")
+    draft_dep = make_deployment(draft, inst, tp, prec, kv_dtype=kv_type)
+    return Speculation(draft_dep, m.num_speculative_tokens, rate)

@@ -163,6 +163,10 @@ class ModelConfig:
     # of the token's embedding to every layer's input (hidden -> layers x width).
     per_layer_input_size: int = 0
     per_layer_input_vocab_size: int = 0
+    # A published pairing served with speculative decoding (models.json's speculative_pairs): the draft model's catalog
+    # name and the tokens it proposes per step; the model's own fields are the target's. "": no draft.
+    draft_model: str = ""
+    num_speculative_tokens: int = 0
 
     @property
     def is_embedding(self) -> bool:

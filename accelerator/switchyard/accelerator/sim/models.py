@@ -1,5 +1,6 @@
 """Model catalog: the architectures of `data/models.json` (read by `hf_config`), the published ids its alias table
-serves through them, and models registered at run time."""
+serves through them, the published target + draft pairs of its speculative-decoding table, and models registered at
+run time."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ def _alias_table() -> dict[str, dict[str, Any]]:
     return {a["name"]: a for a in _catalog()["aliases"]}
 
 
+@cache
+def _pair_table() -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in _catalog().get("speculative_pairs", [])}
+
+
 def model_aliases() -> dict[str, str]:
     """Every published id the catalog serves through another entry's architecture: id -> architecture.
 
@@ -66,14 +72,27 @@ def load_model_config(path: str | Path, name: str | None = None) -> ModelConfig:
 
 
 def get_model(name: str) -> ModelConfig:
-    """The model with Hugging Face id `name` (an architecture of the catalog, a registered config, or a published
-    id of the alias table, answered under its own name); raises UnknownNameError listing close matches."""
+    """The model with Hugging Face id `name` (an architecture of the catalog, a registered config, a published id of
+    the alias table, answered under its own name, or a target + draft pair of the speculative-decoding table: the
+    target's architecture with `draft_model` and `num_speculative_tokens` set); raises UnknownNameError listing close
+    matches."""
     models = _registry()
     if name in models:
         return models[name]
+    pair = _pair_table().get(name)
+    if pair is not None:
+        target = get_model(pair["target"])
+        get_model(pair["draft"])  # the draft is a catalog model too
+        return replace(
+            target,
+            name=name,
+            source=f"{pair['source']} (target {target.name}, draft {pair['draft']})",
+            draft_model=pair["draft"],
+            num_speculative_tokens=int(pair["num_speculative_tokens"]),
+        )
     alias = _alias_table().get(name)
     if alias is None:
-        raise UnknownNameError("model", name, [*models, *_alias_table()])
+        raise UnknownNameError("model", name, [*models, *_alias_table(), *_pair_table()])
     base = models[alias["architecture"]]
     overrides = {k: v for k, v in alias.items() if k in ("max_position_embeddings",)}
     return replace(base, name=name, source=f"{alias['source']} (architecture of {base.name})", **overrides)

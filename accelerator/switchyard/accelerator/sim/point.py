@@ -91,7 +91,41 @@ def point_features(
     elsewhere nothing is padded. `encoding` says whether the batch's prompts are encoded in one pass or
     one pass each (see PromptEncoding); `host_sampling` copies each computed row's logits to the host;
     `moe_nxd` runs mixture-of-experts layers as NxD Inference does (Coefficients.moe_nxd).
+
+    With speculative decoding (Deployment.speculation) the draft encodes the prompts too, and a decode step is the
+    draft's k decodes plus the target's pass over k + 1 tokens a sequence, per expected token gained
+    (Speculation.tokens_per_step): the decode rows are the features of one token's share of a step.
     """
+    spec = dep.speculation
+    args = (batch, input_len, output_len, encoding)
+    kw: dict[str, Any] = {"compiled_batch": compiled_batch, "host_sampling": host_sampling, "moe_nxd": moe_nxd}
+    if spec is None:
+        return _point_features(dep, *args, **kw)
+    ttft, median, steps = _point_features(dep, *args, **kw, queries=spec.tokens + 1)
+    draft = [_point_features(spec.draft, batch, input_len + i, output_len, encoding, **kw) for i in range(spec.tokens)]
+    per_token = 1.0 / spec.tokens_per_step
+    return (
+        ttft + draft[0][0],
+        (median + sum(d[1] for d in draft)) * per_token,
+        (steps + sum(d[2] for d in draft)) * per_token,
+    )
+
+
+def _point_features(
+    dep: Deployment,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    encoding: PromptEncoding = PromptEncoding.BATCHED,
+    *,
+    compiled_batch: int | None = None,
+    host_sampling: bool = False,
+    moe_nxd: bool = False,
+    queries: int = 1,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """point_features of one model, its decode passes computing `queries` tokens a sequence (a speculative
+    verify: k + 1) that attend over the sequence's context, read once."""
+    q = queries
     pm = MoeDispatch.ALL_EXPERTS if moe_nxd else MoeDispatch.ROUTED
     dm = MoeDispatch.SELECTIVE if moe_nxd else MoeDispatch.ROUTED
     static = dep.instance.chip.static_shapes
@@ -120,29 +154,33 @@ def point_features(
     pos = _decode_positions(input_len, output_len)
     if static:
         bb = max(float(bucket(batch, minimum=1)[()]), float(compiled_batch or 0))
-        lg = bb * vocab if host_sampling else 0.0
+        lg = bb * q * vocab if host_sampling else 0.0
         ctx = bucket(pos)
         w_ctx = windowed(ctx, window)
         steps = forward_features(
-            dep, bb, bb * ctx, bb * ctx, 0.0, lg, moe=dm, window_qk=bb * w_ctx, window_kv=bb * w_ctx, sequences=bb
-        )
+            dep, bb * q, bb * ctx * q, bb * ctx, 0.0, lg, moe=dm, window_qk=bb * w_ctx * q, window_kv=bb * w_ctx,
+            sequences=bb,
+        )  # fmt: skip
         mid: FloatArray | float = bucket(input_len + output_len / 2.0)
         w_mid = windowed(mid, window)
         median = forward_features(
-            dep, bb, bb * mid, bb * mid, 0.0, lg, moe=dm, window_qk=bb * w_mid, window_kv=bb * w_mid, sequences=bb
-        )
+            dep, bb * q, bb * mid * q, bb * mid, 0.0, lg, moe=dm, window_qk=bb * w_mid * q, window_kv=bb * w_mid,
+            sequences=bb,
+        )  # fmt: skip
     else:
-        lg = batch * vocab if host_sampling else 0.0
+        lg = batch * q * vocab if host_sampling else 0.0
         b = float(batch)
         w_pos = windowed(pos, window)
         steps = forward_features(
-            dep, b, b * pos, b * pos, 0.0, lg, moe=dm, window_qk=b * w_pos, window_kv=b * w_pos, sequences=b
-        )
+            dep, b * q, b * pos * q, b * pos, 0.0, lg, moe=dm, window_qk=b * w_pos * q, window_kv=b * w_pos,
+            sequences=b,
+        )  # fmt: skip
         mid = float(input_len + output_len / 2.0)
         w_mid = windowed(mid, window)
         median = forward_features(
-            dep, b, b * mid, b * mid, 0.0, lg, moe=dm, window_qk=b * w_mid, window_kv=b * w_mid, sequences=b
-        )
+            dep, b * q, b * mid * q, b * mid, 0.0, lg, moe=dm, window_qk=b * w_mid * q, window_kv=b * w_mid,
+            sequences=b,
+        )  # fmt: skip
     return ttft, median, steps
 
 
@@ -160,16 +198,20 @@ def simulate_point(
     stack: str | None = None,
     compiled_batch: int | None = None,
     host_sampling: bool = False,
+    acceptance_rate: float | None = None,
 ) -> PointResult:
     """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch.
 
     `stack` picks a calibrated software stack of the instance's generation (default: the newest).
     `compiled_batch`: the decode graph's batch when larger than the batch's bucket (vLLM's max_num_seqs on
-    Neuron); `host_sampling`: logits are sampled on the host CPU instead of on the device.
+    Neuron); `host_sampling`: logits are sampled on the host CPU instead of on the device; `acceptance_rate`: a
+    target + draft pair's chance of accepting a drafted token (make_deployment).
     """
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
-    dep = make_deployment(model, instance, tp, weights, expert_parallel=expert_parallel)
+    dep = make_deployment(
+        model, instance, tp, weights, expert_parallel=expert_parallel, acceptance_rate=acceptance_rate
+    )
     need = batch * (input_len + output_len) + dep.state_tokens(batch)
     if dep.instance.chip.static_shapes:
         padded = int(bucket(batch, minimum=1)[()])

@@ -65,6 +65,11 @@ class StepCost:
         # linear-attention state read per sequence and pass
         self._state = self.state_bytes_per_sequence = dep.state_bytes_per_sequence
         self._gathered = dep.gathered_bytes_per_token  # per-layer input embeddings gathered per computed token
+        # Speculative decoding: the draft's own step costs, its tokens per step and the expected tokens gained per step
+        spec = dep.speculation
+        self._draft = StepCost(spec.draft, coeffs) if spec is not None else None
+        self._drafted = spec.tokens if spec is not None else 0
+        self._tokens_per_step = spec.tokens_per_step if spec is not None else 1.0
         self.prefill_s_per_token = self._p[0]  # linear (matmul + collective) seconds of one computed prompt token
 
     @staticmethod
@@ -153,16 +158,44 @@ class StepCost:
                 wqk = (prefill_qk if prefill_window_qk is None else prefill_window_qk) + dq_w
                 wkv = (prefill_kv if prefill_window_kv is None else prefill_window_kv) + dq_w
                 seconds -= (prefill_qk + dq - wqk) * self._w_qk_p + (kv - wkv) * self._wkvb * per_byte
+            if self._draft is not None:  # the draft encodes the same prompt chunks (the decodes do not speculate)
+                seconds += self._draft.iteration_s(
+                    prefill_tokens, prefill_qk, prefill_kv, [], prompts, prefill_window_qk, prefill_window_kv
+                )
             return seconds
-        per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        bytes_read = self._weights(b_tokens, False) + dq * self._kvb + b_tokens * (self._state + self._gathered)
-        seconds = b_tokens * per_token + dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(b_tokens)
+        if self._draft is None:
+            return self._decode_s(dq, b_tokens, dq_w, 1)
+        # One speculative step per expected token gained: k draft decodes, then the target over k + 1 query tokens
+        drafting = sum(self._draft.iteration_s(0, 0.0, 0.0, [c + i for c in decode_ctx]) for i in range(self._drafted))
+        return (drafting + self._decode_s(dq, b_tokens, dq_w, self._drafted + 1)) / self._tokens_per_step
+
+    def _decode_s(self, dq: float, b_tokens: float, dq_w: float, queries: int) -> float:
+        """Seconds of a decode-only pass of `queries` query tokens per sequence (a speculative verify: k + 1), each
+        attending over its sequence's context; the KV and state are read once per sequence."""
+        w = self.window
+        tokens = b_tokens * queries
+        per_token, per_qk, per_byte, fixed = self._decode_phase(tokens)
+        bytes_read = self._weights(tokens, False) + dq * self._kvb + b_tokens * self._state + tokens * self._gathered
+        seconds = tokens * per_token + queries * dq * per_qk + bytes_read * per_byte + fixed + self._gather_s(tokens)
         if w:
-            seconds -= (dq - dq_w) * (self._w_qk_d + self._wkvb * per_byte)
+            seconds -= (dq - dq_w) * (queries * self._w_qk_d + self._wkvb * per_byte)
         return seconds
 
     def decode_jump_s(self, decode_ctx: list[int], steps: int) -> FloatArray:
         """Cumulative seconds after each of `steps` decode-only iterations (every context grows by 1)."""
+        if self._draft is None:
+            step = self._decode_steps_s(decode_ctx, steps, 1)
+        else:  # the iteration at context c + j drafts at c + j .. c + j + k - 1, then verifies at c + j
+            k = self._drafted
+            drafted = np.concatenate(([0.0], np.cumsum(self._draft._decode_steps_s(decode_ctx, steps + k - 1, 1))))
+            step = (drafted[k : k + steps] - drafted[:steps] + self._decode_steps_s(decode_ctx, steps, k + 1)) / (
+                self._tokens_per_step
+            )
+        out: FloatArray = np.cumsum(np.broadcast_to(step, (steps,)))
+        return out
+
+    def _decode_steps_s(self, decode_ctx: list[int], steps: int, queries: int) -> FloatArray | float:
+        """Seconds of each of `steps` decode-only passes of `queries` query tokens a sequence, contexts growing by 1."""
         b = len(decode_ctx)
         j = np.arange(steps, dtype=np.float64)
         if self.static:
@@ -173,14 +206,15 @@ class StepCost:
         else:
             dq = float(sum(decode_ctx)) + b * j
             b_tokens = float(b)
-        per_token, per_qk, per_byte, fixed = self._decode_phase(b_tokens)
-        weights = self._weights(b_tokens, False) + b_tokens * (self._state + self._gathered)
-        step = b_tokens * per_token + dq * (per_qk + self._kvb * per_byte) + weights * per_byte + fixed
-        step = step + self._gather_s(b_tokens)
+        tokens = b_tokens * queries
+        per_token, per_qk, per_byte, fixed = self._decode_phase(tokens)
+        weights = self._weights(tokens, False) + b_tokens * self._state + tokens * self._gathered
+        step = tokens * per_token + dq * (queries * per_qk + self._kvb * per_byte) + weights * per_byte + fixed
+        step = step + self._gather_s(tokens)
         if self.window:
             past_window = dq - (
                 bb * np.minimum(ctx, self.window) if self.static else _windowed_sum(decode_ctx, j, self.window)
             )
-            step = step - past_window * (self._w_qk_d + self._wkvb * per_byte)
-        out: FloatArray = np.cumsum(np.broadcast_to(step, j.shape))
+            step = step - past_window * (queries * self._w_qk_d + self._wkvb * per_byte)
+        out: FloatArray | float = step
         return out
