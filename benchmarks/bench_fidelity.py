@@ -42,7 +42,8 @@ Parsing rules (first failing check wins, in this order):
 - lengths: a leading number, "k" meaning 1,024 ("4k" is 4,096; "~1500 (emulated)" and "1500 (+-150)" are 1,500;
   "7-token prompt; ..." is 7). Compiled buckets ("seq_len 4096", "CTE bucket 128", "max_context_length"),
   datasets, "dataset-defined", "not stated" and ranges ("24-32") are unknown lengths.
-- rows with speculative decoding, prefix caching on, or disaggregation are skipped (the bench models none).
+- rows with speculative decoding, prefix caching on, or disaggregation are skipped (the bench models none of the
+  latter two; a draft model's speculative decoding it models, but no row states the acceptance rate it ran at).
 - weights: "bf16" when the cell starts with it and stores no FP8 (dequantised/upcast FP8 checkpoints are bf16),
   "fp8" when FP8 is stored (mixed FP8-expert rows included), bf16 when not stated.
 - statistic: the notes' "STAT=" (mean, p99, not stated), else p50. A p99 row is compared with the predicted p99,
