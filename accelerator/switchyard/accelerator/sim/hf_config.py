@@ -1,6 +1,6 @@
 """Reading a Hugging Face `config.json` into the model format: the fields of each family (Llama, DeepSeek, Qwen,
-Gemma, GPT-style and BERT-style names, GraniteMoeHybrid, GLM) mapped onto `ModelConfig`, and configs the format cannot
-express refused with a `ConfigurationError`."""
+Gemma, GPT-style and BERT-style names, GraniteMoeHybrid, GLM, Laguna) mapped onto `ModelConfig`, and configs the
+format cannot express refused with a `ConfigurationError`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.sim.model_config import (
     FULL_ATTENTION,
+    GATE_FULL,
+    GATE_PER_HEAD,
     LAYER_TYPES,
     LINEAR_ATTENTION,
     MAMBA,
@@ -72,15 +74,15 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         c["intermediate_size"] = per_layer_widths[0] if per_layer_widths else None
     inter = int(c.get("intermediate_size_mlp") or c.get("intermediate_size") or 4 * hidden)
     moe_inter = int(c.get("moe_intermediate_size") or (c.get("intermediate_size", inter) if experts else 0))
-    moe_layers = 0
-    if experts:
-        step = int(c.get("interleave_moe_layer_step") or 1)
-        first_dense = int(c.get("first_k_dense_replace") or 0)
-        moe_layers = len([i for i in range(first_dense, layers) if (i + 1) % step == 0])
+    moe_layers = _moe_layers(name, c, layers, experts)
     mla = int(c.get("kv_lora_rank") or 0)
     layer_types = _layer_types(name, c, layers)
     if mla and layer_types:
         raise ConfigurationError(f"{name!r}: per-layer attention types with latent attention (MLA) are not modelled")
+    if mla and c.get("num_attention_heads_per_layer") is not None:
+        raise ConfigurationError(f"{name!r}: query heads per layer with latent attention (MLA) are not modelled")
+    full_heads, sliding_heads = _heads_per_layer_type(name, c, layers, layer_types)
+    gate, gate_width = _output_gate(name, c)
     index_fields = [int(c.get(k) or 0) for k in ("index_topk", "index_n_heads", "index_head_dim")]
     if any(index_fields) and not (all(index_fields) and mla and not layer_types):
         raise ConfigurationError(
@@ -98,7 +100,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         name=name,
         hidden_size=hidden,
         num_layers=layers,
-        num_heads=heads,
+        num_heads=full_heads or heads,
         num_kv_heads=int(c.get("num_key_value_heads") or heads),
         head_dim=head_dim,
         intermediate_size=inter,
@@ -125,7 +127,8 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         linear_key_head_dim=int(c.get("linear_key_head_dim") or 0),
         linear_value_head_dim=int(c.get("linear_value_head_dim") or 0),
         linear_conv_kernel_dim=int(c.get("linear_conv_kernel_dim") or 0),
-        attn_output_gate=bool(c.get("attn_output_gate", False)),
+        attn_output_gate=gate,
+        attn_output_gate_width=gate_width,
         mamba_num_heads=int(c.get("mamba_n_heads") or 0),
         mamba_head_dim=int(c.get("mamba_d_head") or 0),
         mamba_state_dim=int(c.get("mamba_d_state") or 0),
@@ -138,7 +141,7 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         full_num_kv_heads=int(c.get("num_global_key_value_heads") or 0),
         full_head_dim=int(c.get("global_head_dim") or 0),
         full_k_eq_v=bool(c.get("attention_k_eq_v", False)),
-        sliding_num_heads=int(c.get("swa_num_attention_heads") or 0),
+        sliding_num_heads=sliding_heads,
         sliding_num_kv_heads=int(c.get("swa_num_key_value_heads") or 0),
         sliding_head_dim=int(c.get("swa_head_dim") or 0),
         sliding_v_head_dim=int(c.get("swa_v_head_dim") or 0),
@@ -147,6 +150,88 @@ def from_hf_config(name: str, cfg: dict[str, Any], source: str = "") -> ModelCon
         per_layer_input_size=per_layer_input,
         per_layer_input_vocab_size=int(c.get("vocab_size_per_layer_input") or vocab) if per_layer_input else 0,
     )
+
+
+def _moe_layers(name: str, c: dict[str, Any], layers: int, experts: int) -> int:
+    """Layers with routed experts: those `mlp_layer_types` calls "sparse" (Laguna; the others "dense"), else every
+    `interleave_moe_layer_step`-th layer after the first `first_k_dense_replace` (every layer by default)."""
+    raw = c.get("mlp_layer_types")
+    if raw is not None:
+        types = [str(t) for t in raw]
+        if len(types) != layers or not set(types) <= {"dense", "sparse"}:
+            raise ConfigurationError(
+                f"{name!r}: mlp_layer_types must give 'dense' or 'sparse' for each of its {layers} layers"
+            )
+        if "sparse" in types and not experts:
+            raise ConfigurationError(f"{name!r}: mlp_layer_types names sparse layers but the config has no experts")
+        return types.count("sparse")
+    if not experts:
+        return 0
+    step = int(c.get("interleave_moe_layer_step") or 1)
+    first_dense = int(c.get("first_k_dense_replace") or 0)
+    return len([i for i in range(first_dense, layers) if (i + 1) % step == 0])
+
+
+def _heads_per_layer_type(name: str, c: dict[str, Any], layers: int, layer_types: tuple[str, ...]) -> tuple[int, int]:
+    """(full-attention layers' query heads, sliding-window layers' query heads), 0 where the config does not set
+    them: MiMo's `swa_num_attention_heads`, or Laguna's `num_attention_heads_per_layer`, which the format carries
+    per layer type, so each type's layers must agree, and each count be a multiple of its type's KV heads."""
+    swa_heads = int(c.get("swa_num_attention_heads") or 0)
+    raw = c.get("num_attention_heads_per_layer")
+    if raw is None:
+        return 0, swa_heads
+    per_layer = [int(h) for h in raw]
+    if len(per_layer) != layers or min(per_layer, default=0) < 1:
+        raise ConfigurationError(
+            f"{name!r}: num_attention_heads_per_layer must give a positive count for each of its {layers} layers"
+        )
+    types = layer_types or (FULL_ATTENTION,) * layers
+    heads = {}
+    for kind, kv_field in (
+        (FULL_ATTENTION, "num_global_key_value_heads"),
+        (SLIDING_ATTENTION, "swa_num_key_value_heads"),
+    ):
+        counts = {h for h, t in zip(per_layer, types, strict=True) if t == kind}
+        if len(counts) > 1:
+            raise ConfigurationError(
+                f"{name!r}: num_attention_heads_per_layer differs between {kind} layers ({sorted(counts)}); the format "
+                "carries query heads per layer type"
+            )
+        kv = int(c.get(kv_field) or c.get("num_key_value_heads") or 0)
+        if counts and kv and next(iter(counts)) % kv:
+            raise ConfigurationError(
+                f"{name!r}: {next(iter(counts))} query heads in its {kind} layers are not a multiple of its {kv} KV "
+                "heads"
+            )
+        heads[kind] = next(iter(counts), 0)
+    if swa_heads and heads[SLIDING_ATTENTION] and swa_heads != heads[SLIDING_ATTENTION]:
+        raise ConfigurationError(
+            f"{name!r}: swa_num_attention_heads and num_attention_heads_per_layer disagree on the sliding layers' heads"
+        )
+    return heads[FULL_ATTENTION], heads[SLIDING_ATTENTION] or swa_heads
+
+
+# Laguna's `gating` (transformers' LagunaConfig: True or "per-head", one softplus gate per head; "per-element", one
+# per channel) and its per-layer `gating_types`, as gate widths.
+_GATING = {True: GATE_PER_HEAD, "per-head": GATE_PER_HEAD, "per_head": GATE_PER_HEAD, "per-element": GATE_FULL,
+           "per_element": GATE_FULL}  # fmt: skip
+
+
+def _output_gate(name: str, c: dict[str, Any]) -> tuple[bool, str]:
+    """(whether the attention output is gated, the gate's width): `attn_output_gate` (a gate as wide as the
+    attention output: Qwen3-Next, AFMoE), or Laguna's `gating` and per-layer `gating_types`, which must agree."""
+    gating = c.get("gating")
+    kinds = ([] if gating is None or gating is False else [gating]) + list(c.get("gating_types") or ())
+    if not kinds:
+        return bool(c.get("attn_output_gate", False)), GATE_FULL
+    widths = {_GATING.get(k) if isinstance(k, bool | str) else None for k in kinds}
+    if None in widths:
+        raise ConfigurationError(f"{name!r}: gating must be true, 'per-head' or 'per-element', not {kinds!r}")
+    if len(widths) > 1:
+        raise ConfigurationError(f"{name!r}: attention output gates of different widths per layer are not modelled")
+    if c.get("attn_output_gate") is not None:
+        raise ConfigurationError(f"{name!r}: both attn_output_gate and gating give the attention output's gate")
+    return True, str(widths.pop())
 
 
 def _kv_shared_layers(name: str, c: dict[str, Any], layers: int, layer_types: tuple[str, ...]) -> int:

@@ -7,8 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from switchyard.accelerator.errors import ConfigurationError
+
 __all__ = [
     "FULL_ATTENTION",
+    "GATE_FULL",
+    "GATE_PER_HEAD",
+    "GATE_WIDTHS",
     "LAYER_TYPES",
     "LINEAR_ATTENTION",
     "MAMBA",
@@ -24,6 +29,13 @@ SLIDING_ATTENTION = "sliding_attention"
 LINEAR_ATTENTION = "linear_attention"
 MAMBA = "mamba"
 LAYER_TYPES = frozenset({FULL_ATTENTION, SLIDING_ATTENTION, LINEAR_ATTENTION, MAMBA})
+
+# How wide a gate on the attention output is (ModelConfig.attn_output_gate_width): one gate per output channel, as
+# wide as the attention output (heads x value width: Qwen3-Next's q_proj, AFMoE's gate_proj), or one per head,
+# broadcast over its channels (hidden x heads: Laguna's g_proj).
+GATE_FULL = "full"
+GATE_PER_HEAD = "per_head"
+GATE_WIDTHS = frozenset({GATE_FULL, GATE_PER_HEAD})
 
 # Query and KV heads per attention layer type after a deployment's padding: layer type -> (heads, kv_heads).
 PaddedHeads = Mapping[str, tuple[int, int]]
@@ -43,27 +55,33 @@ class AttentionShape:
     # Of `layers`, those that attend over an earlier layer's KV cache (Gemma 3n/4's KV sharing): no k or v projection
     # and nothing cached of their own, but their attention computes, and reads the cache it shares, as any layer's.
     shared_kv_layers: int = 0
+    # Gate elements per head on the attention output, each projected from the hidden state: 0 (no gate), v_dim (a
+    # gate per output channel, GATE_FULL) or 1 (one per head, GATE_PER_HEAD).
+    gate_width: int = 0
 
-    def params(self, hidden: int, output_gate: bool, heads: int | None = None, kv_heads: int | None = None) -> int:
+    def params(self, hidden: int, heads: int | None = None, kv_heads: int | None = None) -> int:
         """Parameters of one such layer's attention: q, k, v (none when k_eq_v), o and an optional output gate."""
-        return self.query_output_params(hidden, output_gate, heads) + self.kv_projection_params(hidden, kv_heads)
+        return self.query_output_params(hidden, heads) + self.kv_projection_params(hidden, kv_heads)
 
-    def query_output_params(self, hidden: int, output_gate: bool, heads: int | None = None) -> int:
+    def query_output_params(self, hidden: int, heads: int | None = None) -> int:
         """Parameters of one such layer's q and o projections and its optional output gate."""
         h = self.heads if heads is None else heads
         q = hidden * h * self.qk_dim
-        return q + h * self.v_dim * hidden * (2 if output_gate else 1)  # the gate is as wide as the attention output
+        return q + h * self.v_dim * hidden + self.gate_params(hidden, h)
+
+    def gate_params(self, hidden: int, heads: int | None = None) -> int:
+        """Parameters of one such layer's output gate projection: hidden -> heads x gate_width (0 without one)."""
+        h = self.heads if heads is None else heads
+        return hidden * h * self.gate_width
 
     def kv_projection_params(self, hidden: int, kv_heads: int | None = None) -> int:
         """Parameters of one such layer's k and v projections (one when k_eq_v)."""
         kv = self.kv_heads if kv_heads is None else kv_heads
         return hidden * kv * (self.qk_dim if self.k_eq_v else self.qk_dim + self.v_dim)
 
-    def all_layers_params(
-        self, hidden: int, output_gate: bool, heads: int | None = None, kv_heads: int | None = None
-    ) -> int:
+    def all_layers_params(self, hidden: int, heads: int | None = None, kv_heads: int | None = None) -> int:
         """Parameters of every such layer's attention: the layers sharing a KV cache have no k or v projection."""
-        per_layer = self.params(hidden, output_gate, heads, kv_heads)
+        per_layer = self.params(hidden, heads, kv_heads)
         return per_layer * self.layers - self.kv_projection_params(hidden, kv_heads) * self.shared_kv_layers
 
     @property
@@ -123,7 +141,11 @@ class ModelConfig:
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel_dim: int = 0
-    attn_output_gate: bool = False  # q_proj also projects a sigmoid gate on the attention output (Qwen3.5)
+    # A gate on the attention output before o_proj, projected from the layer's input (Qwen3.5's sigmoid gate in q_proj,
+    # AFMoE's gate_proj, Laguna's softplus g_proj), in every softmax-attention layer, `attn_output_gate_width` wide:
+    # GATE_FULL (heads x value width) or GATE_PER_HEAD (heads).
+    attn_output_gate: bool = False
+    attn_output_gate_width: str = GATE_FULL
     # Mamba-2 layers (GraniteMoeHybrid's mamba_* fields): heads of `mamba_head_dim` channels (together the inner
     # width, mamba_expand x hidden), a state of `mamba_state_dim` per channel, B and C shared by `mamba_groups` groups
     # of heads, and the causal convolution's kernel over x, B and C.
@@ -168,6 +190,13 @@ class ModelConfig:
     draft_model: str = ""
     num_speculative_tokens: int = 0
 
+    def __post_init__(self) -> None:
+        if self.attn_output_gate_width not in GATE_WIDTHS:
+            raise ConfigurationError(
+                f"{self.name!r}: attn_output_gate_width must be one of {sorted(GATE_WIDTHS)}, "
+                f"not {self.attn_output_gate_width!r}"
+            )
+
     @property
     def is_embedding(self) -> bool:
         return bool(self.pooling)
@@ -175,6 +204,12 @@ class ModelConfig:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    def _gate_width(self, v_dim: int) -> int:
+        """Gate elements per head of a layer whose heads are `v_dim` wide (AttentionShape.gate_width)."""
+        if not self.attn_output_gate:
+            return 0
+        return v_dim if self.attn_output_gate_width == GATE_FULL else 1
 
     def _layers_of(self, kind: str) -> int:
         return sum(t == kind for t in self.layer_types)
@@ -214,24 +249,28 @@ class ModelConfig:
     def attention_shapes(self) -> tuple[AttentionShape, ...]:
         """The softmax-attention layers by type (full, then sliding-window), each with its heads and widths."""
         v_dim = self.v_head_dim or self.head_dim
+        full_v_dim = self.full_head_dim or v_dim
         full = AttentionShape(
             FULL_ATTENTION,
             self.full_attention_layers,
             self.num_heads,
             self.full_num_kv_heads or self.num_kv_heads,
             self.full_head_dim or self.head_dim,
-            self.full_head_dim or v_dim,
+            full_v_dim,
             self.full_k_eq_v,
             self._shared_kv_layers_of(FULL_ATTENTION),
+            self._gate_width(full_v_dim),
         )
+        sliding_v_dim = self.sliding_v_head_dim or v_dim
         sliding = AttentionShape(
             SLIDING_ATTENTION,
             self.sliding_attention_layers,
             self.sliding_num_heads or self.num_heads,
             self.sliding_num_kv_heads or self.num_kv_heads,
             self.sliding_head_dim or self.head_dim,
-            self.sliding_v_head_dim or v_dim,
+            sliding_v_dim,
             shared_kv_layers=self._shared_kv_layers_of(SLIDING_ATTENTION),
+            gate_width=self._gate_width(sliding_v_dim),
         )
         return tuple(shape for shape in (full, sliding) if shape.layers)
 
@@ -258,9 +297,17 @@ class ModelConfig:
             )
             return q + kv_p + h * self.v_head_dim * d
         v_dim = self.v_head_dim or self.head_dim
-        own = AttentionShape(FULL_ATTENTION, 0, self.num_heads, self.num_kv_heads, self.head_dim, v_dim)
+        own = AttentionShape(
+            FULL_ATTENTION,
+            0,
+            self.num_heads,
+            self.num_kv_heads,
+            self.head_dim,
+            v_dim,
+            gate_width=self._gate_width(v_dim),
+        )
         shape = self.attention_shapes()[0] if self.attention_layers else own
-        return shape.params(d, self.attn_output_gate, h, kv)
+        return shape.params(d, h, kv)
 
     def softmax_attention_params(
         self, heads: int | None = None, kv_heads: int | None = None, *, padded: PaddedHeads | None = None
@@ -270,9 +317,9 @@ class ModelConfig:
         if self.kv_lora_rank:  # latent attention: one layer type (MLA with layer types is refused)
             h, kv = self._padded(self.attention_shapes()[0], heads, kv_heads, padded)
             return self.attention_params(h, kv) * self.attention_layers
-        d, gate = self.hidden_size, self.attn_output_gate
         return sum(
-            s.all_layers_params(d, gate, *self._padded(s, heads, kv_heads, padded)) for s in self.attention_shapes()
+            s.all_layers_params(self.hidden_size, *self._padded(s, heads, kv_heads, padded))
+            for s in self.attention_shapes()
         )
 
     def linear_attention_params(self) -> int:
