@@ -1,9 +1,10 @@
 """Gates on the attention output (one per output channel, or one per head), query heads given per layer
 (`num_attention_heads_per_layer`) and MLP types per layer (`mlp_layer_types`): what each costs in parameters and
-FLOPs, and the configs the format refuses."""
+FLOPs, the configs the format refuses, and Laguna-XS.2, the catalog model that has all three."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.sim.deployment import make_deployment
 from switchyard.accelerator.sim.hf_config import from_hf_config
 from switchyard.accelerator.sim.model_config import GATE_FULL, GATE_PER_HEAD, ModelConfig
+from switchyard.accelerator.sim.models import get_model
 from tests.accelerator.hf_configs import DENSE, SLIDING, step_s
 
 D, LAYERS, HEADS, HEAD_DIM = DENSE["hidden_size"], DENSE["num_hidden_layers"], 32, 128
@@ -108,3 +110,26 @@ def test_heads_per_layer_that_differ_within_the_sliding_layers_or_from_swa_heads
 def test_a_gate_of_an_unknown_width_is_refused_by_the_model_format() -> None:
     with pytest.raises(ConfigurationError, match="attn_output_gate_width"):
         ModelConfig("m", D, LAYERS, HEADS, 8, HEAD_DIM, 14336, 128256, 131072, attn_output_gate_width="per_channel")
+
+
+def test_laguna_xs_2_has_its_configs_heads_gates_and_experts() -> None:
+    m = get_model("poolside/Laguna-XS.2")
+    shapes = {s.kind: (s.layers, s.heads, s.kv_heads, s.gate_width) for s in m.attention_shapes()}
+    assert shapes == {"full_attention": (10, 48, 8, 1), "sliding_attention": (30, 64, 8, 1)}
+    assert (m.sliding_window, m.moe_layers, m.num_experts, m.experts_per_token, m.shared_experts) == (
+        512,
+        39,
+        256,
+        8,
+        1,
+    )
+    assert m.kv_elements_per_token() == 40 * 2 * 8 * 128
+    assert m.window_kv_elements_per_token() == 30 * 2 * 8 * 128
+    # the card's 33B total, 3B activated
+    assert round(m.total_params() / 1e9, 2) == 33.44
+    assert round(m.active_params() / 1e9, 2) == 2.81
+    # its per-head gates are 5 M parameters; gates as wide as the attention output would be 0.6 B more
+    gates = 2048 * (10 * 48 + 30 * 64)
+    assert replace(m, attn_output_gate=False).total_params() == m.total_params() - gates
+    full = replace(m, attn_output_gate_width=GATE_FULL)
+    assert full.total_params() - m.total_params() == gates * 127
