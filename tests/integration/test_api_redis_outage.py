@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.platform.limits.servers import RedisServer, make_tenant_over_http
+from tests.support.health import wait_healthy
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -40,18 +41,6 @@ async def _first_token(http: httpx.AsyncClient, started: asyncio.Event, done: li
                 done.append(line[5:].strip())
                 if len(done) == 2:  # the role chunk, then a token: the request is running
                     started.set()
-
-
-async def _wait_healthy(url: str) -> None:
-    async with httpx.AsyncClient(base_url=url, timeout=1) as http:
-        for _ in range(300):
-            try:
-                if (await http.get("/healthz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("the API did not come up")
 
 
 async def test_api_answers_503_in_a_redis_outage_and_exits_promptly_on_sigterm(
@@ -84,7 +73,7 @@ async def _scenario(tmp_path: Path, start_process: Any, redis_server: RedisServe
     assert await asyncio.to_thread(upgrade.wait, timeout=120) == 0
     api = start_process("api", env=env)
     url = f"http://127.0.0.1:{port}"
-    await _wait_healthy(url)
+    await asyncio.to_thread(wait_healthy, url, process=api)
     _tenant_id, headers = await make_tenant_over_http(url, database_url)
 
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
