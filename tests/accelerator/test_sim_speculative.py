@@ -136,3 +136,74 @@ def test_the_pairs_published_row_stays_out_of_every_fidelity_group() -> None:
     parsed = parse_row(named, "pair", unpinned=True)
     assert isinstance(parsed, Skipped)
     assert parsed.reason == "speculative decoding"
+
+
+def test_any_target_speculates_with_any_draft_of_its_vocabulary() -> None:
+    stated = make_deployment(TARGET, "trn2.3xlarge", 4, draft_model=DRAFT, num_speculative_tokens=7)
+    pair = make_deployment(PAIR, "trn2.3xlarge", 4)
+    assert stated.speculation == pair.speculation
+    assert (stated.weight_bytes, stated.kv_capacity_tokens) == (pair.weight_bytes, pair.kv_capacity_tokens)
+    point = simulate_point(TARGET, "trn2.3xlarge", 4, 1, 128, 512, draft_model=DRAFT, num_speculative_tokens=7)
+    assert point.tpot_ms == simulate_point(PAIR, "trn2.3xlarge", 4, 1, 128, 512).tpot_ms
+    # a published alias drafts too, under its own name, and the draft may be a ModelConfig
+    alias = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    big = make_deployment("Qwen/Qwen3-235B-A22B", "trn2.48xlarge", 64, draft_model=alias, num_speculative_tokens=3)
+    assert big.speculation is not None
+    assert (big.speculation.draft.model.name, big.speculation.tokens) == (alias, 3)
+    own = make_deployment(TARGET, "trn2.3xlarge", 4, draft_model=get_model(DRAFT), num_speculative_tokens=7)
+    assert own.speculation == pair.speculation
+
+
+def test_stated_tokens_and_draft_replace_a_pairs_own() -> None:
+    def speculation(**kw: object) -> tuple[str, int, float]:
+        spec = make_deployment(PAIR, "trn2.3xlarge", 4, **kw).speculation  # type: ignore[arg-type]
+        assert spec is not None
+        return spec.draft.model.name, spec.tokens, spec.acceptance_rate
+
+    assert speculation() == (DRAFT, 7, DEFAULT_ACCEPTANCE_RATE)
+    assert speculation(num_speculative_tokens=3) == (DRAFT, 3, DEFAULT_ACCEPTANCE_RATE)
+    assert speculation(draft_model="Qwen/Qwen3-8B") == ("Qwen/Qwen3-8B", 7, DEFAULT_ACCEPTANCE_RATE)
+    assert speculation(acceptance_rate=0.25) == (DRAFT, 7, 0.25)
+    three = simulate_point(PAIR, "trn2.3xlarge", 4, 1, 128, 512, num_speculative_tokens=3)
+    stated = simulate_point(TARGET, "trn2.3xlarge", 4, 1, 128, 512, draft_model=DRAFT, num_speculative_tokens=3)
+    assert three.tpot_ms == stated.tpot_ms != simulate_point(PAIR, "trn2.3xlarge", 4, 1, 128, 512).tpot_ms
+
+
+def test_the_results_state_the_speculation_served() -> None:
+    point = simulate_point(TARGET, "trn2.3xlarge", 4, 1, 128, 64, draft_model=DRAFT, num_speculative_tokens=5)
+    assert point.to_dict()["speculation"] == {
+        "draft_model": DRAFT,
+        "num_speculative_tokens": 5,
+        "acceptance_rate": DEFAULT_ACCEPTANCE_RATE,
+    }
+    assert simulate_point(TARGET, "trn2.3xlarge", 4, 1, 128, 64).speculation is None
+    bench = simulate_bench(
+        PAIR, "trn2.3xlarge", 4, requests=2, input_len=128, output_len=16, concurrency=1, acceptance_rate=0.4
+    )
+    assert bench.to_dict()["speculation"] == {"draft_model": DRAFT, "num_speculative_tokens": 7, "acceptance_rate": 0.4}
+
+
+_WINDOWED_DRAFT = replace(get_model(DRAFT), name="acme/windowed-draft", sliding_window=4096)
+
+
+@pytest.mark.parametrize(
+    ("model", "kwargs", "problem"),
+    [
+        (TARGET, {"draft_model": "meta-llama/Llama-3.1-8B", "num_speculative_tokens": 4}, "vocabulary"),
+        (TARGET, {"draft_model": _WINDOWED_DRAFT, "num_speculative_tokens": 4}, "attention window"),
+        (TARGET, {"draft_model": DRAFT}, "num_speculative_tokens"),
+        (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 0}, "at least one drafted token"),
+        (PAIR, {"num_speculative_tokens": -1}, "at least one drafted token"),
+        (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 3, "acceptance_rate": -0.1}, r"in \[0, 1\]"),
+        (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 3, "acceptance_rate": float("nan")}, "nan"),
+        (TARGET, {"num_speculative_tokens": 3}, "no draft model: speculative tokens"),
+        (TARGET, {"draft_model": "Qwen/Qwen3-1.7X", "num_speculative_tokens": 3}, "unknown model"),
+        (TARGET, {"draft_model": "Qwen/Qwen3-Embedding-8B", "num_speculative_tokens": 3}, "embedding model"),
+        (TARGET, {"draft_model": PAIR, "num_speculative_tokens": 3}, "a draft of its own"),
+    ],
+)
+def test_a_draft_that_cannot_be_modelled_is_refused_naming_the_problem(
+    model: str, kwargs: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=problem):
+        make_deployment(model, "trn2.3xlarge", 4, **kwargs)  # type: ignore[arg-type]

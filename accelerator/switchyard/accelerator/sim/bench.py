@@ -65,6 +65,8 @@ class BenchResult:
     requests_per_s: float
     duration_s: float  # the measured span
     coefficients_group: str
+    # speculative decoding as served (Speculation.to_dict: draft, tokens a step, acceptance rate); None: none
+    speculation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,14 +134,17 @@ def simulate_bench(
     config: EngineConfig | None = None,
     coefficients: Coefficients | None = None,
     expert_parallel: bool = False,
+    draft_model: ModelConfig | str | None = None,
+    num_speculative_tokens: int | None = None,
     acceptance_rate: float | None = None,
 ) -> BenchResult:
     """Run a closed-loop (`concurrency`) or open-loop (`rate_per_s`) benchmark on one replica and measure it.
 
     `warmup`: finished requests left out of the statistics (default: default_warmup()); `coefficients`: a cost
     model other than the instance's committed calibration (reported as group "custom"); `expert_parallel`: a
-    mixture-of-experts model's experts placed whole on the `tp` ranks (make_deployment); `acceptance_rate`: a
-    target + draft pair's chance of accepting a drafted token (make_deployment).
+    mixture-of-experts model's experts placed whole on the `tp` ranks (make_deployment); `draft_model`,
+    `num_speculative_tokens`, `acceptance_rate`: speculative decoding with a draft model, or a catalog pair's draft
+    and tokens replaced (make_deployment).
     """
     if (concurrency is None) == (rate_per_s is None):
         raise ConfigurationError("give exactly one of concurrency (closed loop) or rate_per_s (open loop)")
@@ -159,6 +164,8 @@ def simulate_bench(
         weights,
         kv_dtype=kv_dtype,
         expert_parallel=expert_parallel,
+        draft_model=draft_model,
+        num_speculative_tokens=num_speculative_tokens,
         acceptance_rate=acceptance_rate,
     )
     cluster = Cluster(dep, 1, config=config, coefficients=coefficients)
@@ -196,4 +203,5 @@ def simulate_bench(
         requests_per_s=len(served) * per_s,
         duration_s=span_s,
         coefficients_group=cluster.coefficients_group,
+        speculation=None if dep.speculation is None else dep.speculation.to_dict(),
     )

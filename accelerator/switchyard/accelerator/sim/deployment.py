@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError
+from switchyard.accelerator.errors import ConfigurationError, DoesNotFitError, UnknownNameError
 from switchyard.accelerator.sim.hardware import Instance, Topology, get_instance
 from switchyard.accelerator.sim.model_config import ModelConfig, PaddedHeads
 from switchyard.accelerator.sim.models import get_model
@@ -74,6 +75,15 @@ class Speculation:
         (1 - a^(k+1)) / (1 - a) (Leviathan et al., 2023)."""
         a, k = self.acceptance_rate, self.tokens
         return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The speculation as stated, enough to repeat it: the draft, the tokens it proposes per step (vLLM's
+        num_speculative_tokens) and the acceptance rate assumed."""
+        return {
+            "draft_model": self.draft.model.name,
+            "num_speculative_tokens": self.tokens,
+            "acceptance_rate": self.acceptance_rate,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +231,8 @@ def make_deployment(
     *,
     expert_parallel: bool = False,
     kv_dtype: KvCacheDtype | str = KvCacheDtype.BF16,
+    draft_model: ModelConfig | str | None = None,
+    num_speculative_tokens: int | None = None,
     acceptance_rate: float | None = None,
 ) -> Deployment:
     """Validate a deployment and precompute its constants; raises ConfigurationError/DoesNotFitError.
@@ -230,6 +242,9 @@ def make_deployment(
     `kv_dtype` is the KV cache's element type (see KvCacheDtype). A model with a draft (`draft_model`) is served
     with speculative decoding (Speculation): the draft on the same ranks, its weights and KV cache beside the
     target's, each drafted token accepted with probability `acceptance_rate` (default DEFAULT_ACCEPTANCE_RATE).
+    `draft_model` (a catalog id or a ModelConfig) serves any model with that draft, proposing
+    `num_speculative_tokens` tokens a step, as vLLM's speculative_config does; for a target + draft pair of the
+    catalog they replace the pair's own draft and tokens.
     """
     m = get_model(model) if isinstance(model, str) else model
     inst = get_instance(instance) if isinstance(instance, str) else instance
@@ -237,7 +252,7 @@ def make_deployment(
     kv_type = KvCacheDtype(kv_dtype)
     if tp < 1 or tp > inst.max_tp:
         raise ConfigurationError(f"tp={tp} outside 1..{inst.max_tp} (ranks of {inst.name})")
-    speculation = _speculation(m, inst, tp, prec, kv_type, acceptance_rate)
+    speculation = _speculation(m, inst, tp, prec, kv_type, draft_model, num_speculative_tokens, acceptance_rate)
     chip = inst.chip
     chips = inst.chips_for_tp(tp)
     rank_share = tp / chip.ranks_per_chip  # chips' worth of compute and bandwidth the replica uses
@@ -322,24 +337,58 @@ def make_deployment(
 
 
 def _speculation(
-    m: ModelConfig, inst: Instance, tp: int, prec: Precision, kv_type: KvCacheDtype, acceptance_rate: float | None
+    m: ModelConfig,
+    inst: Instance,
+    tp: int,
+    prec: Precision,
+    kv_type: KvCacheDtype,
+    draft_model: ModelConfig | str | None,
+    tokens: int | None,
+    acceptance_rate: float | None,
 ) -> Speculation | None:
-    """The speculative decoding of a model with a draft (None without one); the draft's deployment is built alone."""
-    if not m.draft_model:
-        if acceptance_rate is not None:
-            raise ConfigurationError(f"{m.name} has no draft model: an acceptance rate means nothing for it")
+    """The speculative decoding of a model with a draft, the stated one or a catalog pair's own (None without one);
+    the draft's deployment is built alone, on the target's ranks."""
+    named = draft_model or m.draft_model
+    if not named:
+        stated = [
+            w for w, v in (("speculative tokens", tokens), ("an acceptance rate", acceptance_rate)) if v is not None
+        ]
+        if stated:
+            raise ConfigurationError(
+                f"{m.name} has no draft model: {' and '.join(stated)} apply to a draft's tokens (state a draft model)"
+            )
         return None
-    rate = DEFAULT_ACCEPTANCE_RATE if acceptance_rate is None else acceptance_rate
-    if not 0.0 <= rate <= 1.0 or m.num_speculative_tokens < 1:
+    k = m.num_speculative_tokens if tokens is None else tokens
+    if tokens is None and k == 0:
         raise ConfigurationError(
-            f"{m.name}: speculative decoding needs an acceptance rate in [0, 1] and at least one drafted token"
+            f"{m.name}: a draft model needs the number of tokens it proposes a step (vLLM's num_speculative_tokens)"
         )
-    draft = get_model(m.draft_model)
+    if k < 1:
+        raise ConfigurationError(f"{m.name}: speculative decoding needs at least one drafted token a step, got {k}")
+    rate = DEFAULT_ACCEPTANCE_RATE if acceptance_rate is None else acceptance_rate
+    if not 0.0 <= rate <= 1.0:
+        raise ConfigurationError(f"{m.name}: the acceptance rate of drafted tokens must be in [0, 1], got {rate}")
+    try:
+        draft = get_model(named) if isinstance(named, str) else named
+    except UnknownNameError as exc:
+        raise ConfigurationError(f"{m.name}: the draft model: {exc}") from exc
+    for role, model in (("target", m), ("draft", draft)):
+        if model.is_embedding:
+            raise ConfigurationError(f"{m.name}: the {role} {model.name} is an embedding model; it generates no tokens")
     if draft.vocab_size != m.vocab_size:
-        raise ConfigurationError(f"{m.name}: the draft {draft.name} does not share the target's vocabulary")
+        raise ConfigurationError(
+            f"{m.name}: the draft {draft.name} does not share the target's vocabulary "
+            f"({draft.vocab_size} tokens against {m.vocab_size})"
+        )
     if draft.draft_model:
         raise ConfigurationError(f"{m.name}: the draft {draft.name} has a draft of its own")
     if draft.sparse_attention_window and draft.sparse_attention_window != m.sparse_attention_window:
-        raise ConfigurationError(f"{m.name}: a draft with another attention window than the target's is not modelled")
-    draft_dep = make_deployment(draft, inst, tp, prec, kv_dtype=kv_type)
-    return Speculation(draft_dep, m.num_speculative_tokens, rate)
+        raise ConfigurationError(
+            f"{m.name}: the draft {draft.name} attends over a window of {draft.sparse_attention_window} tokens, the "
+            f"target over {m.sparse_attention_window or 'its whole context'}: another attention window is not modelled"
+        )
+    try:
+        draft_dep = make_deployment(draft, inst, tp, prec, kv_dtype=kv_type)
+    except ConfigurationError as exc:
+        raise type(exc)(f"{m.name}: the draft {draft.name} on the target's ranks: {exc}") from exc
+    return Speculation(draft_dep, k, rate)

@@ -62,6 +62,8 @@ class PointResult:
     output_tokens_per_s: float
     chip_seconds: float
     coefficients_group: str
+    # speculative decoding as served (Speculation.to_dict: draft, tokens a step, acceptance rate); None: none
+    speculation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,19 +200,29 @@ def simulate_point(
     stack: str | None = None,
     compiled_batch: int | None = None,
     host_sampling: bool = False,
+    draft_model: ModelConfig | str | None = None,
+    num_speculative_tokens: int | None = None,
     acceptance_rate: float | None = None,
 ) -> PointResult:
     """Predict TTFT, TPOT (median), throughput and chip-seconds of one static batch.
 
     `stack` picks a calibrated software stack of the instance's generation (default: the newest).
     `compiled_batch`: the decode graph's batch when larger than the batch's bucket (vLLM's max_num_seqs on
-    Neuron); `host_sampling`: logits are sampled on the host CPU instead of on the device; `acceptance_rate`: a
-    target + draft pair's chance of accepting a drafted token (make_deployment).
+    Neuron); `host_sampling`: logits are sampled on the host CPU instead of on the device; `draft_model`,
+    `num_speculative_tokens`, `acceptance_rate`: speculative decoding with a draft model, or a catalog pair's draft
+    and tokens replaced (make_deployment).
     """
     if batch < 1 or input_len < 1 or output_len < 1:
         raise ConfigurationError("batch, input_len and output_len must be positive")
     dep = make_deployment(
-        model, instance, tp, weights, expert_parallel=expert_parallel, acceptance_rate=acceptance_rate
+        model,
+        instance,
+        tp,
+        weights,
+        expert_parallel=expert_parallel,
+        draft_model=draft_model,
+        num_speculative_tokens=num_speculative_tokens,
+        acceptance_rate=acceptance_rate,
     )
     need = batch * (input_len + output_len) + dep.state_tokens(batch)
     if dep.instance.chip.static_shapes:
@@ -254,4 +266,5 @@ def simulate_point(
         output_tokens_per_s=batch * output_len / e2e_s,
         chip_seconds=dep.chips * e2e_s,
         coefficients_group=group,
+        speculation=None if dep.speculation is None else dep.speculation.to_dict(),
     )
