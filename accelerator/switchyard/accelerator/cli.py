@@ -16,7 +16,13 @@ from switchyard.accelerator.errors import SimulatorError
 from switchyard.accelerator.sim.bench import BenchResult, simulate_bench
 from switchyard.accelerator.sim.calibration import calibrate, read_benchmarks, write_result
 from switchyard.accelerator.sim.cluster import Cluster
-from switchyard.accelerator.sim.deployment import Deployment, KvCacheDtype, Precision, make_deployment
+from switchyard.accelerator.sim.deployment import (
+    DEFAULT_ACCEPTANCE_RATE,
+    Deployment,
+    KvCacheDtype,
+    Precision,
+    make_deployment,
+)
 from switchyard.accelerator.sim.disaggregated import DisaggregatedCluster
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import Instance, get_instance
@@ -88,6 +94,62 @@ def _model_name(model: str | None, model_config: Path | None) -> str:
     return model
 
 
+_SPECULATION_OPTIONS = (
+    click.option(
+        "--draft-model",
+        default=None,
+        help="speculative decoding with this draft model on the target's ranks: a catalog id or alias (or the name "
+        "of --draft-model-config) [default: a target + draft pair's own]",
+    ),
+    click.option(
+        "--draft-model-config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="a Hugging Face config.json for a draft model not in the catalog (served as --draft-model, else its "
+        "folder's name)",
+    ),
+    click.option(
+        "--speculative-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help="tokens the draft proposes a step (vLLM's num_speculative_tokens) [default: a pair's own]",
+    ),
+    click.option(
+        "--acceptance-rate",
+        type=click.FloatRange(min=0, max=1),
+        default=None,
+        help="chance the target accepts a drafted token, each independently "
+        f"[default: {DEFAULT_ACCEPTANCE_RATE}, an assumption]",
+    ),
+)
+
+
+def _speculation_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of speculative decoding (vLLM's speculative_config), in the order listed."""
+    for option in reversed(_SPECULATION_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _speculation(
+    draft_model: str | None, draft_model_config: Path | None, tokens: int | None, acceptance_rate: float | None
+) -> dict[str, Any]:
+    """make_deployment's speculative-decoding arguments from the options; `--draft-model-config` registers its config
+    (an option left out leaves a catalog pair's own draft and tokens, and refusals to make_deployment)."""
+    draft = None if draft_model is None and draft_model_config is None else _model_name(draft_model, draft_model_config)
+    return {"draft_model": draft, "num_speculative_tokens": tokens, "acceptance_rate": acceptance_rate}
+
+
+def _speculation_line(speculation: dict[str, Any] | None) -> str:
+    """One line on the speculative decoding served (empty without it)."""
+    if speculation is None:
+        return ""
+    return (
+        f"\n  speculative decoding: draft {speculation['draft_model']}, {speculation['num_speculative_tokens']} "
+        f"tokens a step, acceptance rate {speculation['acceptance_rate']:g}"
+    )
+
+
 @click.group(name="simulate")
 def simulate() -> None:
     """Simulate Trainium (and comparison) fleets serving LLMs."""
@@ -113,6 +175,7 @@ def simulate() -> None:
     help="batch the decode graph was compiled for (vLLM max_num_seqs on Neuron), if larger than the batch",
 )
 @click.option("--host-sampling", is_flag=True, help="sample on the host CPU instead of on the device")
+@_speculation_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def point(
     model: str | None,
@@ -127,10 +190,15 @@ def point(
     stack: str | None,
     compiled_batch: int | None,
     host_sampling: bool,
+    draft_model: str | None,
+    draft_model_config: Path | None,
+    speculative_tokens: int | None,
+    acceptance_rate: float | None,
     as_json: bool,
 ) -> None:
     """Latency and throughput of one static batch (the published benchmarks' methodology)."""
     name = _model_name(model, model_config)
+    speculation = _speculation(draft_model, draft_model_config, speculative_tokens, acceptance_rate)
     try:
         r = simulate_point(
             name,
@@ -144,6 +212,7 @@ def point(
             stack=stack,
             compiled_batch=compiled_batch,
             host_sampling=host_sampling,
+            **speculation,
         )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -153,7 +222,7 @@ def point(
     click.echo(
         f"{r.model} on {r.instance} tp={r.tp} ({r.chips} chips), batch {r.batch}, {r.input_len}->{r.output_len}:\n"
         f"  TTFT {r.ttft_ms:.1f} ms  TPOT {r.tpot_ms:.2f} ms  {r.output_tokens_per_s:.1f} output tok/s  "
-        f"{r.chip_seconds:.1f} chip-s  (coefficients: {r.coefficients_group})"
+        f"{r.chip_seconds:.1f} chip-s  (coefficients: {r.coefficients_group})" + _speculation_line(r.speculation)
     )
 
 
@@ -193,6 +262,7 @@ def point(
     help="ep: a mixture-of-experts model's experts whole on the --tp ranks (expert parallelism)",
 )
 @click.option("--max-batch", type=int, default=EngineConfig().max_batch, show_default=True, help="max_num_seqs")
+@_speculation_options
 @_JSON_FILE
 def bench(
     model: str | None,
@@ -211,6 +281,10 @@ def bench(
     kv_dtype: str,
     parallelism: str,
     max_batch: int,
+    draft_model: str | None,
+    draft_model_config: Path | None,
+    speculative_tokens: int | None,
+    acceptance_rate: float | None,
     json_out: Path | None,
 ) -> None:
     """A serving benchmark's TTFT / ITL / E2E percentiles and throughput (llmperf, guidellm, vLLM, GenAI-Perf).
@@ -222,6 +296,7 @@ def bench(
     if warmup is not None and warmup >= requests:
         raise click.BadParameter(f"{warmup} leaves none of the {requests} requests to measure", param_hint="--warmup")
     name = _model_name(model, model_config)
+    speculation = _speculation(draft_model, draft_model_config, speculative_tokens, acceptance_rate)
     try:
         r = simulate_bench(
             name,
@@ -239,6 +314,7 @@ def bench(
             kv_dtype=kv_dtype,
             config=EngineConfig(max_batch=max_batch),
             expert_parallel=parallelism == "ep",
+            **speculation,
         )
     except SimulatorError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -261,6 +337,7 @@ def _bench_table(r: BenchResult) -> str:
     rows.append(
         f"  {r.output_tokens_per_s:.1f} output tok/s  {r.requests_per_s:.2f} req/s over {r.duration_s:.1f} s"
         + (f"  ({r.rejected} rejected)" if r.rejected else "")
+        + _speculation_line(r.speculation)
     )
     return "\n".join(rows)
 
@@ -363,6 +440,7 @@ def calibrate_cmd(data: tuple[Path, ...], out: Path) -> None:
 @click.option("--decode-tp", type=int, default=None, help="TP of the decode pool (default: whole instance)")
 @click.option("--decode-replicas", type=int, default=1, show_default=True)
 @click.option("--kv-link-gbps", type=float, default=None, help="KV transfer bandwidth (default: slower NIC)")
+@_speculation_options
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--report", "report_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def run(
@@ -389,6 +467,10 @@ def run(
     decode_tp: int | None,
     decode_replicas: int,
     kv_link_gbps: float | None,
+    draft_model: str | None,
+    draft_model_config: Path | None,
+    speculative_tokens: int | None,
+    acceptance_rate: float | None,
     json_out: Path | None,
     report_out: Path | None,
 ) -> None:
@@ -398,6 +480,7 @@ def run(
     the network, and the decode pool generates.
     """
     model = _model_name(model, model_config)
+    speculation = _speculation(draft_model, draft_model_config, speculative_tokens, acceptance_rate)
     config = EngineConfig(
         max_batch=max_batch,
         max_batched_tokens=max_batched_tokens,
@@ -406,15 +489,19 @@ def run(
         host_kv_gib=host_kv_gib,
     )
     try:
-        dep = make_deployment(model, instance, tp, weights)
+        dep = make_deployment(model, instance, tp, weights, **speculation)
         requests = parse_workload(workload)
-        extra = [_parse_fleet(model, spec, weights) for spec in extra_pools]
+        extra = [_parse_fleet(model, spec, weights, speculation) for spec in extra_pools]
         pool = Cluster.heterogeneous([(dep, replicas), *extra], policy, config=config, seed=seed)
         cluster: Cluster | DisaggregatedCluster = pool
         if decode_instance is not None:
             dtp = decode_tp or get_instance(decode_instance).max_tp
             decode = Cluster(
-                make_deployment(model, decode_instance, dtp, weights), decode_replicas, policy, config=config, seed=seed
+                make_deployment(model, decode_instance, dtp, weights, **speculation),
+                decode_replicas,
+                policy,
+                config=config,
+                seed=seed,
             )
             link = None if kv_link_gbps is None else kv_link_gbps * 1e9 / 8
             cluster = DisaggregatedCluster(pool, decode, link)
@@ -428,9 +515,11 @@ def run(
     cluster.step_until(float("inf"))
     finished = cluster.collect()
     summary = summarize(finished, cluster, slo_ttft_ms, slo_tpot_ms, requests)
-    click.echo(format_table(summary))
+    served = None if dep.speculation is None else dep.speculation.to_dict()
+    click.echo(format_table(summary) + _speculation_line(served))
     if json_out is not None:
         payload: dict[str, Any] = summary.to_dict()
+        payload["speculation"] = served
         json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     if report_out is not None:
         pools = [cluster] if isinstance(cluster, Cluster) else [cluster.prefill, cluster.decode]
@@ -438,12 +527,16 @@ def run(
         report_out.write_text(html_report(summary, finished, busy), encoding="utf-8")
 
 
-def _parse_fleet(model: str, spec: str, weights: str = "bf16") -> tuple[Deployment, int]:
-    """`instance[:tp=N][:replicas=R][:weights=W]` -> (deployment, replicas); tp defaults to the whole instance."""
+def _parse_fleet(
+    model: str, spec: str, weights: str = "bf16", speculation: dict[str, Any] | None = None
+) -> tuple[Deployment, int]:
+    """`instance[:tp=N][:replicas=R][:weights=W]` -> (deployment, replicas); tp defaults to the whole instance.
+    `speculation`: make_deployment's speculative-decoding arguments (_speculation)."""
     name, *opts = spec.split(":")
     kv = dict(o.split("=", 1) for o in opts if o)
     tp = int(kv.get("tp", get_instance(name).max_tp))
-    return make_deployment(model, name, tp, kv.get("weights", weights)), int(kv.get("replicas", 1))
+    dep = make_deployment(model, name, tp, kv.get("weights", weights), **(speculation or {}))
+    return dep, int(kv.get("replicas", 1))
 
 
 def _serve(
