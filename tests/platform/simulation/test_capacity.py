@@ -6,12 +6,15 @@ off the event loop, one search at a time."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
+from switchyard.accelerator.pool import AcceleratorPool, load_fleet
 from switchyard.accelerator.sim.workloads import poisson_workload
 from switchyard.platform.simulation.capacity import (
     DEFAULT_TPOT_MS,
@@ -21,6 +24,7 @@ from switchyard.platform.simulation.capacity import (
     CapacityQuestion,
     CapacitySearchBusy,
     answer_capacity,
+    baseline,
     current_deployment,
     default_tps,
     instance_choices,
@@ -69,6 +73,33 @@ def test_a_served_model_is_simulated_as_its_deployment_s_catalog_model() -> None
     names = [c.name for c in instance_choices()]
     assert TRN3 in names
     assert names.index("trn2.48xlarge") < names.index("p5.48xlarge")  # Trainium first
+
+
+async def test_capacity_planning_replays_the_deployment_the_fleet_serves_speculation_included(tmp_path: Path) -> None:
+    drafted = {"name": "qwen", "model": "Qwen/Qwen3-32B", "instance": "trn2.3xlarge", "tp": 4}
+    drafted |= {"draft_model": "Qwen/Qwen3-1.7B", "num_speculative_tokens": 7, "acceptance_rate": 0.9}
+    plain = drafted | {"name": "qwen-plain", "draft_model": "", "num_speculative_tokens": None, "acceptance_rate": None}
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(json.dumps({"deployments": [drafted, plain]}))
+    pool = AcceleratorPool.from_specs(load_fleet(fleet), time_scale=0)
+    try:
+        served = {name: pool.backend(name).deployment for name in ("qwen", "qwen-plain")}  # type: ignore[attr-defined]
+    finally:
+        await pool.aclose()
+    current = current_deployment("qwen", str(fleet))
+    assert current is not None
+    assert (current.draft_model, current.num_speculative_tokens, current.acceptance_rate) == ("Qwen/Qwen3-1.7B", 7, 0.9)
+    assert current.deployment() == served["qwen"]
+    assert current.deployment().speculation is not None
+    current_plain = current_deployment("qwen-plain", str(fleet))
+    assert current_plain is not None
+    assert current_plain.deployment() == served["qwen-plain"]
+    # today's latency is measured with the draft: its TPOT is the drafted deployment's, below the target's alone
+    workload = _workload(20).requests
+    with_draft, without = baseline(workload, current), baseline(workload, current_plain)
+    assert with_draft is not None
+    assert without is not None
+    assert with_draft.tpot_p90_ms < without.tpot_p90_ms
 
 
 def test_the_search_answers_within_today_s_p90_ttft_by_default() -> None:

@@ -8,6 +8,12 @@ A deployment also answers to aliases without ``/`` (clients such as openai-agent
 prefix): the listed ``aliases``, and the name's last segment lower-cased (``meta-llama/Llama-3.1-8B-Instruct`` →
 ``llama-3.1-8b-instruct``) unless another deployment's name or alias would be the same. :func:`model_aliases`
 resolves them and refuses a listed alias that names two models.
+
+A ``trainium-sim`` chat deployment may serve its model with speculative decoding, as vLLM's ``speculative_config``
+and ``switchyard simulate``'s options state it: ``draft_model`` (a catalog id or alias), ``num_speculative_tokens``
+(tokens the draft proposes a step) and ``acceptance_rate`` (the chance the target accepts each drafted token). A
+catalog target + draft pair has its own draft and tokens, which these replace. They are checked when the file is
+loaded, with make_deployment's refusals, and :func:`simulated_deployment` builds the deployment they describe.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from switchyard.accelerator.errors import ConfigurationError
+from switchyard.accelerator.errors import ConfigurationError, SimulatorError
 from switchyard.accelerator.pool.embeddings import EMBEDDING_SHAPES
+from switchyard.accelerator.sim.deployment import Deployment, make_deployment
 
-__all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "model_aliases", "parse_fleet"]
+__all__ = ["DEFAULT_FLEET", "DeploymentSpec", "load_fleet", "model_aliases", "parse_fleet", "simulated_deployment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,10 @@ class DeploymentSpec:
     task: str = "chat"
     # more ids clients may send for it (besides the derived one, see model_aliases)
     aliases: tuple[str, ...] = ()
+    # trainium-sim chat: speculative decoding (vLLM's speculative_config); "" / None: a catalog pair's own, else none
+    draft_model: str = ""  # the draft, a catalog id or alias
+    num_speculative_tokens: int | None = None  # tokens the draft proposes a step (>= 1)
+    acceptance_rate: float | None = None  # chance each drafted token is accepted, in [0, 1] [default: the simulator's]
 
     def __post_init__(self) -> None:
         if self.backend not in ("trainium-sim", "openai-compatible"):
@@ -68,6 +79,45 @@ class DeploymentSpec:
             raise ConfigurationError(f"deployment {self.name!r}: replicas, tp, chips and max_batch must be >= 1")
         if any(not isinstance(alias, str) or not alias for alias in self.aliases):
             raise ConfigurationError(f"deployment {self.name!r}: aliases are non-empty strings")
+        self._check_speculation()
+
+    @property
+    def speculation(self) -> dict[str, Any]:
+        """make_deployment's speculative-decoding arguments (None where the spec leaves them to the catalog)."""
+        return {
+            "draft_model": self.draft_model or None,
+            "num_speculative_tokens": self.num_speculative_tokens,
+            "acceptance_rate": self.acceptance_rate,
+        }
+
+    def _check_speculation(self) -> None:
+        """Refuse speculation fields of the wrong type or range, on a deployment that cannot speculate, or that
+        make_deployment refuses (an unknown draft, another vocabulary, tokens without a draft, ...), naming them."""
+        stated = {k: v for k, v in self.speculation.items() if v is not None}
+        if not stated:
+            return
+        where = f"deployment {self.name!r}"
+        if not isinstance(self.draft_model, str):
+            raise ConfigurationError(f"{where}: `draft_model` is a catalog model id or alias, not {self.draft_model!r}")
+        tokens = self.num_speculative_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise ConfigurationError(f"{where}: `num_speculative_tokens` is an integer >= 1, not {tokens!r}")
+        rate = self.acceptance_rate
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1):
+            raise ConfigurationError(f"{where}: `acceptance_rate` is a number in [0, 1], not {rate!r}")
+        named = ", ".join(f"`{k}`" for k in stated)
+        if self.backend != "trainium-sim" or self.task != "chat":
+            raise ConfigurationError(f"{where}: {named} apply to a trainium-sim chat deployment's speculative decoding")
+        try:
+            simulated_deployment(self)
+        except SimulatorError as exc:
+            raise ConfigurationError(f"{where}: speculative decoding ({named}): {exc}") from exc
+
+
+def simulated_deployment(spec: DeploymentSpec) -> Deployment:
+    """The simulator's replica of a ``trainium-sim`` deployment, speculative decoding included: what the pool serves
+    and what capacity planning replays (raises the simulator's errors)."""
+    return make_deployment(spec.model, spec.instance, spec.tp, spec.weights, **spec.speculation)
 
 
 def derived_alias(name: str) -> str | None:

@@ -19,7 +19,7 @@ import httpx
 
 from switchyard.accelerator.errors import ConfigurationError
 from switchyard.accelerator.pool.embeddings import EmbeddingRequest
-from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.fleet import DeploymentSpec, simulated_deployment
 from switchyard.accelerator.pool.sim_backend import compute_bound
 from switchyard.accelerator.pool.types import ComputeReceipt, InferenceRequest
 from switchyard.accelerator.pool.upstream_backend import (
@@ -28,7 +28,6 @@ from switchyard.accelerator.pool.upstream_backend import (
     _Answer,
     reported_cached_tokens,
 )
-from switchyard.accelerator.sim.deployment import make_deployment
 
 __all__ = ["RemoteSimulatedDeployment", "reload_fleet_process"]
 
@@ -55,7 +54,7 @@ class RemoteSimulatedDeployment(UpstreamDeployment):
         base = fleet_url.rstrip("/")
         super().__init__(replace(spec, base_url=base + "/v1", api_key=token), transport=transport)
         self.spec = spec  # callers see the trainium-sim spec; the fleet's address is ours alone
-        self.deployment = make_deployment(spec.model, spec.instance, spec.tp, spec.weights)
+        self.deployment = simulated_deployment(spec)
         self._compute_bound = compute_bound(self.deployment, spec)
         self._fleet = base
         self._cancels: set[asyncio.Task[None]] = set()

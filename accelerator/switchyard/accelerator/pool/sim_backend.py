@@ -33,7 +33,7 @@ from switchyard.accelerator.pool.embeddings import (
     embedding_vector,
     input_tokens,
 )
-from switchyard.accelerator.pool.fleet import DeploymentSpec
+from switchyard.accelerator.pool.fleet import DeploymentSpec, simulated_deployment
 from switchyard.accelerator.pool.prompt_blocks import PROMPT_BLOCK_TOKENS, prompt_block_hashes
 from switchyard.accelerator.pool.sim_lm import Completion, complete
 from switchyard.accelerator.pool.tokens import count_prompt_tokens
@@ -46,7 +46,7 @@ from switchyard.accelerator.pool.types import (
     ToolCallDelta,
 )
 from switchyard.accelerator.sim.cluster import Cluster
-from switchyard.accelerator.sim.deployment import Deployment, make_deployment
+from switchyard.accelerator.sim.deployment import Deployment
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.point import simulate_point
 from switchyard.accelerator.sim.prefix_calibration import prefix_caching_cost
@@ -106,7 +106,7 @@ class SimulatedDeployment:
         if time_scale < 0:
             raise ValueError("time_scale must be >= 0")
         self.spec = spec
-        self.deployment = make_deployment(spec.model, spec.instance, spec.tp, spec.weights)
+        self.deployment = simulated_deployment(spec)
         self._compute_bound = compute_bound(self.deployment, spec)
         config = EngineConfig(max_batch=spec.max_batch)
         self.cluster = Cluster(self.deployment, spec.replicas, spec.policy, config=config)
@@ -405,6 +405,7 @@ def max_chip_us(deployment: Deployment, spec: DeploymentSpec, prompt_tokens: int
         max(1, prompt_tokens),
         max(1, output_tokens),
         spec.weights,
+        **spec.speculation,  # a draft's steps are part of what the request costs
     )
     return math.ceil(point.chip_seconds * 1e6 * prefix_caching_cost().block_layout_overhead)
 

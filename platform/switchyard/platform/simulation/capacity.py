@@ -31,9 +31,9 @@ from decimal import Decimal
 from functools import partial
 
 from switchyard.accelerator.errors import ConfigurationError, SimulatorError, UnknownNameError
-from switchyard.accelerator.pool.fleet import DeploymentSpec, load_fleet, model_aliases
+from switchyard.accelerator.pool.fleet import DeploymentSpec, load_fleet, model_aliases, simulated_deployment
 from switchyard.accelerator.sim.cluster import Cluster
-from switchyard.accelerator.sim.deployment import make_deployment
+from switchyard.accelerator.sim.deployment import Deployment
 from switchyard.accelerator.sim.engine import EngineConfig
 from switchyard.accelerator.sim.hardware import list_instances
 from switchyard.accelerator.sim.metrics import summarize
@@ -118,6 +118,30 @@ class CurrentDeployment:
     max_batch: int
     policy: str
     weights: str
+    # speculative decoding as the fleet file states it ("" / None: a catalog pair's own, else none)
+    draft_model: str = ""
+    num_speculative_tokens: int | None = None
+    acceptance_rate: float | None = None
+
+    def deployment(self) -> Deployment:
+        """The simulator's replica of it: the one the fleet serves (``simulated_deployment`` of its spec)."""
+        return simulated_deployment(self.spec())
+
+    def spec(self) -> DeploymentSpec:
+        """The fleet file's deployment it was read from (the fields capacity planning uses)."""
+        return DeploymentSpec(
+            name=self.served_name,
+            model=self.model,
+            instance=self.instance,
+            tp=self.tp,
+            replicas=self.replicas,
+            max_batch=self.max_batch,
+            policy=self.policy,
+            weights=self.weights,
+            draft_model=self.draft_model,
+            num_speculative_tokens=self.num_speculative_tokens,
+            acceptance_rate=self.acceptance_rate,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +227,9 @@ def current_deployment(served_name: str, fleet_file: str) -> CurrentDeployment |
         max_batch=spec.max_batch,
         policy=spec.policy,
         weights=spec.weights,
+        draft_model=spec.draft_model,
+        num_speculative_tokens=spec.num_speculative_tokens,
+        acceptance_rate=spec.acceptance_rate,
     )
 
 
@@ -232,7 +259,7 @@ def baseline(workload: Sequence[Request], current: CurrentDeployment) -> Baselin
     """The workload on the current deployment at its recorded arrival times; None if the simulator cannot build
     that deployment (its catalog changed since the fleet file was written)."""
     try:
-        dep = make_deployment(current.model, current.instance, current.tp, current.weights)
+        dep = current.deployment()
     except SimulatorError:  # a name or a fit the catalog no longer has
         return None
     cluster = Cluster(dep, current.replicas, current.policy, config=EngineConfig(max_batch=current.max_batch))
