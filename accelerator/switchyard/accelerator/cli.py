@@ -571,6 +571,7 @@ def _serve(
 )
 @click.option("--slo-ttft-ms", type=float, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
+@_speculation_options
 def compare(
     model: str | None,
     model_config: Path | None,
@@ -582,12 +583,19 @@ def compare(
     max_batched_tokens: int,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
+    draft_model: str | None,
+    draft_model_config: Path | None,
+    speculative_tokens: int | None,
+    acceptance_rate: float | None,
 ) -> None:
-    """Serve one workload on several fleets and print latency, goodput and price-performance side by side."""
+    """Serve one workload on several fleets and print latency, goodput and price-performance side by side.
+
+    The speculative-decoding options apply to every fleet."""
     model = _model_name(model, model_config)
+    speculation = _speculation(draft_model, draft_model_config, speculative_tokens, acceptance_rate)
     try:
         requests = scale_rate(parse_workload(workload), rate_scale)
-        plans = [(spec, *_parse_fleet(model, spec)) for spec in fleets]
+        plans = [(spec, *_parse_fleet(model, spec, speculation=speculation)) for spec in fleets]
     except (SimulatorError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
@@ -609,6 +617,8 @@ def compare(
             f"{s.ttft_ms['p99']:>9.1f} {s.tpot_ms['p50']:>9.2f} {s.tpot_ms['p99']:>9.2f} "
             f"{s.goodput_requests_per_s:>8.2f} {'n/a' if per_m is None else f'{per_m:.2f}':>9} {ratio:>12}"
         )
+    if plans and plans[0][1].speculation is not None:
+        click.echo(_speculation_line(plans[0][1].speculation.to_dict()).lstrip("\n"))
 
 
 def _positive_list(kind: type[int] | type[float], example: str) -> Any:
@@ -801,6 +811,7 @@ def _workers(ctx: click.Context, param: click.Parameter, value: str) -> str:
     default=None,
     help="print each result on stderr as it arrives (default: when stderr is a terminal)",
 )
+@_speculation_options
 def search_cmd(
     model: str | None,
     model_config: Path | None,
@@ -831,15 +842,21 @@ def search_cmd(
     worker_timeout: float | None,
     wave_size: int | None,
     progress: bool | None,
+    draft_model: str | None,
+    draft_model_config: Path | None,
+    speculative_tokens: int | None,
+    acceptance_rate: float | None,
 ) -> None:
     """The highest request rate each configuration serves within the SLO, and the cheapest configurations.
 
     Bisects over the workload's rate for every combination of the options, then prices each at its max rate
     (per million output tokens) and prints the Pareto front of cost against TTFT p90. With --workers celery the
     configurations go in waves to the platform's Celery workers; the front and the cheapest per instance are the
-    same as a local run's.
+    same as a local run's. The speculative-decoding options apply to every configuration (and are part of each
+    one's cache key).
     """
     name = _model_name(model, model_config)
+    speculation = _speculation(draft_model, draft_model_config, speculative_tokens, acceptance_rate)
     shown = sys.stderr.isatty() if progress is None else progress
     try:
         space, skipped = configuration_space(
@@ -857,6 +874,9 @@ def search_cmd(
             decode_tps=decode_tp,
             decode_replicas=decode_replicas,
             assumed_prices=assumed,
+            draft_model=speculation["draft_model"] or "",
+            num_speculative_tokens=speculation["num_speculative_tokens"],
+            acceptance_rate=speculation["acceptance_rate"],
         )
         requests_ = parse_workload(workload)
         settings = SearchSettings(requests=requests, assumed_prices=tuple((k, str(v)) for k, v in assumed.items()))

@@ -100,6 +100,11 @@ async def test_capacity_planning_replays_the_deployment_the_fleet_serves_specula
     assert with_draft is not None
     assert without is not None
     assert with_draft.tpot_p90_ms < without.tpot_p90_ms
+    # and the alternatives searched speculate as it does
+    question = CapacityQuestion(instances=("trn2.3xlarge",), tps=(4,), replicas=(1,), ttft_ms=1e4, tpot_ms=1e3)
+    answer = answer_capacity(_workload(20), question, model=current.model, current=current)
+    (best,) = answer.best_per_instance
+    assert best.configuration.deployment() == served["qwen"]
 
 
 def test_the_search_answers_within_today_s_p90_ttft_by_default() -> None:

@@ -300,7 +300,7 @@ def cache_key(config: Configuration, workload_sha: str, slo: Slo, settings: Sear
     """The name under which `evaluate(config, workload, slo, settings)` is cached."""
     inputs = {
         "version": SEARCH_VERSION,
-        "configuration": asdict(config),
+        "configuration": config.identity(),
         "workload": workload_sha,
         "slo": asdict(slo),
         "settings": asdict(settings),
@@ -371,7 +371,9 @@ def search(
     come back in), `pruned` and `simulated` do. `on_progress` hears of every configuration decided.
     """
     if not space:
-        raise ConfigurationError("no configuration to evaluate: every one was skipped")
+        reasons = sorted({s.reason for s in skipped})
+        why = f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""
+        raise ConfigurationError(f"no configuration to evaluate: every one was skipped{why}")
     if wave_size < 1:
         raise ConfigurationError(f"a wave holds at least one configuration (got {wave_size})")
     run_wave = evaluate_wave or one_at_a_time(evaluator)

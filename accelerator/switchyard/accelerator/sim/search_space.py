@@ -2,9 +2,11 @@
 can do (which let the search skip configurations that cannot win).
 
 A configuration is one fleet: `replicas` copies of a model on an instance type at a tensor-parallel degree, with
-an engine (max batch, chunk size, routing), a weights and KV-cache element type, and, for mixture-of-experts
-models, tensor or expert parallelism. A disaggregated configuration adds a decode pool (e.g. Cerebras CS-3 beside
-Trainium prefill): prompts run on the first pool, their KV caches cross the network, the decode pool generates.
+an engine (max batch, chunk size, routing), a weights and KV-cache element type, for mixture-of-experts models
+tensor or expert parallelism, and speculative decoding with a draft model (make_deployment's `draft_model`,
+`num_speculative_tokens`, `acceptance_rate`), the same for every configuration of a search. A disaggregated
+configuration adds a decode pool (e.g. Cerebras CS-3 beside Trainium prefill): prompts run on the first pool, their
+KV caches cross the network, the decode pool generates.
 
 Prices: an instance's price comes from the catalog; one the catalog does not price (CS-3, Trainium3) can be given
 as an assumed price (`assumed_prices`), which the results then name as assumed.
@@ -65,6 +67,15 @@ class Configuration:
     decode_instance: str = ""
     decode_tp: int = 0
     decode_replicas: int = 0
+    # speculative decoding, in every pool: "" / None leave a catalog target + draft pair's own draft and tokens
+    draft_model: str = ""
+    num_speculative_tokens: int | None = None
+    acceptance_rate: float | None = None  # None: the simulator's default (DEFAULT_ACCEPTANCE_RATE)
+
+    @property
+    def speculation(self) -> dict[str, Any]:
+        """make_deployment's speculative-decoding arguments (None where the configuration leaves them)."""
+        return _speculation(self.draft_model, self.num_speculative_tokens, self.acceptance_rate)
 
     @property
     def disaggregated(self) -> bool:
@@ -91,6 +102,12 @@ class Configuration:
             words.append(f"KV {self.kv_dtype}")
         if self.disaggregated:
             words.append(f"decode on {self.decode_instance} TP{self.decode_tp} x{self.decode_replicas}")
+        if self.draft_model:
+            words.append(f"draft {self.draft_model}")
+        if self.num_speculative_tokens is not None:
+            words.append(f"{self.num_speculative_tokens} drafted tokens")
+        if self.acceptance_rate is not None:
+            words.append(f"acceptance {self.acceptance_rate:g}")
         return words
 
     def deployment(self) -> Deployment:
@@ -103,7 +120,13 @@ class Configuration:
 
     def _deployment(self, instance: str, tp: int) -> Deployment:
         return make_deployment(
-            self.model, instance, tp, self.weights, kv_dtype=self.kv_dtype, expert_parallel=self.parallelism == "ep"
+            self.model,
+            instance,
+            tp,
+            self.weights,
+            kv_dtype=self.kv_dtype,
+            expert_parallel=self.parallelism == "ep",
+            **self.speculation,
         )
 
     def engine(self) -> EngineConfig:
@@ -119,6 +142,12 @@ class Configuration:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """`to_dict` less the speculation fields left unset: what tells a configuration apart in a cache key (so a
+        configuration without them keys as it did before they existed, and one with a draft never as one without)."""
+        unset = {k for k, v in self.speculation.items() if v is None}
+        return {k: v for k, v in asdict(self).items() if k not in unset}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Configuration:
@@ -152,12 +181,19 @@ def configuration_space(
     decode_tps: Sequence[int] | None = None,
     decode_replicas: Sequence[int] = (1,),
     assumed_prices: Mapping[str, Decimal] | None = None,
+    draft_model: str = "",
+    num_speculative_tokens: int | None = None,
+    acceptance_rate: float | None = None,
 ) -> tuple[list[Configuration], list[Skipped]]:
     """The cross product of the options, less what cannot run: instances with no price (published or assumed), TP
     degrees the model cannot be split by or does not fit at, expert parallelism of a dense model (make_deployment's
     errors). `tps` (`decode_tps`) None: every power of two up to the instance. With `decode_instances`, every
-    colocated configuration is also tried with each decode pool beside it."""
+    colocated configuration is also tried with each decode pool beside it. `draft_model`, `num_speculative_tokens`
+    and `acceptance_rate` serve every configuration with speculative decoding (make_deployment's: a configuration it
+    refuses, a draft of another vocabulary as much as one that does not fit beside the target, is skipped with its
+    reason)."""
     prices = assumed_prices or {}
+    speculation = _speculation(draft_model, num_speculative_tokens, acceptance_rate)
     _check_choices("parallelism", parallelisms, PARALLELISMS)
     _check_choices("KV cache type", kv_dtypes, tuple(k.value for k in KvCacheDtype))
     if any(c < 1 for c in chunk_tokens):
@@ -173,15 +209,32 @@ def configuration_space(
     for name, w in product(instances, weights):
         inst = get_instance(name)
         for tp, par, kv, (decode, dtp, dr) in product(_degrees(inst, tps), parallelisms, kv_dtypes, decode_pools):
-            reason = _why_not(model, inst, tp, w, par, kv, prices)
+            reason = _why_not(model, inst, tp, w, par, kv, prices, speculation)
             if decode and not reason:
-                reason = _why_not(model, get_instance(decode), dtp, w, par, kv, prices)
+                reason = _why_not(model, get_instance(decode), dtp, w, par, kv, prices, speculation)
                 reason = reason and f"decode pool {decode} TP{dtp}: {reason}"
             if reason:
                 skipped.append(Skipped(name, tp, w, reason))
                 continue
             space += [
-                Configuration(model, name, tp, r, b, RoutingPolicy(p).value, w, par, c, kv, decode, dtp, dr)
+                Configuration(
+                    model,
+                    name,
+                    tp,
+                    r,
+                    b,
+                    RoutingPolicy(p).value,
+                    w,
+                    par,
+                    c,
+                    kv,
+                    decode,
+                    dtp,
+                    dr,
+                    draft_model,
+                    num_speculative_tokens,
+                    acceptance_rate,
+                )
                 for r, b, p, c in product(replicas, max_batches, routings, chunk_tokens)
             ]
     return space, list(dict.fromkeys(skipped))  # the same reason may recur across the other options
@@ -197,14 +250,25 @@ def _degrees(inst: Instance, tps: Sequence[int] | None) -> list[int]:
     return list(tps) if tps else [1 << k for k in range(inst.max_tp.bit_length()) if 1 << k <= inst.max_tp]
 
 
+def _speculation(draft_model: str, tokens: int | None, acceptance_rate: float | None) -> dict[str, Any]:
+    return {"draft_model": draft_model or None, "num_speculative_tokens": tokens, "acceptance_rate": acceptance_rate}
+
+
 def _why_not(
-    model: str, inst: Instance, tp: int, weights: str, parallelism: str, kv: str, prices: Mapping[str, Any]
+    model: str,
+    inst: Instance,
+    tp: int,
+    weights: str,
+    parallelism: str,
+    kv: str,
+    prices: Mapping[str, Any],
+    speculation: Mapping[str, Any],
 ) -> str:
     """Why a pool of `tp` ranks on `inst` cannot be evaluated ("" when it can)."""
     if inst.price_usd_per_hour is None and inst.name not in prices:
         return "no price"
     try:
-        make_deployment(model, inst, tp, weights, kv_dtype=kv, expert_parallel=parallelism == "ep")
+        make_deployment(model, inst, tp, weights, kv_dtype=kv, expert_parallel=parallelism == "ep", **speculation)
     except ConfigurationError as exc:
         return str(exc)
     return ""

@@ -5,7 +5,9 @@ The question is the buyer's: what would this traffic cost on other hardware at t
 default TTFT objective is the p90 TTFT the recorded workload gets on the model's current deployment (the fleet
 file's ``trainium-sim`` deployment of that model, simulated at the recorded rate, as if the tenant had it alone);
 without one (an upstream model, or a model no longer served) it is ``DEFAULT_TTFT_MS``. The TPOT objective defaults
-to ``DEFAULT_TPOT_MS``: a TPOT measured at one tenant's light load is a floor that no busier fleet meets.
+to ``DEFAULT_TPOT_MS``: a TPOT measured at one tenant's light load is a floor that no busier fleet meets. The
+current deployment is the one the fleet serves (``fleet.simulated_deployment``), speculative decoding included, and
+every configuration searched speculates as it does (the same draft, tokens and acceptance rate).
 
 Bounded, because it runs in the API process that serves every tenant:
 
@@ -29,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
+from typing import Any
 
 from switchyard.accelerator.errors import ConfigurationError, SimulatorError, UnknownNameError
 from switchyard.accelerator.pool.fleet import DeploymentSpec, load_fleet, model_aliases, simulated_deployment
@@ -270,6 +273,18 @@ def baseline(workload: Sequence[Request], current: CurrentDeployment) -> Baselin
     return Baseline(current, ttft_ms, tpot_ms)
 
 
+def _speculation_of(current: CurrentDeployment | None) -> dict[str, Any]:
+    """The current deployment's speculative decoding, for every configuration searched: the alternatives serve the
+    traffic as today's deployment does (none without a current deployment)."""
+    if current is None:
+        return {}
+    return {
+        "draft_model": current.draft_model,
+        "num_speculative_tokens": current.num_speculative_tokens,
+        "acceptance_rate": current.acceptance_rate,
+    }
+
+
 def answer_capacity(
     workload: RecordedWorkload,
     question: CapacityQuestion,
@@ -308,7 +323,12 @@ def answer_capacity(
     prices = dict(question.assumed_prices)
     try:
         space, skipped = configuration_space(
-            model, question.instances, tps=question.tps, replicas=question.replicas, assumed_prices=prices
+            model,
+            question.instances,
+            tps=question.tps,
+            replicas=question.replicas,
+            assumed_prices=prices,
+            **_speculation_of(current),
         )
     except SimulatorError as exc:  # an unknown instance type
         raise CapacityError(str(exc)) from None
