@@ -103,9 +103,11 @@ def test_usage_is_rated_onto_the_draft_invoice_within_seconds(client: Switchyard
     invoice shows it long before the sweeper, which leaves events younger than 30 s alone, could have."""
     agent = client.agents.create(name="maths", model=MODEL, tools=CALCULATOR)
     thread = client.threads.create(messages=[{"content": "use the calculator expression=1+1"}])
+    started = int(time.time()) - 60
     run = client.threads.runs.create_and_wait(thread.id, agent_id=agent.id)
-    usage = client.usage.retrieve(bucket_width="1d", group_by=["agent_id"])
-    assert [(r.agent_id, r.chip_us) for r in usage.data[-1].results] == [(agent.id, run.chip_us)]
+    # from a minute before the run: the default window, the month so far, pages 7 daily buckets from its first day
+    usage = client.usage.retrieve(start_time=started, bucket_width="1d", group_by=["agent_id"])
+    assert [(r.agent_id, r.chip_us) for bucket in usage.data for r in bucket.results] == [(agent.id, run.chip_us)]
     assert agent.id in client.usage.export_csv(group_by=["agent_id"])
     chat = httpx.post(
         f"{installation.base_url}/chat/completions",

@@ -37,7 +37,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -234,11 +234,12 @@ async def _b_billed_for_itself(ordinary: Ordinary, report: list[str]) -> list[st
     for sample in samples:
         if sample.error and sample.run is not None:
             await ordinary.read_run_usage(sample)
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    # B is the test's own tenant: from yesterday's start, so a run that crosses midnight is counted whole
+    yesterday = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
     async with httpx.AsyncClient(base_url=b.base_url(), timeout=30) as client:
         answer = await client.get(
             "/v1/usage",
-            params={"start_time": int(today.timestamp()), "bucket_width": "1d", "limit": 2},
+            params={"start_time": int(yesterday.timestamp()), "bucket_width": "1d", "limit": 2},
             headers={"authorization": f"Bearer {b.owner_key}"},
         )
     answer.raise_for_status()
