@@ -194,6 +194,7 @@ _WINDOWED_DRAFT = replace(get_model(DRAFT), name="acme/windowed-draft", sliding_
         (TARGET, {"draft_model": DRAFT}, "num_speculative_tokens"),
         (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 0}, "at least one drafted token"),
         (PAIR, {"num_speculative_tokens": -1}, "at least one drafted token"),
+        (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 33}, "at most 32 drafted tokens"),
         (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 3, "acceptance_rate": -0.1}, r"in \[0, 1\]"),
         (TARGET, {"draft_model": DRAFT, "num_speculative_tokens": 3, "acceptance_rate": float("nan")}, "nan"),
         (TARGET, {"num_speculative_tokens": 3}, "no draft model: speculative tokens"),

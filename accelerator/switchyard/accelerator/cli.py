@@ -18,6 +18,7 @@ from switchyard.accelerator.sim.calibration import calibrate, read_benchmarks, w
 from switchyard.accelerator.sim.cluster import Cluster
 from switchyard.accelerator.sim.deployment import (
     DEFAULT_ACCEPTANCE_RATE,
+    MAX_SPECULATIVE_TOKENS,
     Deployment,
     KvCacheDtype,
     Precision,
@@ -110,7 +111,7 @@ _SPECULATION_OPTIONS = (
     ),
     click.option(
         "--speculative-tokens",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_SPECULATIVE_TOKENS),
         default=None,
         help="tokens the draft proposes a step (vLLM's num_speculative_tokens) [default: a pair's own]",
     ),

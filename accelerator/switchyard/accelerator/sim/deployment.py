@@ -15,6 +15,7 @@ from switchyard.accelerator.sim.models import get_model
 __all__ = [
     "DEFAULT_ACCEPTANCE_RATE",
     "HBM_USABLE_FRACTION",
+    "MAX_SPECULATIVE_TOKENS",
     "Deployment",
     "KvCacheDtype",
     "Precision",
@@ -30,6 +31,9 @@ STATE_BYTES = 4.0
 # Speculative decoding: the chance that the target accepts one drafted token, when a deployment states none. An
 # assumption, not a measurement: no published row of the catalog's pairs gives one (docs/simulator.md).
 DEFAULT_ACCEPTANCE_RATE = 0.7
+# At most this many drafted tokens a step: each is a draft pass the simulator runs per step (vLLM's drafts propose a
+# handful; past a few tokens at any acceptance rate below 1 the expected gain stops growing).
+MAX_SPECULATIVE_TOKENS = 32
 
 
 class Precision(enum.StrEnum):
@@ -365,6 +369,10 @@ def _speculation(
         )
     if k < 1:
         raise ConfigurationError(f"{m.name}: speculative decoding needs at least one drafted token a step, got {k}")
+    if k > MAX_SPECULATIVE_TOKENS:
+        raise ConfigurationError(
+            f"{m.name}: at most {MAX_SPECULATIVE_TOKENS} drafted tokens a step are simulated, got {k}"
+        )
     rate = DEFAULT_ACCEPTANCE_RATE if acceptance_rate is None else acceptance_rate
     if not 0.0 <= rate <= 1.0:
         raise ConfigurationError(f"{m.name}: the acceptance rate of drafted tokens must be in [0, 1], got {rate}")
